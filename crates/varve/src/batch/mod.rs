@@ -1,0 +1,5 @@
+//! Atomic groups of writes and their binary encoding (see `docs/write-batch.md`).
+
+mod write_batch;
+
+pub use write_batch::{BatchOp, WriteBatch};

@@ -1,0 +1,254 @@
+//! [`WriteBatch`]: an ordered list of puts and deletes applied atomically.
+//!
+//! The batch keeps its encoded form (the WAL payload) as it is built, so a
+//! write costs no second encoding. Layout (format in `docs/write-batch.md`):
+//! `sequence: u64 LE | count: u32 LE | records...`, each record
+//! `kind: u8 | varint key_len | key | (varint value_len | value)?`.
+//! Not thread-safe while being built; immutable once handed to `Db::write`.
+
+use crate::keys::{SequenceNumber, ValueKind};
+use crate::util::coding::{decode_fixed32, decode_fixed64, decode_length_prefixed, put_length_prefixed};
+
+/// Bytes of the batch header (sequence + count).
+pub(crate) const HEADER_LEN: usize = 12;
+
+/// One operation of a batch, borrowed from its encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// Set `key` to `value`.
+    Put {
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+    },
+    /// Delete `key`.
+    Delete {
+        /// The key.
+        key: &'a [u8],
+    },
+}
+
+impl BatchOp<'_> {
+    /// The operation's key.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            BatchOp::Put { key, .. } | BatchOp::Delete { key } => key,
+        }
+    }
+}
+
+/// An atomic group of puts and deletes.
+///
+/// ```
+/// let mut batch = varve::WriteBatch::new();
+/// batch.put(b"k1", b"v1");
+/// batch.delete(b"k0");
+/// assert_eq!(batch.len(), 2);
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+    count: u32,
+}
+
+impl std::fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("count", &self.count)
+            .field("bytes", &self.rep.len())
+            .finish()
+    }
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        WriteBatch {
+            rep: vec![0; HEADER_LEN],
+            count: 0,
+        }
+    }
+
+    /// Adds `key = value`.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.rep.push(ValueKind::Value as u8);
+        put_length_prefixed(&mut self.rep, key.as_ref());
+        put_length_prefixed(&mut self.rep, value.as_ref());
+        self.bump();
+    }
+
+    /// Adds a deletion of `key`.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
+        self.rep.push(ValueKind::Deletion as u8);
+        put_length_prefixed(&mut self.rep, key.as_ref());
+        self.bump();
+    }
+
+    fn bump(&mut self) {
+        self.count += 1;
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+    }
+
+    /// Removes every operation.
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.rep.resize(HEADER_LEN, 0);
+        self.count = 0;
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// True when the batch holds no operation.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Size of the encoded batch in bytes.
+    pub fn size_in_bytes(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// The operations, in order.
+    pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> {
+        // A batch built through the API always decodes; `decode_ops` only
+        // fails on bytes that came from disk, which go through `from_encoded`.
+        decode_ops(&self.rep[HEADER_LEN..]).map_while(Result::ok)
+    }
+
+    /// The encoding, with the sequence number stamped by [`set_sequence`](Self::set_sequence).
+    pub(crate) fn encoded(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// The sequence number of the batch's first operation.
+    pub(crate) fn sequence(&self) -> SequenceNumber {
+        decode_fixed64(&self.rep).unwrap_or(0)
+    }
+
+    /// Stamps the sequence number of the first operation.
+    pub(crate) fn set_sequence(&mut self, seq: SequenceNumber) {
+        self.rep[..8].copy_from_slice(&seq.to_le_bytes());
+    }
+
+    /// Appends every operation of `other` (used to merge a commit group).
+    pub(crate) fn append(&mut self, other: &WriteBatch) {
+        self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
+        self.count += other.count;
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+    }
+
+    /// Parses a batch read from the WAL, checking that the header's count
+    /// matches the records and that every record is well-formed.
+    pub(crate) fn from_encoded(data: &[u8]) -> Result<WriteBatch, String> {
+        if data.len() < HEADER_LEN {
+            return Err(format!("write batch of {} bytes is shorter than its header", data.len()));
+        }
+        let count = decode_fixed32(&data[8..]).ok_or("short batch header")?;
+        let mut seen = 0u32;
+        for op in decode_ops(&data[HEADER_LEN..]) {
+            op?;
+            seen += 1;
+        }
+        if seen != count {
+            return Err(format!("write batch header says {count} records, found {seen}"));
+        }
+        Ok(WriteBatch {
+            rep: data.to_vec(),
+            count,
+        })
+    }
+}
+
+/// Decodes the records after the header.
+fn decode_ops(mut data: &[u8]) -> impl Iterator<Item = Result<BatchOp<'_>, String>> {
+    std::iter::from_fn(move || {
+        let (&tag, rest) = data.split_first()?;
+        let parsed = (|| {
+            let kind = ValueKind::from_u8(tag).ok_or_else(|| format!("unknown record kind {tag}"))?;
+            let (key, n) = decode_length_prefixed(rest).ok_or("truncated key")?;
+            let rest = &rest[n..];
+            match kind {
+                ValueKind::Value => {
+                    let (value, m) = decode_length_prefixed(rest).ok_or("truncated value")?;
+                    Ok((BatchOp::Put { key, value }, &rest[m..]))
+                }
+                ValueKind::Deletion => Ok((BatchOp::Delete { key }, rest)),
+            }
+        })();
+        match parsed {
+            Ok((op, rest)) => {
+                data = rest;
+                Some(Ok(op))
+            }
+            Err(e) => {
+                data = &[];
+                Some(Err(e))
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_and_iterate() {
+        let mut b = WriteBatch::new();
+        b.put(b"a", b"1");
+        b.delete(b"b");
+        b.put(b"", b"");
+        b.set_sequence(77);
+        let ops: Vec<_> = b.iter().collect();
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put { key: b"a", value: b"1" },
+                BatchOp::Delete { key: b"b" },
+                BatchOp::Put { key: b"", value: b"" },
+            ]
+        );
+        let parsed = WriteBatch::from_encoded(b.encoded()).expect("parses");
+        assert_eq!(parsed.sequence(), 77);
+        assert_eq!(parsed.len(), 3);
+        assert_eq!(parsed, b);
+    }
+
+    #[test]
+    fn append_merges() {
+        let mut a = WriteBatch::new();
+        a.put(b"x", b"1");
+        let mut b = WriteBatch::new();
+        b.delete(b"y");
+        b.put(b"z", b"2");
+        a.append(&b);
+        assert_eq!(a.len(), 3);
+        assert_eq!(WriteBatch::from_encoded(a.encoded()).expect("ok").len(), 3);
+    }
+
+    #[test]
+    fn rejects_damage() {
+        let mut b = WriteBatch::new();
+        b.put(b"key", b"value");
+        let enc = b.encoded().to_vec();
+        for cut in 0..enc.len() {
+            assert!(WriteBatch::from_encoded(&enc[..cut]).is_err(), "cut {cut}");
+        }
+        let mut bad = enc.clone();
+        bad[HEADER_LEN] = 9;
+        assert!(WriteBatch::from_encoded(&bad).is_err());
+        let mut bad = enc;
+        bad[8] = 2;
+        assert!(WriteBatch::from_encoded(&bad).is_err());
+    }
+}

@@ -1,0 +1,5 @@
+//! Snapshots (skeleton).
+
+/// A point-in-time view.
+#[derive(Debug, Clone)]
+pub struct Snapshot {}

@@ -1,0 +1,93 @@
+//! The one error type of the library.
+//!
+//! Every fallible public function returns [`Result<T>`](crate::Result). Errors
+//! that come from a file carry the file's path (and, for corruption, the byte
+//! offset) so that an operator can find the damage without a debugger.
+//! The enum is `#[non_exhaustive]`: match with a wildcard arm.
+
+use std::path::PathBuf;
+
+/// Errors returned by varve.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system IO error on a named file or directory.
+    #[error("IO error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory the operation was on.
+        path: PathBuf,
+        /// The underlying OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Data on disk failed a checksum or does not parse.
+    #[error("corruption in {} at offset {offset}: {reason}", file.display())]
+    Corruption {
+        /// The damaged file.
+        file: PathBuf,
+        /// Byte offset in the file where the damage was found.
+        offset: u64,
+        /// What was wrong.
+        reason: String,
+    },
+    /// A file was written by a format version this build does not know.
+    #[error("{} has format version {found}, this build reads up to {supported}", file.display())]
+    UnsupportedVersion {
+        /// The file.
+        file: PathBuf,
+        /// The version found in the file.
+        found: u32,
+        /// The newest version this build understands.
+        supported: u32,
+    },
+    /// The caller passed something the engine cannot accept.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The database directory is locked by another `Db` (in this or another process).
+    #[error("database {} is locked by another process or another open Db (lock file {})", dir.display(), lock_file.display())]
+    Locked {
+        /// The database directory.
+        dir: PathBuf,
+        /// The lock file that could not be locked.
+        lock_file: PathBuf,
+    },
+    /// The database is missing and `create_if_missing` is off.
+    #[error("database {} does not exist (create_if_missing is false)", .0.display())]
+    NotFound(PathBuf),
+    /// The database exists and `error_if_exists` is on.
+    #[error("database {} already exists (error_if_exists is true)", .0.display())]
+    AlreadyExists(PathBuf),
+    /// An earlier WAL or background write failed; writes are refused until reopen.
+    #[error("database is poisoned by an earlier write failure, reopen it: {0}")]
+    Poisoned(String),
+    /// The database was closed.
+    #[error("database is closed")]
+    Closed,
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] for `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            reason: reason.into(),
+        }
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}
+
+/// `Result` with varve's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,81 @@
+//! The file-system traits the engine is written against.
+//!
+//! Contract: every error carries the path it happened on. `WritableFile::append`
+//! hands the bytes to the OS before it returns (no user-space buffering), so an
+//! appended record survives `kill -9` of the process; `sync_data` makes it
+//! survive power loss. Implementations are `Send`; `FileSystem` and
+//! `RandomAccessFile` are also `Sync` and used from many threads.
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::Result;
+
+/// A file opened for appending.
+pub trait WritableFile: Send + Debug {
+    /// Appends `data`; on return the OS has it (it survives `kill -9`).
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Makes everything appended so far durable (fdatasync).
+    fn sync_data(&mut self) -> Result<()>;
+    /// Bytes appended so far (the file's logical length).
+    fn len(&self) -> u64;
+    /// True when nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The file's path.
+    fn path(&self) -> &Path;
+}
+
+/// A file read front to back.
+pub trait SequentialFile: Send + Debug {
+    /// Reads up to `buf.len()` bytes; 0 means end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+    /// The file's path.
+    fn path(&self) -> &Path;
+}
+
+/// A file read at arbitrary offsets from many threads (pread).
+pub trait RandomAccessFile: Send + Sync + Debug {
+    /// Reads up to `buf.len()` bytes at `offset`; fewer only at end of file.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize>;
+    /// The file's path.
+    fn path(&self) -> &Path;
+}
+
+/// An advisory lock on a file, released on drop.
+pub trait FileLock: Send + Sync + Debug {}
+
+/// The operations the engine needs from a file system.
+pub trait FileSystem: Send + Sync + Debug {
+    /// Creates `dir` and its parents if missing.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Names of the entries in `dir`.
+    fn list_dir(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> Result<bool>;
+    /// Whether `path` is a directory (false if missing).
+    fn is_dir(&self, path: &Path) -> Result<bool>;
+    /// Creates (or truncates) `path` for appending.
+    fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens `path` to read front to back.
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    /// Opens `path` for positional reads.
+    fn open_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Size of `path` in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &Path) -> Result<()>;
+    /// Atomically renames `from` to `to` (replacing `to`).
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Cuts `path` to `len` bytes and makes the new length durable.
+    fn truncate(&self, path: &Path, len: u64) -> Result<()>;
+    /// Makes the directory's entries (creates, renames, removes) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive, non-blocking lock on `path` (created if missing).
+    /// Returns `Ok(None)` if someone else holds it.
+    fn try_lock(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>>;
+}

@@ -1,0 +1,11 @@
+//! File access behind a trait, so that tests can inject faults and later
+//! issues can swap in O_DIRECT and io_uring without touching the engine.
+//!
+//! [`FileSystem`] is what the engine calls; [`PosixFs`] is the real one.
+//! Every method returns errors that name the path.
+
+mod fs;
+mod posix;
+
+pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+pub use posix::PosixFs;

@@ -1,0 +1,28 @@
+//! varve: an embedded, persistent, ordered key-value store built for NVMe
+//! SSDs and Linux io_uring.
+//!
+//! Open a [`Db`], write with [`Db::put`] / [`Db::delete`] / [`Db::write`],
+//! read with [`Db::get`], iterate in key order with [`Db::iter`], take
+//! consistent views with [`Db::snapshot`]. Every write acknowledged by these
+//! calls has reached the operating system and survives a crash of the
+//! process; with [`WriteOptions::sync`] it also survives power loss.
+//!
+//! The data path (see `DESIGN.md`): a write goes to the write-ahead log
+//! (`wal`), then to the memtable (`memtable`); reads merge memtables
+//! (`iter`) and apply snapshot visibility (`db`).
+
+pub mod batch;
+pub mod db;
+mod error;
+pub mod io;
+pub mod iter;
+pub mod keys;
+pub mod memtable;
+mod options;
+pub mod util;
+pub mod wal;
+
+pub use batch::WriteBatch;
+pub use db::{Db, DbIterator, Snapshot};
+pub use error::{Error, Result};
+pub use options::{Options, ReadOptions, WriteOptions};

@@ -1,0 +1,5 @@
+//! Small shared helpers with no engine state: integer coding and checksums.
+//! Everything here is pure and thread-safe.
+
+pub mod checksum;
+pub mod coding;
