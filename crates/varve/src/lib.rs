@@ -19,6 +19,7 @@ pub mod iter;
 pub mod keys;
 pub mod memtable;
 mod options;
+pub(crate) mod sync;
 pub mod util;
 pub mod wal;
 
