@@ -83,6 +83,44 @@ impl Error {
         }
     }
 
+    /// A copy of this error, for reporting one failure to several callers
+    /// (an IO error keeps its kind and message).
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                reason: reason.clone(),
+            },
+            Error::UnsupportedVersion {
+                file,
+                found,
+                supported,
+            } => Error::UnsupportedVersion {
+                file: file.clone(),
+                found: *found,
+                supported: *supported,
+            },
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Locked { dir, lock_file } => Error::Locked {
+                dir: dir.clone(),
+                lock_file: lock_file.clone(),
+            },
+            Error::NotFound(p) => Error::NotFound(p.clone()),
+            Error::AlreadyExists(p) => Error::AlreadyExists(p.clone()),
+            Error::Poisoned(m) => Error::Poisoned(m.clone()),
+            Error::Closed => Error::Closed,
+        }
+    }
+
     /// True for [`Error::Corruption`].
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })

@@ -49,7 +49,12 @@ pub fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {
 }
 
 /// Appends the internal key `(user_key, seq, kind)` to `dst`.
-pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) {
+pub fn append_internal_key(
+    dst: &mut Vec<u8>,
+    user_key: &[u8],
+    seq: SequenceNumber,
+    kind: ValueKind,
+) {
     dst.extend_from_slice(user_key);
     dst.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
 }
@@ -97,7 +102,10 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
 /// The trailer of an internal key (0 if it is too short).
 pub fn trailer(ikey: &[u8]) -> u64 {
     match ikey.len().checked_sub(TRAILER_LEN) {
-        Some(split) => ikey[split..].try_into().map(u64::from_le_bytes).unwrap_or(0),
+        Some(split) => ikey[split..]
+            .try_into()
+            .map(u64::from_le_bytes)
+            .unwrap_or(0),
         None => 0,
     }
 }

@@ -6,8 +6,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::io::{FileSystem, PosixFs};
 use crate::db::Snapshot;
+use crate::io::{FileSystem, PosixFs};
 use crate::{Error, Result};
 
 /// Options for [`Db::open`](crate::Db::open).

@@ -5,4 +5,5 @@
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic;
 #[cfg(not(loom))]
+#[allow(unused_imports)]
 pub(crate) use std::sync::atomic;

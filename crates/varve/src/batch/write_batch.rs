@@ -7,7 +7,9 @@
 //! Not thread-safe while being built; immutable once handed to `Db::write`.
 
 use crate::keys::{SequenceNumber, ValueKind};
-use crate::util::coding::{decode_fixed32, decode_fixed64, decode_length_prefixed, put_length_prefixed};
+use crate::util::coding::{
+    decode_fixed32, decode_fixed64, decode_length_prefixed, put_length_prefixed,
+};
 
 /// Bytes of the batch header (sequence + count).
 pub(crate) const HEADER_LEN: usize = 12;
@@ -151,7 +153,10 @@ impl WriteBatch {
     /// matches the records and that every record is well-formed.
     pub(crate) fn from_encoded(data: &[u8]) -> Result<WriteBatch, String> {
         if data.len() < HEADER_LEN {
-            return Err(format!("write batch of {} bytes is shorter than its header", data.len()));
+            return Err(format!(
+                "write batch of {} bytes is shorter than its header",
+                data.len()
+            ));
         }
         let count = decode_fixed32(&data[8..]).ok_or("short batch header")?;
         let mut seen = 0u32;
@@ -160,7 +165,9 @@ impl WriteBatch {
             seen += 1;
         }
         if seen != count {
-            return Err(format!("write batch header says {count} records, found {seen}"));
+            return Err(format!(
+                "write batch header says {count} records, found {seen}"
+            ));
         }
         Ok(WriteBatch {
             rep: data.to_vec(),
@@ -174,7 +181,8 @@ fn decode_ops(mut data: &[u8]) -> impl Iterator<Item = Result<BatchOp<'_>, Strin
     std::iter::from_fn(move || {
         let (&tag, rest) = data.split_first()?;
         let parsed = (|| {
-            let kind = ValueKind::from_u8(tag).ok_or_else(|| format!("unknown record kind {tag}"))?;
+            let kind =
+                ValueKind::from_u8(tag).ok_or_else(|| format!("unknown record kind {tag}"))?;
             let (key, n) = decode_length_prefixed(rest).ok_or("truncated key")?;
             let rest = &rest[n..];
             match kind {
@@ -213,9 +221,15 @@ mod tests {
         assert_eq!(
             ops,
             vec![
-                BatchOp::Put { key: b"a", value: b"1" },
+                BatchOp::Put {
+                    key: b"a",
+                    value: b"1"
+                },
                 BatchOp::Delete { key: b"b" },
-                BatchOp::Put { key: b"", value: b"" },
+                BatchOp::Put {
+                    key: b"",
+                    value: b""
+                },
             ]
         );
         let parsed = WriteBatch::from_encoded(b.encoded()).expect("parses");

@@ -235,7 +235,9 @@ mod tests {
         assert_eq!(&buf[..5], b"world");
         fs.truncate(&p, 5).expect("truncate");
         assert_eq!(fs.file_size(&p).expect("size"), 5);
-        let err = fs.file_size(&dir.path().join("missing")).expect_err("missing");
+        let err = fs
+            .file_size(&dir.path().join("missing"))
+            .expect_err("missing");
         assert!(err.to_string().contains("missing"), "{err}");
     }
 }

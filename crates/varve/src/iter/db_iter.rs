@@ -1,1 +1,371 @@
-//! DB iterator (skeleton).
+//! [`DbIterator`]: the user-facing iterator. It turns the merged stream of
+//! internal entries into user keys and values as of one sequence number:
+//! newer versions than the snapshot are invisible, older versions of a key
+//! are hidden behind the newest visible one, tombstones hide the key, and
+//! `[lower, upper)` bounds are applied.
+//!
+//! Direction handling follows LevelDB's `DBIter`: moving forward, the
+//! internal iterator sits on the entry being returned; moving backward, the
+//! current entry is copied into `saved_*` and the internal iterator sits
+//! just before every entry of that user key. Single-threaded (`Send`).
+
+use std::cmp::Ordering;
+
+use super::InternalIterator;
+use crate::Result;
+use crate::db::Snapshot;
+use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// An ordered cursor over the database at one point in time, and a Rust
+/// [`Iterator`] of `Result<(key, value)>`.
+///
+/// As an `Iterator` it yields the entry under the cursor and then moves in
+/// the cursor's direction: forward after [`seek_to_first`](Self::seek_to_first),
+/// [`seek`](Self::seek) or [`move_next`](Self::move_next) (and when never
+/// positioned, from the first key); backward after
+/// [`seek_to_last`](Self::seek_to_last), [`seek_for_prev`](Self::seek_for_prev)
+/// or [`move_prev`](Self::move_prev).
+///
+/// The iterator keeps its snapshot and memtables alive while it exists; it
+/// never sees writes made after it was created.
+pub struct DbIterator {
+    iter: Box<dyn InternalIterator>,
+    seq: SequenceNumber,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    positioned: bool,
+    saved_key: Vec<u8>,
+    saved_value: Vec<u8>,
+    error: Option<crate::Error>,
+    error_reported: bool,
+    _snapshot: Snapshot,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("sequence", &self.seq)
+            .field("valid", &self.valid)
+            .finish()
+    }
+}
+
+impl DbIterator {
+    pub(crate) fn new(
+        iter: Box<dyn InternalIterator>,
+        snapshot: Snapshot,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> Self {
+        DbIterator {
+            iter,
+            seq: snapshot.sequence(),
+            lower,
+            upper,
+            direction: Direction::Forward,
+            valid: false,
+            positioned: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            error: None,
+            error_reported: false,
+            _snapshot: snapshot,
+        }
+    }
+
+    /// True when the cursor is on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key. Empty when not [`valid`](Self::valid).
+    pub fn key(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => keys::user_key(self.iter.key()),
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value. Empty when not [`valid`](Self::valid).
+    pub fn value(&self) -> &[u8] {
+        if !self.valid {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => self.iter.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// The first error met while iterating, if any. An iterator that hit an
+    /// error is not valid.
+    pub fn status(&self) -> Result<()> {
+        match &self.error {
+            None => self.iter.status(),
+            Some(e) => Err(e.duplicate()),
+        }
+    }
+
+    /// Moves to the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) {
+        self.positioned = true;
+        self.direction = Direction::Forward;
+        self.saved_key.clear();
+        match self.lower.clone() {
+            Some(lower) => self.iter.seek(&keys::lookup_key(&lower, self.seq)),
+            None => self.iter.seek_to_first(),
+        }
+        self.find_next_user_entry(false);
+    }
+
+    /// Moves to the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) {
+        self.positioned = true;
+        self.direction = Direction::Reverse;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        match &self.upper {
+            Some(upper) => {
+                let t = keys::make_internal_key(upper, MAX_SEQUENCE, ValueKind::FOR_SEEK);
+                self.iter.seek_for_prev(&t);
+                // The target sorts before every entry of `upper`, but an
+                // entry equal to it would be `upper` itself: step past it.
+                if self.iter.valid() && keys::user_key(self.iter.key()) >= upper.as_slice() {
+                    self.iter.prev();
+                }
+            }
+            None => self.iter.seek_to_last(),
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the first key `>= key` (clamped to the bounds).
+    pub fn seek(&mut self, key: impl AsRef<[u8]>) {
+        let mut target = key.as_ref();
+        if let Some(lower) = &self.lower {
+            if target < lower.as_slice() {
+                target = lower;
+            }
+        }
+        let t = keys::lookup_key(target, self.seq);
+        self.positioned = true;
+        self.direction = Direction::Forward;
+        self.saved_key.clear();
+        self.iter.seek(&t);
+        self.find_next_user_entry(false);
+    }
+
+    /// Moves to the last key `<= key` (clamped to the bounds).
+    pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
+        let key = key.as_ref();
+        if let Some(upper) = &self.upper {
+            if key >= upper.as_slice() {
+                self.seek_to_last();
+                return;
+            }
+        }
+        self.positioned = true;
+        self.direction = Direction::Reverse;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        // (key, 0, Deletion) is the largest internal key of `key`.
+        self.iter
+            .seek_for_prev(&keys::make_internal_key(key, 0, ValueKind::Deletion));
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the next key. Does nothing when not valid.
+    pub fn move_next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Reverse {
+            self.direction = Direction::Forward;
+            // The internal iterator is just before every entry of the
+            // current key; step onto the first of them, then skip them all.
+            if self.iter.valid() {
+                self.iter.next();
+            } else {
+                self.iter.seek_to_first();
+            }
+            if !self.iter.valid() {
+                self.valid = false;
+                self.saved_key.clear();
+                return;
+            }
+        } else {
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(keys::user_key(self.iter.key()));
+            self.iter.next();
+        }
+        self.find_next_user_entry(true);
+    }
+
+    /// Moves to the previous key. Does nothing when not valid.
+    pub fn move_prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(keys::user_key(self.iter.key()));
+            loop {
+                self.iter.prev();
+                if !self.iter.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                    self.check_status();
+                    return;
+                }
+                if keys::user_key(self.iter.key()) < self.saved_key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    fn check_status(&mut self) {
+        if self.error.is_none() {
+            if let Err(e) = self.iter.status() {
+                self.error = Some(e);
+                self.valid = false;
+            }
+        }
+    }
+
+    /// Forward: advance until the internal iterator is on the newest visible
+    /// value of a user key not hidden by `saved_key` (when `skipping`).
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        while self.iter.valid() {
+            if let Some(p) = keys::parse_internal_key(self.iter.key()) {
+                if p.seq <= self.seq {
+                    match p.kind {
+                        ValueKind::Deletion => {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(p.user_key);
+                            skipping = true;
+                        }
+                        ValueKind::Value => {
+                            let hidden = skipping && p.user_key <= self.saved_key.as_slice();
+                            if !hidden {
+                                if let Some(upper) = &self.upper {
+                                    if p.user_key >= upper.as_slice() {
+                                        break;
+                                    }
+                                }
+                                self.valid = true;
+                                self.saved_key.clear();
+                                return;
+                            }
+                        }
+                    }
+                }
+            } else {
+                self.error = Some(malformed_key());
+                break;
+            }
+            self.iter.next();
+        }
+        self.valid = false;
+        self.saved_key.clear();
+        self.check_status();
+    }
+
+    /// Backward: collect the newest visible entry of the previous user key
+    /// into `saved_*`, leaving the internal iterator before all its entries.
+    fn find_prev_user_entry(&mut self) {
+        let mut kind = ValueKind::Deletion;
+        while self.iter.valid() {
+            let Some(p) = keys::parse_internal_key(self.iter.key()) else {
+                self.error = Some(malformed_key());
+                break;
+            };
+            if p.seq <= self.seq {
+                if kind != ValueKind::Deletion && p.user_key.cmp(&self.saved_key) == Ordering::Less
+                {
+                    break; // saved_* holds a complete entry of a later key
+                }
+                if let Some(lower) = &self.lower {
+                    if p.user_key < lower.as_slice() {
+                        break;
+                    }
+                }
+                kind = p.kind;
+                match p.kind {
+                    ValueKind::Deletion => {
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                    }
+                    ValueKind::Value => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(p.user_key);
+                        self.saved_value.clear();
+                        self.saved_value.extend_from_slice(self.iter.value());
+                    }
+                }
+            }
+            self.iter.prev();
+        }
+        if kind == ValueKind::Deletion || self.error.is_some() {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+            self.direction = Direction::Forward;
+            self.check_status();
+        } else {
+            self.valid = true;
+        }
+    }
+}
+
+impl Iterator for DbIterator {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.positioned {
+            self.seek_to_first();
+        }
+        if !self.valid {
+            if self.error_reported {
+                return None;
+            }
+            return match self.status() {
+                Ok(()) => None,
+                Err(e) => {
+                    self.error_reported = true;
+                    Some(Err(e))
+                }
+            };
+        }
+        let item = (self.key().to_vec(), self.value().to_vec());
+        match self.direction {
+            Direction::Forward => self.move_next(),
+            Direction::Reverse => self.move_prev(),
+        }
+        Some(Ok(item))
+    }
+}
+
+fn malformed_key() -> crate::Error {
+    crate::Error::corruption(
+        "<memtable or table>",
+        0,
+        "malformed internal key in iterator",
+    )
+}

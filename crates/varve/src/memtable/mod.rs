@@ -40,7 +40,9 @@ pub struct MemTable {
 
 impl std::fmt::Debug for MemTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemTable").field("capacity", &self.capacity).finish()
+        f.debug_struct("MemTable")
+            .field("capacity", &self.capacity)
+            .finish()
     }
 }
 
@@ -70,15 +72,22 @@ impl MemTable {
         self.capacity.saturating_sub(self.memory_usage())
     }
     /// Inserts an entry. Safe to call from many threads at once.
-    pub fn add(&self, seq: SequenceNumber, kind: ValueKind, user_key: &[u8], value: &[u8]) -> Result<(), MemTableFull> {
+    pub fn add(
+        &self,
+        seq: SequenceNumber,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<(), MemTableFull> {
         let c = Self::entry_charge(user_key.len(), value.len());
         if c > self.remaining() {
             return Err(MemTableFull);
         }
         self.used.fetch_add(c, std::sync::atomic::Ordering::Relaxed);
-        self.map
-            .write()
-            .insert(IKey(keys::make_internal_key(user_key, seq, kind)), value.to_vec());
+        self.map.write().insert(
+            IKey(keys::make_internal_key(user_key, seq, kind)),
+            value.to_vec(),
+        );
         Ok(())
     }
     /// The newest entry of `user_key` with sequence `<= seq`.
@@ -145,13 +154,19 @@ impl InternalIterator for MemTableIterator {
         let m = Arc::clone(&self.mem);
         let map = m.map.read();
         let k = self.cur.take().map(|c| c.0).unwrap_or_default();
-        self.set(map.range((Bound::Excluded(IKey(k)), Bound::Unbounded)).next());
+        self.set(
+            map.range((Bound::Excluded(IKey(k)), Bound::Unbounded))
+                .next(),
+        );
     }
     fn prev(&mut self) {
         let m = Arc::clone(&self.mem);
         let map = m.map.read();
         let k = self.cur.take().map(|c| c.0).unwrap_or_default();
-        self.set(map.range((Bound::Unbounded, Bound::Excluded(IKey(k)))).next_back());
+        self.set(
+            map.range((Bound::Unbounded, Bound::Excluded(IKey(k))))
+                .next_back(),
+        );
     }
     fn key(&self) -> &[u8] {
         self.cur.as_ref().map(|c| &c.0[..]).unwrap_or(&[])

@@ -89,7 +89,17 @@ mod tests {
 
     #[test]
     fn varint_roundtrip() {
-        let values = [0u64, 1, 127, 128, 300, 16_383, 16_384, u32::MAX as u64, u64::MAX];
+        let values = [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u32::MAX as u64,
+            u64::MAX,
+        ];
         for v in values {
             let mut buf = Vec::new();
             put_varint64(&mut buf, v);
@@ -105,7 +115,10 @@ mod tests {
     #[test]
     fn varint_overflow_rejected() {
         assert_eq!(decode_varint64(&[0xff; 11]), None);
-        assert_eq!(decode_varint64(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), None);
+        assert_eq!(
+            decode_varint64(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
+            None
+        );
         let mut buf = Vec::new();
         put_varint64(&mut buf, u64::from(u32::MAX) + 1);
         assert_eq!(decode_varint32(&buf), None);

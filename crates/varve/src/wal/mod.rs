@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use crate::io::{FileSystem, WritableFile};
 use crate::Result;
+use crate::io::{FileSystem, WritableFile};
 
 /// Appends records to one WAL file.
 #[derive(Debug)]
@@ -82,7 +82,8 @@ pub fn replay(
     let mut off = 0usize;
     let mut records = 0;
     while off + 4 <= data.len() {
-        let len = u32::from_le_bytes([data[off], data[off + 1], data[off + 2], data[off + 3]]) as usize;
+        let len =
+            u32::from_le_bytes([data[off], data[off + 1], data[off + 2], data[off + 3]]) as usize;
         if off + 4 + len > data.len() {
             break;
         }

@@ -1,0 +1,284 @@
+//! The write path: a group-commit queue in front of the WAL and memtable.
+//!
+//! Writers enqueue themselves; the writer at the head of the queue becomes
+//! the *leader*, takes the following compatible writers as its group, and
+//! alone (no lock held on the queue) appends one merged WAL record, syncs it
+//! if any member asked for `sync`, inserts every member's batch into the
+//! memtable, and finally publishes the group's last sequence number. Then it
+//! wakes the members with the group's result and hands leadership to the
+//! next head. (The lock-free slot WAL of a later issue replaces this queue.)
+//!
+//! Invariants: sequence numbers are assigned in queue order and published in
+//! that order, after the memtable holds every entry up to them, so a reader
+//! never sees part of a batch. A WAL failure poisons the database: the
+//! failing group gets the error and every later write `Error::Poisoned`.
+//! Thread-safety: any number of threads may call [`write`] at once.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::DbInner;
+use super::filenames::wal_path;
+use super::memtables::{MemSet, batch_charge, insert_batch};
+use crate::batch::BatchOp;
+use crate::keys::MAX_SEQUENCE;
+use crate::memtable::MemTable;
+use crate::wal::LogWriter;
+use crate::{Error, Result, WriteBatch, WriteOptions};
+
+/// Most bytes of batches merged into one group.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// One waiting write.
+struct Writer {
+    batch: Mutex<WriteBatch>,
+    sync: bool,
+    disable_wal: bool,
+    done: AtomicBool,
+    result: Mutex<Option<Result<()>>>,
+    cv: Condvar,
+}
+
+/// The queue of writers and the WAL only the leader touches.
+pub(crate) struct WriteQueue {
+    queue: Mutex<VecDeque<Arc<Writer>>>,
+    wal: Mutex<WalState>,
+}
+
+/// The open WAL and the scratch batch used to merge a group.
+pub(crate) struct WalState {
+    pub(crate) log: LogWriter,
+    scratch: WriteBatch,
+}
+
+impl WriteQueue {
+    pub(crate) fn new(log: LogWriter) -> Self {
+        WriteQueue {
+            queue: Mutex::new(VecDeque::new()),
+            wal: Mutex::new(WalState {
+                log,
+                scratch: WriteBatch::new(),
+            }),
+        }
+    }
+
+    /// fdatasyncs the current WAL.
+    pub(crate) fn sync_wal(&self, db: &DbInner) -> Result<()> {
+        let mut wal = self.wal.lock();
+        wal.log
+            .sync()
+            .inspect_err(|e| db.poison(format!("WAL sync failed: {e}")))
+    }
+}
+
+/// Checks the batch against the size limits of the options.
+fn validate(db: &DbInner, batch: &WriteBatch) -> Result<()> {
+    let o = &db.options;
+    for op in batch.iter() {
+        let key = op.key();
+        if key.is_empty() {
+            return Err(Error::InvalidArgument("empty keys are not allowed".into()));
+        }
+        if key.len() > o.max_key_size {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes exceeds max_key_size {}",
+                key.len(),
+                o.max_key_size
+            )));
+        }
+        if let BatchOp::Put { value, .. } = op {
+            if value.len() > o.max_value_size {
+                return Err(Error::InvalidArgument(format!(
+                    "value of {} bytes exceeds max_value_size {}",
+                    value.len(),
+                    o.max_value_size
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Applies `batch` atomically (see the module docs).
+pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+    validate(db, &batch)?;
+    db.check_writable()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let me = Arc::new(Writer {
+        batch: Mutex::new(batch),
+        sync: opts.sync && !opts.disable_wal,
+        disable_wal: opts.disable_wal,
+        done: AtomicBool::new(false),
+        result: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let mut queue = db.writes.queue.lock();
+    queue.push_back(Arc::clone(&me));
+    loop {
+        if me.done.load(Ordering::Acquire) {
+            return me.result.lock().take().unwrap_or(Ok(()));
+        }
+        if queue.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+            break;
+        }
+        me.cv.wait(&mut queue);
+    }
+
+    // Leader: take a group of compatible writers from the head.
+    let group = build_group(&queue);
+    drop(queue);
+    let result = commit_group(db, &group);
+
+    let mut queue = db.writes.queue.lock();
+    for (i, w) in group.iter().enumerate() {
+        let popped = queue.pop_front();
+        debug_assert!(popped.is_some_and(|p| Arc::ptr_eq(&p, w)));
+        if i > 0 {
+            *w.result.lock() = Some(match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(e.duplicate()),
+            });
+            w.done.store(true, Ordering::Release);
+            w.cv.notify_one();
+        }
+    }
+    if let Some(next) = queue.front() {
+        next.cv.notify_one();
+    }
+    result
+}
+
+fn build_group(queue: &VecDeque<Arc<Writer>>) -> Vec<Arc<Writer>> {
+    let leader = &queue[0];
+    let first = leader.batch.lock().size_in_bytes();
+    // Keep a small write from waiting for a large group (LevelDB's rule).
+    let max = if first <= 128 << 10 {
+        first + (128 << 10)
+    } else {
+        MAX_GROUP_BYTES
+    };
+    let mut size = first;
+    let mut group = vec![Arc::clone(leader)];
+    for w in queue.iter().skip(1) {
+        if w.disable_wal != leader.disable_wal || (w.sync && !leader.sync) {
+            break;
+        }
+        size += w.batch.lock().size_in_bytes();
+        if size > max {
+            break;
+        }
+        group.push(Arc::clone(w));
+    }
+    group
+}
+
+/// WAL append (+ sync), memtable insert, publish. Called by the leader only.
+fn commit_group(db: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
+    let mut wal = db.writes.wal.lock();
+    db.check_writable()?;
+    let leader = &group[0];
+    let sync = leader.sync;
+    let disable_wal = leader.disable_wal;
+
+    let mut count = 0u64;
+    let mut charge = 0usize;
+    for w in group {
+        let b = w.batch.lock();
+        count += b.len() as u64;
+        charge += batch_charge(&b);
+    }
+    let first_seq = db.last_sequence.load(Ordering::Relaxed) + 1;
+    let last_seq = first_seq + count - 1;
+    if last_seq > MAX_SEQUENCE {
+        return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+    }
+
+    let mut mems = db.current_mems();
+    if mems.mem.remaining() < charge {
+        mems = switch_memtable(db, &mut wal, charge)?;
+    }
+
+    if !disable_wal {
+        let WalState { log, scratch } = &mut *wal;
+        let appended = if group.len() == 1 {
+            let mut b = leader.batch.lock();
+            b.set_sequence(first_seq);
+            log.add_record(b.encoded())
+        } else {
+            scratch.clear();
+            for w in group {
+                scratch.append(&w.batch.lock());
+            }
+            scratch.set_sequence(first_seq);
+            log.add_record(scratch.encoded())
+        };
+        if let Err(e) = appended {
+            db.poison(format!("WAL append failed: {e}"));
+            return Err(e);
+        }
+        if sync {
+            if let Err(e) = log.sync() {
+                db.poison(format!("WAL sync failed: {e}"));
+                return Err(e);
+            }
+        }
+    }
+
+    let mut seq = first_seq;
+    for w in group {
+        let b = w.batch.lock();
+        if insert_batch(&mems.mem, &b, seq).is_err() {
+            // entry_charge is an upper bound, so this is a bug; the WAL
+            // already holds the batch, so stop accepting writes.
+            let why = "memtable rejected an entry it had room for".to_string();
+            db.poison(why.clone());
+            return Err(Error::Poisoned(why));
+        }
+        seq += b.len() as u64;
+    }
+    db.last_sequence.store(last_seq, Ordering::Release);
+    Ok(())
+}
+
+/// Makes the memtable immutable, starts a fresh one (at least `need` bytes)
+/// and a fresh WAL for it. The old WAL is synced first so that a power loss
+/// can never keep a newer log while losing the end of an older one.
+fn switch_memtable(db: &DbInner, wal: &mut WalState, need: usize) -> Result<Arc<MemSet>> {
+    let current = db.current_mems();
+    let capacity = db.options.write_buffer_size.max(need);
+    let fresh = Arc::new(MemTable::new(capacity));
+
+    if let Err(e) = wal.log.sync() {
+        db.poison(format!("WAL sync before switch failed: {e}"));
+        return Err(e);
+    }
+    let number = db.next_file_number.fetch_add(1, Ordering::Relaxed);
+    let path = wal_path(&db.dir, number);
+    let new_log = db
+        .fs
+        .create_writable(&path)
+        .and_then(|f| LogWriter::new(f, number))
+        .and_then(|log| db.fs.sync_dir(&db.dir).map(|()| log));
+    let new_log = match new_log {
+        Ok(log) => log,
+        Err(e) => {
+            db.poison(format!("creating WAL {} failed: {e}", path.display()));
+            return Err(e);
+        }
+    };
+    wal.log = new_log;
+
+    let next = Arc::new(current.switched(fresh));
+    *db.mems.write() = Arc::clone(&next);
+    db.info_log.log(format!(
+        "memtable switch: {} immutable memtables, new WAL {}",
+        next.imms.len(),
+        path.display()
+    ));
+    Ok(next)
+}
