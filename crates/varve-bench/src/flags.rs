@@ -70,6 +70,7 @@ Examples:
 #[derive(Debug, Clone, Parser, Serialize)]
 #[command(
     name = "varve-bench",
+    rename_all = "snake_case",
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,

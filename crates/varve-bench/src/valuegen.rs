@@ -32,11 +32,23 @@ impl ValueGen {
 
     /// The next value of `len` bytes.
     pub fn generate(&mut self, len: usize) -> &[u8] {
+        let at = self.next_offset(len);
+        &self.data[at..at + len]
+    }
+
+    /// Where the next value of `len` bytes starts in [`ValueGen::data`]; lets
+    /// a caller hold several values (a batch) at once.
+    pub fn next_offset(&mut self, len: usize) -> usize {
         if self.pos + len > self.data.len() {
             self.pos = 0;
         }
         self.pos += len;
-        &self.data[self.pos - len..self.pos]
+        self.pos - len
+    }
+
+    /// The whole generated buffer.
+    pub fn data(&self) -> &[u8] {
+        &self.data
     }
 }
 

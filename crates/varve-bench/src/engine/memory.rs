@@ -71,7 +71,7 @@ impl Engine for Memory {
         format!("memory engine: {} keys\n", self.map.read().len())
     }
 
-    fn close(&self) -> Result<()> {
+    fn close(self: Box<Self>) -> Result<()> {
         Ok(())
     }
 

@@ -74,7 +74,7 @@ pub trait Engine: Send + Sync {
     /// The engine's statistics as text.
     fn stats(&self) -> String;
     /// Closes the database, making everything written durable.
-    fn close(&self) -> Result<()>;
+    fn close(self: Box<Self>) -> Result<()>;
     /// The engine's name and version, for the header.
     fn version(&self) -> String;
 }
