@@ -225,12 +225,20 @@ impl Flags {
 
     /// Reads per thread (`--reads`, or `--num` when negative).
     pub fn reads(&self) -> u64 {
-        if self.reads < 0 { self.num.max(0) as u64 } else { self.reads as u64 }
+        if self.reads < 0 {
+            self.num.max(0) as u64
+        } else {
+            self.reads as u64
+        }
     }
 
     /// Writes per thread (`--writes`, or `--num` when negative).
     pub fn writes(&self) -> u64 {
-        if self.writes < 0 { self.num.max(0) as u64 } else { self.writes as u64 }
+        if self.writes < 0 {
+            self.num.max(0) as u64
+        } else {
+            self.writes as u64
+        }
     }
 
     /// The key space, `--num`.
@@ -376,13 +384,15 @@ mod tests {
 
     #[test]
     fn negative_numbers_and_unknown_flags() {
-        let f = parse(&["-reads=-1", "-num=7", "-max_background_jobs=4", "--statistics"]);
-        assert_eq!(f.reads(), 7);
-        let (_, dropped) = normalize_args(&[
-            "x".into(),
-            "-max_background_jobs=4".into(),
-            "-num=3".into(),
+        let f = parse(&[
+            "-reads=-1",
+            "-num=7",
+            "-max_background_jobs=4",
+            "--statistics",
         ]);
+        assert_eq!(f.reads(), 7);
+        let (_, dropped) =
+            normalize_args(&["x".into(), "-max_background_jobs=4".into(), "-num=3".into()]);
         assert_eq!(dropped, vec!["-max_background_jobs=4".to_string()]);
     }
 }

@@ -75,7 +75,11 @@ pub fn message(s: &Summary, msg: &str) -> String {
     match (s.found, s.reads) {
         (Some(found), Some(reads)) => {
             let f = format!("({found} of {reads} found)");
-            if msg.is_empty() { f } else { format!("{msg} {f}") }
+            if msg.is_empty() {
+                f
+            } else {
+                format!("{msg} {f}")
+            }
         }
         _ => msg.to_string(),
     }

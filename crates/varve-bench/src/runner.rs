@@ -80,7 +80,11 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
                 .with_context(|| format!("removing database {}", path.display()))?;
             opened = engine::open(flags, &path)?;
         }
-        let scope = if report::reset_peak_rss() { "workload" } else { "process" };
+        let scope = if report::reset_peak_rss() {
+            "workload"
+        } else {
+            "process"
+        };
         let io_before = report::io_write_bytes();
         let engine: &dyn Engine = opened.engine.as_ref();
         let ctx = Ctx {

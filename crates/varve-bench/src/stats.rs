@@ -141,7 +141,11 @@ impl Stats {
     pub fn summary(&self) -> Summary {
         let done = self.done.max(1);
         let elapsed = self.elapsed();
-        let pct = |q: f64| self.hist.as_ref().map(|h| h.value_at_quantile(q) as f64 / 1000.0);
+        let pct = |q: f64| {
+            self.hist
+                .as_ref()
+                .map(|h| h.value_at_quantile(q) as f64 / 1000.0)
+        };
         Summary {
             micros_per_op: self.seconds * 1e6 / done as f64,
             ops_per_sec: done as f64 / elapsed,
@@ -335,7 +339,10 @@ mod tests {
         let s = a.summary();
         assert_eq!((s.found, s.reads), (Some(7), Some(30)));
         assert!(s.p50_us.is_some());
-        assert!(format_histogram("op", a.hist.as_ref().unwrap()).starts_with("Microseconds per op:\nCount: 20 "));
+        assert!(
+            format_histogram("op", a.hist.as_ref().unwrap())
+                .starts_with("Microseconds per op:\nCount: 20 ")
+        );
     }
 
     #[test]

@@ -104,7 +104,10 @@ impl Cursor for MemCursor<'_> {
     }
     fn seek(&mut self, key: &[u8]) -> Result<()> {
         let m = self.map.read();
-        self.set(m.range::<[u8], _>((Bound::Included(key), Bound::Unbounded)).next());
+        self.set(
+            m.range::<[u8], _>((Bound::Included(key), Bound::Unbounded))
+                .next(),
+        );
         Ok(())
     }
     fn valid(&self) -> bool {
@@ -119,14 +122,20 @@ impl Cursor for MemCursor<'_> {
     fn next(&mut self) -> Result<()> {
         if let Some((k, _)) = self.cur.take() {
             let m = self.map.read();
-            self.set(m.range::<[u8], _>((Bound::Excluded(&k[..]), Bound::Unbounded)).next());
+            self.set(
+                m.range::<[u8], _>((Bound::Excluded(&k[..]), Bound::Unbounded))
+                    .next(),
+            );
         }
         Ok(())
     }
     fn prev(&mut self) -> Result<()> {
         if let Some((k, _)) = self.cur.take() {
             let m = self.map.read();
-            self.set(m.range::<[u8], _>((Bound::Unbounded, Bound::Excluded(&k[..]))).next_back());
+            self.set(
+                m.range::<[u8], _>((Bound::Unbounded, Bound::Excluded(&k[..])))
+                    .next_back(),
+            );
         }
         Ok(())
     }

@@ -13,11 +13,11 @@ use anyhow::Result;
 
 use crate::flags::Flags;
 
+#[cfg(feature = "fjall")]
+pub mod fjall;
 pub mod memory;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
-#[cfg(feature = "fjall")]
-pub mod fjall;
 pub mod varve;
 
 /// Per-write options.

@@ -25,19 +25,30 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         create_if_missing: true,
         error_if_exists: false,
         write_buffer_size: flags.write_buffer_size,
-        max_key_size: flags.key_size.max(8).max(varve::Options::default().max_key_size),
-        max_value_size: flags.value_size.max(varve::Options::default().max_value_size),
+        max_key_size: flags
+            .key_size
+            .max(8)
+            .max(varve::Options::default().max_key_size),
+        max_value_size: flags
+            .value_size
+            .max(varve::Options::default().max_value_size),
         ..Default::default()
     };
     let db = varve::Db::open(path, options)
         .with_context(|| format!("opening varve database at {}", path.display()))?;
     let mut ignored = vec![
-        format!("cache_size={}: varve has no block cache yet", flags.cache_size),
+        format!(
+            "cache_size={}: varve has no block cache yet",
+            flags.cache_size
+        ),
         "multireadrandom: varve has no multi_get yet; a loop of get is used".to_string(),
         "compact/waitforcompaction: varve has no compaction yet; flush is called".to_string(),
     ];
     if flags.bloom_bits >= 0 {
-        ignored.push(format!("bloom_bits={}: varve has no bloom filters yet", flags.bloom_bits));
+        ignored.push(format!(
+            "bloom_bits={}: varve has no bloom filters yet",
+            flags.bloom_bits
+        ));
     }
     if flags.use_direct_reads {
         ignored.push("use_direct_reads: varve has no table files or direct IO yet".into());
@@ -104,12 +115,16 @@ impl Engine for Varve {
 
     fn compact(&self) -> Result<Option<String>> {
         self.db.flush()?;
-        Ok(Some("varve has no compaction yet: called flush instead".into()))
+        Ok(Some(
+            "varve has no compaction yet: called flush instead".into(),
+        ))
     }
 
     fn wait_for_compaction(&self) -> Result<Option<String>> {
         self.db.flush()?;
-        Ok(Some("varve has no compaction yet: called flush instead".into()))
+        Ok(Some(
+            "varve has no compaction yet: called flush instead".into(),
+        ))
     }
 
     fn stats(&self) -> String {

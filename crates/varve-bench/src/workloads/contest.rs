@@ -78,8 +78,9 @@ pub fn run(ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
         Ok(())
     })?;
     let mut w = Outcome::new("contest.write", write, "write", t);
-    w.notes
-        .push("contest: 8-byte keys and 4096-byte values regardless of --key_size/--value_size".into());
+    w.notes.push(
+        "contest: 8-byte keys and 4096-byte values regardless of --key_size/--value_size".into(),
+    );
     Ok(vec![
         w,
         Outcome::new("contest.read", read, "read", t),

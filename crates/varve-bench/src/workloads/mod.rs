@@ -139,10 +139,7 @@ pub fn run(name: &str, ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
         "count" => scan::count(ctx)?,
         "flush" | "compact" | "waitforcompaction" | "stats" => meta::run(ctx, name)?,
         "contest" => return contest::run(ctx),
-        other => bail!(
-            "unknown benchmark `{other}` (known: {})",
-            ALL.join(", ")
-        ),
+        other => bail!("unknown benchmark `{other}` (known: {})", ALL.join(", ")),
     };
     Ok(vec![out])
 }
@@ -174,7 +171,10 @@ where
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a workload thread panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a workload thread panicked")))
+            })
             .collect()
     });
     let mut merged: Option<Stats> = None;

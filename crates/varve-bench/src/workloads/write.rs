@@ -26,7 +26,11 @@ pub fn fill(
     let f = ctx.flags;
     let ops = f.writes();
     let batch = f.batch_size.max(1);
-    let duration = if mode == WriteMode::Random { f.duration } else { 0 };
+    let duration = if mode == WriteMode::Random {
+        f.duration
+    } else {
+        0
+    };
     let stats = run_threads(ctx, threads, |tid, st| {
         let mut rng = Rng::new(ctx.seed.wrapping_add(tid as u64));
         let mut keys = KeyGen::new(mode, num, &mut rng);
@@ -45,7 +49,12 @@ pub fn fill(
             }
             let data = values.data();
             let pairs: Vec<(&[u8], &[u8])> = (0..n)
-                .map(|i| (&key_bufs[i][..], &data[offsets[i]..offsets[i] + f.value_size]))
+                .map(|i| {
+                    (
+                        &key_bufs[i][..],
+                        &data[offsets[i]..offsets[i] + f.value_size],
+                    )
+                })
                 .collect();
             ctx.engine.write(&pairs, wo)?;
             st.bytes += (n * (f.key_size + f.value_size)) as u64;
