@@ -71,6 +71,7 @@ Examples:
 #[command(
     name = "varve-bench",
     rename_all = "snake_case",
+    args_override_self = true,
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
@@ -359,6 +360,11 @@ mod tests {
         assert_eq!(a.benchmark_list(), b.benchmark_list());
         let c = parse(&["--num", "12", "--engine", "varve"]);
         assert_eq!(c.num, 12);
+        assert_eq!(
+            parse(&["-num=1", "--num=3"]).num,
+            3,
+            "last wins, as in gflags"
+        );
     }
 
     #[test]
