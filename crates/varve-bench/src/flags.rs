@@ -85,8 +85,8 @@ pub struct Flags {
     )]
     pub benchmarks: String,
 
-    /// Database directory. Default: a fresh directory under $TMPDIR, removed
-    /// at exit (kept when --use_existing_db is given).
+    /// Database directory, kept at exit. Default: a fresh directory under
+    /// $TMPDIR, removed at exit.
     #[arg(long)]
     pub db: Option<String>,
 
