@@ -11,6 +11,8 @@
 //! (`wal`), then to the memtable (`memtable`); reads merge memtables
 //! (`iter`) and apply snapshot visibility (`db`).
 
+#![deny(missing_docs)]
+
 pub mod batch;
 pub mod db;
 mod error;
