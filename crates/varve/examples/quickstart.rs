@@ -53,7 +53,10 @@ fn main() -> varve::Result<()> {
 
     let durable = Instant::now();
     db.put_opt(b"durable", b"yes", &WriteOptions::sync())?;
-    println!("one sync put: {:.3} ms", durable.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "one sync put: {:.3} ms",
+        durable.elapsed().as_secs_f64() * 1e3
+    );
 
     let start = Instant::now();
     let mut found = 0u64;

@@ -25,9 +25,15 @@ fn empty_and_oversized_keys_and_values() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     assert!(e.to_string().contains("empty"), "{e}");
     let e = db.put([b'k'; 17], b"v").expect_err("oversized key");
-    assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("max_key_size"), "{e}");
+    assert!(
+        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("max_key_size"),
+        "{e}"
+    );
     let e = db.put(b"k", [0u8; 65]).expect_err("oversized value");
-    assert!(matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("max_value_size"), "{e}");
+    assert!(
+        matches!(e, Error::InvalidArgument(_)) && e.to_string().contains("max_value_size"),
+        "{e}"
+    );
     let e = db.delete(b"").expect_err("empty key delete");
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     // A batch with one bad operation is rejected whole.
@@ -37,7 +43,8 @@ fn empty_and_oversized_keys_and_values() {
     assert!(matches!(db.write(b), Err(Error::InvalidArgument(_))));
     assert_eq!(db.get(b"good").expect("get"), None);
     // Limits are inclusive and the database keeps working.
-    db.put([b'k'; 16], [1u8; 64]).expect("max sizes are accepted");
+    db.put([b'k'; 16], [1u8; 64])
+        .expect("max sizes are accepted");
     assert_eq!(db.get([b'k'; 16]).expect("get"), Some(vec![1u8; 64]));
 }
 
@@ -48,7 +55,10 @@ fn path_that_is_a_file() {
     std::fs::write(&file, b"hello").expect("write");
     let e = Db::open(&file, Options::default()).expect_err("file path");
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-    assert!(e.to_string().contains("not-a-dir") && e.to_string().contains("not a directory"), "{e}");
+    assert!(
+        e.to_string().contains("not-a-dir") && e.to_string().contains("not a directory"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -58,7 +68,10 @@ fn second_open_in_the_same_process_is_locked() {
     let e = Db::open(dir.path(), Options::default()).expect_err("locked");
     assert!(matches!(e, Error::Locked { .. }), "{e}");
     assert!(e.to_string().contains("LOCK"), "{e}");
-    assert!(matches!(Db::destroy(dir.path()), Err(Error::Locked { .. })), "destroy of an open db");
+    assert!(
+        matches!(Db::destroy(dir.path()), Err(Error::Locked { .. })),
+        "destroy of an open db"
+    );
     drop(db);
     Db::open(dir.path(), Options::default()).expect("open after the first closed");
 }
@@ -68,7 +81,9 @@ const HOLDER_ENV: &str = "VARVE_LOCK_HOLDER_DIR";
 /// Child entry point: opens the database and holds it until killed.
 #[test]
 fn lock_holder_entry() {
-    let Ok(dir) = std::env::var(HOLDER_ENV) else { return };
+    let Ok(dir) = std::env::var(HOLDER_ENV) else {
+        return;
+    };
     let _db = Db::open(&dir, Options::default()).expect("holder open");
     std::fs::write(format!("{dir}.ready"), b"").expect("ready flag");
     std::thread::sleep(Duration::from_secs(60));
@@ -110,25 +125,46 @@ fn create_if_missing_and_error_if_exists() {
         create_if_missing: false,
         ..Options::default()
     };
-    assert!(matches!(Db::open(&path, no_create.clone()), Err(Error::NotFound(_))));
-    Db::open(&path, Options::default()).expect("create").close().expect("close");
+    assert!(matches!(
+        Db::open(&path, no_create.clone()),
+        Err(Error::NotFound(_))
+    ));
+    Db::open(&path, Options::default())
+        .expect("create")
+        .close()
+        .expect("close");
     Db::open(&path, no_create).expect("existing db opens without create_if_missing");
     let exclusive = Options {
         error_if_exists: true,
         ..Options::default()
     };
-    assert!(matches!(Db::open(&path, exclusive), Err(Error::AlreadyExists(_))));
+    assert!(matches!(
+        Db::open(&path, exclusive),
+        Err(Error::AlreadyExists(_))
+    ));
 }
 
 #[test]
 fn bad_options() {
     let dir = common::fast_tempdir();
     for o in [
-        Options { write_buffer_size: 1, ..Options::default() },
-        Options { max_key_size: 0, ..Options::default() },
-        Options { max_value_size: 2 << 30, ..Options::default() },
+        Options {
+            write_buffer_size: 1,
+            ..Options::default()
+        },
+        Options {
+            max_key_size: 0,
+            ..Options::default()
+        },
+        Options {
+            max_value_size: 2 << 30,
+            ..Options::default()
+        },
     ] {
-        assert!(matches!(Db::open(dir.path(), o), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            Db::open(dir.path(), o),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }
 

@@ -45,7 +45,10 @@ fn snapshots_and_iterators_never_see_part_of_a_batch() {
                     for j in 0..GROUP {
                         b.put(k(w, j), &v);
                     }
-                    let opts = WriteOptions { sync: round % 50 == 0, disable_wal: false };
+                    let opts = WriteOptions {
+                        sync: round % 50 == 0,
+                        disable_wal: false,
+                    };
                     db.write_opt(b, &opts).expect("write");
                 }
             });
@@ -62,8 +65,13 @@ fn snapshots_and_iterators_never_see_part_of_a_batch() {
                         // Point reads on a snapshot: the whole group agrees.
                         let snap = db.snapshot();
                         let ro = ReadOptions::at(&snap);
-                        let vals: Vec<_> = (0..GROUP).map(|j| db.get_opt(k(w, j), &ro).expect("get")).collect();
-                        assert!(vals.windows(2).all(|p| p[0] == p[1]), "snapshot saw part of a batch: {vals:?}");
+                        let vals: Vec<_> = (0..GROUP)
+                            .map(|j| db.get_opt(k(w, j), &ro).expect("get"))
+                            .collect();
+                        assert!(
+                            vals.windows(2).all(|p| p[0] == p[1]),
+                            "snapshot saw part of a batch: {vals:?}"
+                        );
                     } else {
                         // A bounded scan over the group (forward or reverse).
                         let ro = ReadOptions {
@@ -72,12 +80,19 @@ fn snapshots_and_iterators_never_see_part_of_a_batch() {
                             ..ReadOptions::default()
                         };
                         let mut it = db.iter_opt(&ro);
-                        if n % 2 == 0 {
+                        if n.is_multiple_of(2) {
                             it.seek_to_last();
                         }
                         let vals: Vec<Vec<u8>> = it.map(|e| e.expect("iter").1).collect();
-                        assert!(vals.is_empty() || vals.len() == GROUP, "scan saw {} of {GROUP} keys", vals.len());
-                        assert!(vals.windows(2).all(|p| p[0] == p[1]), "iterator saw part of a batch");
+                        assert!(
+                            vals.is_empty() || vals.len() == GROUP,
+                            "scan saw {} of {GROUP} keys",
+                            vals.len()
+                        );
+                        assert!(
+                            vals.windows(2).all(|p| p[0] == p[1]),
+                            "iterator saw part of a batch"
+                        );
                     }
                     n += 1;
                 }
@@ -112,5 +127,9 @@ fn snapshots_and_iterators_never_see_part_of_a_batch() {
     db.close().expect("close");
     let db = Db::open(dir.path(), options()).expect("reopen");
     verify(&db);
-    assert_eq!(db.latest_sequence(), (WRITERS * ROUNDS * GROUP) as u64, "sequence numbers continue after reopen");
+    assert_eq!(
+        db.latest_sequence(),
+        (WRITERS * ROUNDS * GROUP) as u64,
+        "sequence numbers continue after reopen"
+    );
 }

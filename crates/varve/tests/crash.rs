@@ -42,7 +42,10 @@ fn child_main(dir: &Path, sync: bool, run: u64) {
                     .append(true)
                     .open(side)
                     .expect("side file");
-                let opts = WriteOptions { sync, disable_wal: false };
+                let opts = WriteOptions {
+                    sync,
+                    disable_wal: false,
+                };
                 let mut rng = Rng(run * 1000 + t as u64 + 1);
                 for i in 0u64.. {
                     let key = format!("r{run:03}-t{t}-{i:08}");
@@ -55,7 +58,8 @@ fn child_main(dir: &Path, sync: bool, run: u64) {
                         db.write_opt(b, &opts).expect("write");
                         writeln!(side, "{key}\n{key}-a\n{key}-b").expect("side write");
                     } else {
-                        db.put_opt(&key, value_for(key.as_bytes()), &opts).expect("put");
+                        db.put_opt(&key, value_for(key.as_bytes()), &opts)
+                            .expect("put");
                         writeln!(side, "{key}").expect("side write");
                     }
                 }
@@ -67,15 +71,25 @@ fn child_main(dir: &Path, sync: bool, run: u64) {
 /// Child entry point: the parent runs this test binary filtered to this test.
 #[test]
 fn crash_child_entry() {
-    let Ok(dir) = std::env::var(CHILD_ENV) else { return };
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let sync = std::env::var("VARVE_CRASH_SYNC").as_deref() == Ok("1");
-    let run: u64 = std::env::var("VARVE_CRASH_RUN").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let run: u64 = std::env::var("VARVE_CRASH_RUN")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     child_main(Path::new(&dir), sync, run);
 }
 
 fn spawn_child(dir: &Path, sync: bool, run: u64) -> Child {
     Command::new(std::env::current_exe().expect("current exe"))
-        .args(["--exact", "crash_child_entry", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "crash_child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, dir)
         .env("VARVE_CRASH_SYNC", if sync { "1" } else { "0" })
         .env("VARVE_CRASH_RUN", run.to_string())
@@ -91,7 +105,10 @@ fn acknowledged(dir: &Path) -> Vec<String> {
     let mut keys = Vec::new();
     for e in std::fs::read_dir(dir).expect("read_dir") {
         let p = e.expect("entry").path();
-        if !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("acked-")) {
+        if !p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("acked-"))
+        {
             continue;
         }
         let text = std::fs::read_to_string(&p).expect("side file");
@@ -105,14 +122,21 @@ fn acknowledged(dir: &Path) -> Vec<String> {
 }
 
 fn run_crash_loop(sync: bool) {
-    let kills: u64 = std::env::var("VARVE_CRASH_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(25);
+    let kills: u64 = std::env::var("VARVE_CRASH_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rng = Rng(if sync { 7 } else { 11 });
     let mut checked = 0usize;
     for run in 0..kills {
         let mut child = spawn_child(dir.path(), sync, run);
         // Random moment: sometimes during open/recovery, mostly mid-write.
-        let wait_ms = if rng.below(5) == 0 { rng.below(30) } else { 30 + rng.below(250) };
+        let wait_ms = if rng.below(5) == 0 {
+            rng.below(30)
+        } else {
+            30 + rng.below(250)
+        };
         std::thread::sleep(Duration::from_millis(wait_ms));
         if let Ok(Some(status)) = child.try_wait() {
             panic!("child exited on its own with {status} (it should write until killed)");

@@ -23,8 +23,19 @@ enum Op {
     Get(u8, Option<usize>),
     TakeSnapshot,
     DropSnapshot(usize),
-    Scan { snap: Option<usize>, reverse: bool, lower: Option<u8>, upper: Option<u8> },
-    Walk { snap: Option<usize>, start: Start, moves: Vec<bool>, lower: Option<u8>, upper: Option<u8> },
+    Scan {
+        snap: Option<usize>,
+        reverse: bool,
+        lower: Option<u8>,
+        upper: Option<u8>,
+    },
+    Walk {
+        snap: Option<usize>,
+        start: Start,
+        moves: Vec<bool>,
+        lower: Option<u8>,
+        upper: Option<u8>,
+    },
     Flush,
     Reopen,
 }
@@ -46,7 +57,11 @@ fn key(k: u8) -> Vec<u8> {
 /// Values are mostly small; one seed in 16 makes a ~20 KiB value so the
 /// 64 KiB memtables switch often.
 fn value(seed: u16) -> Vec<u8> {
-    let len = if seed % 16 == 0 { 20_000 + seed as usize } else { (seed % 97) as usize };
+    let len = if seed.is_multiple_of(16) {
+        20_000 + seed as usize
+    } else {
+        (seed % 97) as usize
+    };
     (0..len).map(|i| (seed as usize + i * 31) as u8).collect()
 }
 
@@ -91,7 +106,8 @@ fn options() -> Options {
 }
 
 fn in_bounds(k: &[u8], lower: &Option<Vec<u8>>, upper: &Option<Vec<u8>>) -> bool {
-    lower.as_ref().is_none_or(|l| k >= l.as_slice()) && upper.as_ref().is_none_or(|u| k < u.as_slice())
+    lower.as_ref().is_none_or(|l| k >= l.as_slice())
+        && upper.as_ref().is_none_or(|u| k < u.as_slice())
 }
 
 impl Harness {
@@ -137,7 +153,12 @@ impl Harness {
             Op::Get(k, snap) => {
                 let (ro, model) = self.view(*snap);
                 let got = self.db().get_opt(key(*k), &ro).expect("get");
-                assert_eq!(got.as_ref(), model.get(&key(*k)), "get {:?}", String::from_utf8_lossy(&key(*k)));
+                assert_eq!(
+                    got.as_ref(),
+                    model.get(&key(*k)),
+                    "get {:?}",
+                    String::from_utf8_lossy(&key(*k))
+                );
             }
             Op::TakeSnapshot => {
                 if self.snaps.len() < 4 {
@@ -150,7 +171,12 @@ impl Harness {
                     self.snaps.remove(i);
                 }
             }
-            Op::Scan { snap, reverse, lower, upper } => {
+            Op::Scan {
+                snap,
+                reverse,
+                lower,
+                upper,
+            } => {
                 let (mut ro, model) = self.view(*snap);
                 ro.iterate_lower_bound = lower.map(key);
                 ro.iterate_upper_bound = upper.map(key);
@@ -173,11 +199,20 @@ impl Harness {
                 assert_eq!(got.len(), expected.len(), "scan length (reverse={reverse})");
                 assert!(got == expected, "scan contents differ (reverse={reverse})");
             }
-            Op::Walk { snap, start, moves, lower, upper } => {
+            Op::Walk {
+                snap,
+                start,
+                moves,
+                lower,
+                upper,
+            } => {
                 let (mut ro, model) = self.view(*snap);
                 ro.iterate_lower_bound = lower.map(key);
                 ro.iterate_upper_bound = upper.map(key);
-                let (lo, hi) = (ro.iterate_lower_bound.clone(), ro.iterate_upper_bound.clone());
+                let (lo, hi) = (
+                    ro.iterate_lower_bound.clone(),
+                    ro.iterate_upper_bound.clone(),
+                );
                 let visible = |k: &Vec<u8>| in_bounds(k, &lo, &hi);
                 let mut it = self.db().iter_opt(&ro);
                 let mut cur: Option<Vec<u8>> = match start {
@@ -191,20 +226,37 @@ impl Harness {
                     }
                     Start::Seek(t) => {
                         it.seek(key(*t));
-                        model.range(key(*t)..).map(|(k, _)| k).find(|k| visible(k)).cloned()
+                        model
+                            .range(key(*t)..)
+                            .map(|(k, _)| k)
+                            .find(|k| visible(k))
+                            .cloned()
                     }
                     Start::SeekForPrev(t) => {
                         it.seek_for_prev(key(*t));
-                        model.range(..=key(*t)).rev().map(|(k, _)| k).find(|k| visible(k)).cloned()
+                        model
+                            .range(..=key(*t))
+                            .rev()
+                            .map(|(k, _)| k)
+                            .find(|k| visible(k))
+                            .cloned()
                     }
                 };
                 let check = |it: &varve::DbIterator, cur: &Option<Vec<u8>>, step: usize| match cur {
                     Some(k) => {
-                        assert!(it.valid(), "walk step {step}: iterator invalid, expected {:?}", String::from_utf8_lossy(k));
+                        assert!(
+                            it.valid(),
+                            "walk step {step}: iterator invalid, expected {:?}",
+                            String::from_utf8_lossy(k)
+                        );
                         assert_eq!(it.key(), k.as_slice(), "walk step {step}: key");
                         assert_eq!(it.value(), model[k].as_slice(), "walk step {step}: value");
                     }
-                    None => assert!(!it.valid(), "walk step {step}: expected end, got {:?}", String::from_utf8_lossy(it.key())),
+                    None => assert!(
+                        !it.valid(),
+                        "walk step {step}: expected end, got {:?}",
+                        String::from_utf8_lossy(it.key())
+                    ),
                 };
                 check(&it, &cur, 0);
                 for (step, forward) in moves.iter().enumerate() {
@@ -218,7 +270,12 @@ impl Harness {
                             .cloned();
                     } else {
                         it.move_prev();
-                        cur = model.range(..c).rev().map(|(k, _)| k).find(|k| visible(k)).cloned();
+                        cur = model
+                            .range(..c)
+                            .rev()
+                            .map(|(k, _)| k)
+                            .find(|k| visible(k))
+                            .cloned();
                     }
                     check(&it, &cur, step + 1);
                 }

@@ -19,9 +19,20 @@ fn faulty() -> (FaultInjectingFs, Options) {
     (fs, opts)
 }
 
-fn check_poisoned_then_reopen(dir: &std::path::Path, db: Db, fs: &FaultInjectingFs, first_error: Error) {
-    assert!(matches!(first_error, Error::Io { .. }), "the failing write reports the IO error: {first_error}");
-    assert!(first_error.to_string().contains(".log"), "the error names the WAL: {first_error}");
+fn check_poisoned_then_reopen(
+    dir: &std::path::Path,
+    db: Db,
+    fs: &FaultInjectingFs,
+    first_error: Error,
+) {
+    assert!(
+        matches!(first_error, Error::Io { .. }),
+        "the failing write reports the IO error: {first_error}"
+    );
+    assert!(
+        first_error.to_string().contains(".log"),
+        "the error names the WAL: {first_error}"
+    );
     fs.heal();
     let later = db.put(b"later", b"x").expect_err("poisoned");
     assert!(matches!(later, Error::Poisoned(_)), "{later}");
@@ -33,10 +44,14 @@ fn check_poisoned_then_reopen(dir: &std::path::Path, db: Db, fs: &FaultInjecting
     drop(db);
     let db = Db::open(dir, Options::default()).expect("reopen");
     for i in 0..10 {
-        assert_eq!(db.get(format!("before-{i}")).expect("get"), Some(b"v".to_vec()));
+        assert_eq!(
+            db.get(format!("before-{i}")).expect("get"),
+            Some(b"v".to_vec())
+        );
     }
     assert_eq!(db.get(b"later").expect("get"), None);
-    db.put(b"after-reopen", b"y").expect("writable after reopen");
+    db.put(b"after-reopen", b"y")
+        .expect("writable after reopen");
 }
 
 #[test]
@@ -58,10 +73,13 @@ fn failed_fdatasync_poisons() {
     let (fs, opts) = faulty();
     let db = Db::open(dir.path(), opts).expect("open");
     for i in 0..10 {
-        db.put_opt(format!("before-{i}"), b"v", &WriteOptions::sync()).expect("put");
+        db.put_opt(format!("before-{i}"), b"v", &WriteOptions::sync())
+            .expect("put");
     }
     fs.fail_syncs(true);
-    let e = db.put_opt(b"failing", b"v", &WriteOptions::sync()).expect_err("sync fails");
+    let e = db
+        .put_opt(b"failing", b"v", &WriteOptions::sync())
+        .expect_err("sync fails");
     check_poisoned_then_reopen(dir.path(), db, &fs, e);
 }
 
@@ -92,23 +110,37 @@ fn group_members_of_a_failed_group_all_fail() {
         let handles: Vec<_> = (0..8)
             .map(|t| {
                 let db = Arc::clone(&db);
-                s.spawn(move || (0..40).map(|i| db.put(format!("t{t}-{i}"), b"v").is_ok()).collect::<Vec<_>>())
+                s.spawn(move || {
+                    (0..40)
+                        .map(|i| db.put(format!("t{t}-{i}"), b"v").is_ok())
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
     });
     // Every acknowledged write is readable now and after reopen; none after
     // the first failure in a thread succeeded.
     for (t, r) in results.iter().enumerate() {
         let first_fail = r.iter().position(|ok| !ok).unwrap_or(r.len());
-        assert!(r[first_fail..].iter().all(|ok| !ok), "thread {t} wrote after poisoning");
+        assert!(
+            r[first_fail..].iter().all(|ok| !ok),
+            "thread {t} wrote after poisoning"
+        );
     }
     drop(Arc::into_inner(db).expect("sole owner"));
     let db = Db::open(dir.path(), Options::default()).expect("reopen");
     for (t, r) in results.iter().enumerate() {
         for (i, ok) in r.iter().enumerate() {
             if *ok {
-                assert_eq!(db.get(format!("t{t}-{i}")).expect("get"), Some(b"v".to_vec()), "t{t}-{i} lost");
+                assert_eq!(
+                    db.get(format!("t{t}-{i}")).expect("get"),
+                    Some(b"v".to_vec()),
+                    "t{t}-{i} lost"
+                );
             }
         }
     }

@@ -76,7 +76,9 @@ fn flipped_byte_at_every_offset_yields_a_prefix_or_corruption() {
     let pristine = root.path().join("pristine");
     let steps = build(&pristine);
     let wal_name = the_wal(&pristine).file_name().expect("name").to_owned();
-    let len = std::fs::metadata(pristine.join(&wal_name)).expect("meta").len() as usize;
+    let len = std::fs::metadata(pristine.join(&wal_name))
+        .expect("meta")
+        .len() as usize;
     let original = std::fs::read(pristine.join(&wal_name)).expect("read");
     let (mut ok, mut corrupt) = (0, 0);
     for offset in 0..len {
@@ -90,11 +92,18 @@ fn flipped_byte_at_every_offset_yields_a_prefix_or_corruption() {
                 Ok(db) => {
                     let n = prefix_len(&db, &steps, &format!("flip at {offset} mask {mask:#x}"));
                     // Only the tail may be lost to a flip (the last record).
-                    assert!(n + 1 >= steps.len(), "flip at {offset} lost {} steps without an error", steps.len() - n);
+                    assert!(
+                        n + 1 >= steps.len(),
+                        "flip at {offset} lost {} steps without an error",
+                        steps.len() - n
+                    );
                     ok += 1;
                 }
                 Err(e @ (Error::Corruption { .. } | Error::UnsupportedVersion { .. })) => {
-                    assert!(e.to_string().contains(&*wal_name.to_string_lossy()), "error must name the file: {e}");
+                    assert!(
+                        e.to_string().contains(&*wal_name.to_string_lossy()),
+                        "error must name the file: {e}"
+                    );
                     corrupt += 1;
                 }
                 Err(e) => panic!("flip at {offset}: unexpected error {e}"),
@@ -127,7 +136,10 @@ fn truncation_at_every_offset_yields_the_complete_records() {
             db.put(b"zz-after", b"x").expect("write after recovery");
             db.close().expect("close");
             let db = Db::open(&dir, Options::default()).expect("second reopen");
-            assert!(db.recovery_report().truncated.is_empty(), "tail was cut the first time");
+            assert!(
+                db.recovery_report().truncated.is_empty(),
+                "tail was cut the first time"
+            );
             assert_eq!(db.get(b"zz-after").expect("get"), Some(b"x".to_vec()));
             assert_eq!(prefix_len_without(&db, &steps, b"zz-after"), n);
         }
@@ -139,7 +151,10 @@ fn truncation_at_every_offset_yields_the_complete_records() {
 fn prefix_len_without(db: &Db, steps: &[Vec<(Vec<u8>, Vec<u8>)>], extra: &[u8]) -> usize {
     let mut n = 0;
     for step in steps {
-        if step.iter().all(|(k, v)| db.get(k).expect("get").as_ref() == Some(v)) {
+        if step
+            .iter()
+            .all(|(k, v)| db.get(k).expect("get").as_ref() == Some(v))
+        {
             n += 1;
         } else {
             break;
@@ -164,9 +179,16 @@ fn zero_filled_tail_is_truncated_and_reported() {
     let report = db.recovery_report();
     assert_eq!(report.truncated.len(), 1, "{report:?}");
     assert_eq!(report.truncated[0].offset, good);
-    assert_eq!(std::fs::metadata(&wal).expect("meta").len(), good, "tail cut off the file");
+    assert_eq!(
+        std::fs::metadata(&wal).expect("meta").len(),
+        good,
+        "tail cut off the file"
+    );
     let log = std::fs::read_to_string(dir.join("LOG")).expect("LOG");
-    assert!(log.contains("truncated"), "the LOG reports the truncation:\n{log}");
+    assert!(
+        log.contains("truncated"),
+        "the LOG reports the truncation:\n{log}"
+    );
 }
 
 #[test]
@@ -184,7 +206,10 @@ fn garbage_in_the_middle_is_corruption_naming_file_and_offset() {
     match Db::open(&dir, Options::default()) {
         Err(Error::Corruption { file, offset, .. }) => {
             assert_eq!(file, wal);
-            assert!(offset as usize <= mid + 8, "offset {offset} points at or before the damage");
+            assert!(
+                offset as usize <= mid + 8,
+                "offset {offset} points at or before the damage"
+            );
         }
         other => panic!("expected corruption, got {other:?}"),
     }

@@ -87,7 +87,10 @@ struct FaultyWritable {
 }
 
 fn injected(path: &Path, kind: std::io::ErrorKind, what: &str) -> Error {
-    Error::io(path, std::io::Error::new(kind, format!("injected fault: {what}")))
+    Error::io(
+        path,
+        std::io::Error::new(kind, format!("injected fault: {what}")),
+    )
 }
 
 impl WritableFile for FaultyWritable {
@@ -102,7 +105,11 @@ impl WritableFile for FaultyWritable {
             })
             .is_ok();
         if !allowed {
-            return Err(injected(self.inner.path(), std::io::ErrorKind::Other, "append failed (EIO)"));
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "append failed (EIO)",
+            ));
         }
         let len = data.len() as u64;
         let fits = s
@@ -126,7 +133,11 @@ impl WritableFile for FaultyWritable {
 
     fn sync_data(&mut self) -> Result<()> {
         if self.switches.fail_syncs.load(Ordering::SeqCst) {
-            return Err(injected(self.inner.path(), std::io::ErrorKind::Other, "fdatasync failed (EIO)"));
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "fdatasync failed (EIO)",
+            ));
         }
         self.inner.sync_data()?;
         self.switches.syncs.fetch_add(1, Ordering::SeqCst);

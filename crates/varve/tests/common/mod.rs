@@ -7,19 +7,23 @@ use std::path::{Path, PathBuf};
 /// tests that open a database thousands of times stay fast), else in $TMPDIR.
 pub fn fast_tempdir() -> tempfile::TempDir {
     let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        if let Ok(d) = tempfile::tempdir_in(shm) {
-            return d;
-        }
+    if shm.is_dir()
+        && let Ok(d) = tempfile::tempdir_in(shm)
+    {
+        return d;
     }
     tempfile::tempdir().expect("temp dir")
 }
 
 /// Deterministic value for a key, of a length that varies with the key.
 pub fn value_for(key: &[u8]) -> Vec<u8> {
-    let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let h = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let len = (h % 300) as usize;
-    (0..len).map(|i| (h >> (i % 8 * 8)) as u8 ^ i as u8).collect()
+    (0..len)
+        .map(|i| (h >> (i % 8 * 8)) as u8 ^ i as u8)
+        .collect()
 }
 
 /// Copies every file of `from` into a new directory `to`.
