@@ -362,15 +362,14 @@ impl Reader<'_> {
         while q <= last {
             // Cheap filters first: type byte, then the log number bytes.
             let t = buf[q + 6];
-            if (1..=4).contains(&t) && buf[q + 7..q + 11] == want {
-                if let Some(h) = format::decode_header(&buf[q..]) {
-                    let end = q + HEADER_SIZE + usize::from(h.len);
-                    if let Some(payload) = buf.get(q + HEADER_SIZE..end) {
-                        if unmask(h.masked_crc) == format::record_crc(t, h.log_low, payload) {
-                            return true;
-                        }
-                    }
-                }
+            if (1..=4).contains(&t)
+                && buf[q + 7..q + 11] == want
+                && let Some(h) = format::decode_header(&buf[q..])
+                && let Some(payload) =
+                    buf.get(q + HEADER_SIZE..q + HEADER_SIZE + usize::from(h.len))
+                && unmask(h.masked_crc) == format::record_crc(t, h.log_low, payload)
+            {
+                return true;
             }
             q += 1;
         }

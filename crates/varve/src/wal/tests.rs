@@ -662,7 +662,7 @@ fn flip_and_truncate_sampled_offsets_real_blocks() {
         marks.push(end);
         p = end;
     }
-    let near = move |x: u64| x % 97 == 0 || marks.iter().any(|&m| x.abs_diff(m) <= 24);
+    let near = move |x: u64| x.is_multiple_of(97) || marks.iter().any(|&m| x.abs_diff(m) <= 24);
     exhaustive(BLOCK_SIZE, &REAL_SIZES, near);
 }
 
