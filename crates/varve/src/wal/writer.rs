@@ -20,7 +20,6 @@ use crate::{Error, Result};
 const KEEP_BUF_CAPACITY: usize = 1 << 20;
 
 /// Appends records to one WAL file.
-#[derive(Debug)]
 pub struct LogWriter {
     file: Box<dyn WritableFile>,
     log_number: u64,
@@ -31,6 +30,18 @@ pub struct LogWriter {
     failed: Option<String>,
     /// Scratch buffer for framing one record.
     buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for LogWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogWriter")
+            .field("path", &self.file.path())
+            .field("log_number", &self.log_number)
+            .field("file_size", &self.file.len())
+            .field("block_offset", &self.block_offset)
+            .field("failed", &self.failed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl LogWriter {
