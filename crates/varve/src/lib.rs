@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod batch;
+pub mod cache;
 pub mod db;
 mod error;
 pub mod io;
@@ -21,8 +22,10 @@ pub mod iter;
 pub mod keys;
 pub mod memtable;
 mod options;
+pub mod sst;
 pub(crate) mod sync;
 pub mod util;
+pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;

@@ -1,0 +1,1 @@
+//! Version edits, the manifest and the version set. Filled by the SSTable work.
