@@ -1,14 +1,26 @@
 //! [`FaultInjectingFs`]: a file system wrapper that fails on command, for
-//! tests of the error paths (a failing WAL append or fdatasync, a full disk).
+//! tests of the error paths (a failing WAL append or fdatasync, a full disk)
+//! and of durability (a simulated power loss).
 //!
 //! Faults are switched on and off at run time through the shared handle, so
 //! a test can open a database normally, then make the next append fail.
 //! Everything not failed is passed to the wrapped file system unchanged.
+//!
+//! Power loss: the wrapper remembers, for every file it created, how many
+//! bytes were fdatasync'ed and whether its directory entry was made durable
+//! (a directory fsync after the create). [`FaultInjectingFs::crash`] makes
+//! every later mutation fail, as if the machine stopped;
+//! [`FaultInjectingFs::apply_power_loss`] then rewrites the files on disk to
+//! what a power loss may leave: synced bytes kept, a random part of the
+//! unsynced tail kept or lost, never-synced new files gone.
 //! Thread-safe: the switches are atomics shared by every file it opened.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
 
 use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::{Error, Result};
@@ -22,6 +34,16 @@ struct Switches {
     space_left: AtomicU64,
     appends: AtomicU64,
     syncs: AtomicU64,
+    crashed: AtomicBool,
+    /// Durability of every file created through the wrapper.
+    tracked: Mutex<HashMap<PathBuf, Durability>>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Durability {
+    len: u64,
+    synced_len: u64,
+    entry_durable: bool,
 }
 
 /// Wraps a [`FileSystem`] and injects failures into writable files.
@@ -42,6 +64,8 @@ impl FaultInjectingFs {
                 space_left: AtomicU64::new(u64::MAX),
                 appends: AtomicU64::new(0),
                 syncs: AtomicU64::new(0),
+                crashed: AtomicBool::new(false),
+                tracked: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -67,6 +91,58 @@ impl FaultInjectingFs {
         self.fail_appends_after(u64::MAX);
         self.fail_syncs(false);
         self.set_free_space(u64::MAX);
+    }
+
+    /// Simulates the machine stopping: from now on every write, sync,
+    /// create, rename, truncate and remove fails. Reads keep working.
+    pub fn crash(&self) {
+        self.switches.crashed.store(true, Ordering::SeqCst);
+    }
+
+    /// True after [`crash`](Self::crash).
+    pub fn crashed(&self) -> bool {
+        self.switches.crashed.load(Ordering::SeqCst)
+    }
+
+    /// Rewrites the files created through this wrapper to a state a power
+    /// loss may leave: files whose directory entry was never fsynced are
+    /// removed; others keep their synced bytes plus a random prefix (chosen
+    /// from `seed`) of the bytes written after the last sync. Call after
+    /// [`crash`](Self::crash) and after dropping the database. Returns how
+    /// many unsynced bytes were dropped.
+    pub fn apply_power_loss(&self, seed: u64) -> Result<u64> {
+        let mut rng = seed | 1;
+        let mut dropped = 0;
+        let tracked = std::mem::take(&mut *self.switches.tracked.lock());
+        for (path, d) in tracked {
+            if !self.inner.exists(&path)? {
+                continue;
+            }
+            if !d.entry_durable {
+                dropped += d.len;
+                self.inner.remove_file(&path)?;
+                continue;
+            }
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let unsynced = d.len.saturating_sub(d.synced_len);
+            let keep = if unsynced == 0 {
+                0
+            } else {
+                rng % (unsynced + 1)
+            };
+            dropped += unsynced - keep;
+            self.inner.truncate(&path, d.synced_len + keep)?;
+        }
+        Ok(dropped)
+    }
+
+    fn check_alive(&self, path: &Path) -> Result<()> {
+        if self.crashed() {
+            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
+        }
+        Ok(())
     }
 
     /// Successful appends so far (all files).
@@ -96,6 +172,13 @@ fn injected(path: &Path, kind: std::io::ErrorKind, what: &str) -> Error {
 impl WritableFile for FaultyWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         let s = &self.switches;
+        if s.crashed.load(Ordering::SeqCst) {
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "simulated crash",
+            ));
+        }
         let allowed = s
             .appends_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
@@ -128,11 +211,22 @@ impl WritableFile for FaultyWritable {
         }
         self.inner.append(data)?;
         s.appends.fetch_add(1, Ordering::SeqCst);
+        if let Some(d) = s.tracked.lock().get_mut(self.inner.path()) {
+            d.len += len;
+        }
         Ok(())
     }
 
     fn sync_data(&mut self) -> Result<()> {
-        if self.switches.fail_syncs.load(Ordering::SeqCst) {
+        let s = &self.switches;
+        if s.crashed.load(Ordering::SeqCst) {
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "simulated crash",
+            ));
+        }
+        if s.fail_syncs.load(Ordering::SeqCst) {
             return Err(injected(
                 self.inner.path(),
                 std::io::ErrorKind::Other,
@@ -140,7 +234,10 @@ impl WritableFile for FaultyWritable {
             ));
         }
         self.inner.sync_data()?;
-        self.switches.syncs.fetch_add(1, Ordering::SeqCst);
+        s.syncs.fetch_add(1, Ordering::SeqCst);
+        if let Some(d) = s.tracked.lock().get_mut(self.inner.path()) {
+            d.synced_len = d.len;
+        }
         Ok(())
     }
 
@@ -167,6 +264,22 @@ impl FileSystem for FaultInjectingFs {
         self.inner.is_dir(path)
     }
     fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check_alive(path)?;
+        // A re-created file keeps its durable directory entry.
+        let entry_durable = self.inner.exists(path)?
+            && self
+                .switches
+                .tracked
+                .lock()
+                .get(path)
+                .is_none_or(|d| d.entry_durable);
+        self.switches.tracked.lock().insert(
+            path.to_path_buf(),
+            Durability {
+                entry_durable,
+                ..Durability::default()
+            },
+        );
         Ok(Box::new(FaultyWritable {
             inner: self.inner.create_writable(path)?,
             switches: Arc::clone(&self.switches),
@@ -182,19 +295,41 @@ impl FileSystem for FaultInjectingFs {
         self.inner.file_size(path)
     }
     fn remove_file(&self, path: &Path) -> Result<()> {
+        self.check_alive(path)?;
+        self.switches.tracked.lock().remove(path);
         self.inner.remove_file(path)
     }
     fn remove_dir(&self, dir: &Path) -> Result<()> {
         self.inner.remove_dir(dir)
     }
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.check_alive(from)?;
+        let mut tracked = self.switches.tracked.lock();
+        if let Some(mut d) = tracked.remove(from) {
+            // The new name is durable only after a directory fsync.
+            d.entry_durable = false;
+            tracked.insert(to.to_path_buf(), d);
+        }
+        drop(tracked);
         self.inner.rename(from, to)
     }
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        self.check_alive(path)?;
+        if let Some(d) = self.switches.tracked.lock().get_mut(path) {
+            d.len = len;
+            d.synced_len = len;
+        }
         self.inner.truncate(path, len)
     }
     fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.inner.sync_dir(dir)
+        self.check_alive(dir)?;
+        self.inner.sync_dir(dir)?;
+        for (path, d) in self.switches.tracked.lock().iter_mut() {
+            if path.parent() == Some(dir) {
+                d.entry_durable = true;
+            }
+        }
+        Ok(())
     }
     fn try_lock(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {
         self.inner.try_lock(path)
@@ -225,5 +360,38 @@ mod tests {
         f.sync_data().expect("sync");
         assert_eq!(f.len(), 5);
         assert_eq!(fs.appends(), 2);
+    }
+
+    #[test]
+    fn power_loss_keeps_synced_bytes_and_durable_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        let mut fa = fs.create_writable(&a).expect("create a");
+        fs.sync_dir(dir.path()).expect("sync dir");
+        fa.append(b"synced").expect("append");
+        fa.sync_data().expect("sync");
+        fa.append(b"-unsynced-tail").expect("append");
+        let mut fb = fs
+            .create_writable(&b)
+            .expect("create b (entry never synced)");
+        fb.append(b"data").expect("append");
+        fb.sync_data().expect("sync");
+        fs.crash();
+        assert!(fa.append(b"x").is_err(), "writes fail after the crash");
+        assert!(fs.create_writable(&dir.path().join("c")).is_err());
+        drop((fa, fb));
+        fs.apply_power_loss(42).expect("power loss");
+        let left = std::fs::read(&a).expect("a survives");
+        assert!(left.starts_with(b"synced"), "synced bytes kept");
+        assert!(
+            b"synced-unsynced-tail".starts_with(&left[..]),
+            "only a prefix of the tail may survive"
+        );
+        assert!(
+            !b.exists(),
+            "a file whose directory entry was never synced is gone"
+        );
     }
 }
