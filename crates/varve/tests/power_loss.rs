@@ -47,7 +47,7 @@ fn power_loss_keeps_every_synced_write() {
                 s.spawn(move || {
                     for i in 0u64.. {
                         let key = format!("r{round:03}-t{t}-{i:06}");
-                        let sync = (t + i as usize) % 3 != 0;
+                        let sync = !(t + i as usize).is_multiple_of(3);
                         let opts = WriteOptions {
                             sync,
                             disable_wal: false,
