@@ -15,6 +15,7 @@
 
 pub mod batch;
 pub mod cache;
+pub mod compaction;
 pub mod db;
 mod error;
 pub mod io;
