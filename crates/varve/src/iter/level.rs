@@ -61,10 +61,10 @@ impl LevelIterator {
 
     /// Remembers the current file's error, if any, before leaving it.
     fn keep_error(&mut self) {
-        if self.error.is_none() {
-            if let Some(Err(e)) = self.current.as_ref().map(|c| c.status()) {
-                self.error = Some(e);
-            }
+        if self.error.is_none()
+            && let Some(Err(e)) = self.current.as_ref().map(|c| c.status())
+        {
+            self.error = Some(e);
         }
     }
 
