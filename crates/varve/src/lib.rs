@@ -33,3 +33,8 @@ pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
+
+/// The README's examples, compiled as doctests so they stay true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
