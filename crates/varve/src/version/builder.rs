@@ -99,7 +99,7 @@ impl Builder {
             let small = f.smallest_user_key();
             let below = files
                 .range::<[u8], _>((Unbounded, Included(small)))
-               .next_back();
+                .next_back();
             let above = files.range::<[u8], _>((Included(small), Unbounded)).next();
             for other in below.into_iter().chain(above).map(|(_, o)| o) {
                 if other.overlaps_user_range(Some(small), Some(f.largest_user_key())) {
@@ -118,7 +118,7 @@ impl Builder {
     pub(crate) fn finish(self) -> Version {
         let mut v = Version::new();
         let mut l0: Vec<Arc<FileMetaData>> = self.l0.into_values().collect();
-        l0.sort_by(|a, b| (b.largest_seq, b.number).cmp(&(a.largest_seq, a.number)));
+        l0.sort_by_key(|f| std::cmp::Reverse((f.largest_seq, f.number)));
         v.files[0] = l0;
         for (i, files) in self.deeper.into_iter().enumerate() {
             v.files[i + 1] = files.into_values().collect();
@@ -182,7 +182,11 @@ mod tests {
         // Errors.
         let mut bad = VersionEdit::default();
         bad.add_file(1, meta(9, "m", "p", 3)); // touches 4 ("a".."m")
-        assert!(build(&v, &bad).expect_err("overlap").contains("overlaps table 4"));
+        assert!(
+            build(&v, &bad)
+                .expect_err("overlap")
+                .contains("overlaps table 4")
+        );
         let mut bad = VersionEdit::default();
         bad.add_file(1, meta(9, "0", "a", 3));
         assert!(build(&v, &bad).is_err());

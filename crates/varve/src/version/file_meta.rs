@@ -63,7 +63,9 @@ impl FileMetaData {
             ));
         }
         if parse_internal_key(&self.largest).is_none() {
-            return Err(format!("table {n}: largest key is not a valid internal key"));
+            return Err(format!(
+                "table {n}: largest key is not a valid internal key"
+            ));
         }
         if compare_internal_keys(&self.smallest, &self.largest) == Ordering::Greater {
             return Err(format!("table {n}: smallest key sorts after largest key"));
@@ -98,7 +100,9 @@ mod tests {
     fn ranges_and_validation() {
         let m = meta(b"b", b"d");
         assert!(m.validate().is_ok());
-        assert!(m.contains_user_key(b"b") && m.contains_user_key(b"c") && m.contains_user_key(b"d"));
+        assert!(
+            m.contains_user_key(b"b") && m.contains_user_key(b"c") && m.contains_user_key(b"d")
+        );
         assert!(!m.contains_user_key(b"a") && !m.contains_user_key(b"e"));
         assert!(m.overlaps_user_range(None, None));
         assert!(m.overlaps_user_range(Some(b"d"), None));

@@ -53,7 +53,16 @@ mod tests {
         assert_eq!(parse("000007.blob"), Some(Name::Blob(7)));
         assert_eq!(parse("MANIFEST-000003"), Some(Name::Manifest(3)));
         assert_eq!(parse("CURRENT.000003.tmp"), Some(Name::Temp));
-        for foreign in ["CURRENT", "LOCK", "LOG", "LOG.old", "x.log", "MANIFEST-", "MANIFEST-1a", "-1.sst"] {
+        for foreign in [
+            "CURRENT",
+            "LOCK",
+            "LOG",
+            "LOG.old",
+            "x.log",
+            "MANIFEST-",
+            "MANIFEST-1a",
+            "-1.sst",
+        ] {
             assert_eq!(parse(foreign), None, "{foreign}");
         }
     }

@@ -195,7 +195,7 @@ mod tests {
             v.files[0].push(meta(number, a, b, 1000 + rng.below(50)));
             number += 1;
         }
-        v.files[0].sort_by(|x, y| (y.largest_seq, y.number).cmp(&(x.largest_seq, x.number)));
+        v.files[0].sort_by_key(|f| std::cmp::Reverse((f.largest_seq, f.number)));
         for level in 1..NUM_LEVELS {
             let mut k = rng.below(10);
             while k < 100 && rng.below(4) != 0 {
@@ -249,7 +249,12 @@ mod tests {
     }
 
     /// Overlap by fix-point: widen the range until no file extends it.
-    fn brute_overlap(v: &Version, level: usize, mut b: Option<Vec<u8>>, mut e: Option<Vec<u8>>) -> Vec<u64> {
+    fn brute_overlap(
+        v: &Version,
+        level: usize,
+        mut b: Option<Vec<u8>>,
+        mut e: Option<Vec<u8>>,
+    ) -> Vec<u64> {
         loop {
             let hits: Vec<&Arc<FileMetaData>> = v
                 .files(level)
@@ -282,7 +287,11 @@ mod tests {
     fn invariants_catch_overlap_and_order() {
         let mut v = Version::new();
         v.files[1] = vec![meta(1, 0, 10, 1), meta(2, 10, 20, 1)];
-        assert!(v.check_invariants().expect_err("overlap").contains("overlap"));
+        assert!(
+            v.check_invariants()
+                .expect_err("overlap")
+                .contains("overlap")
+        );
         v.files[1] = vec![meta(2, 11, 20, 1), meta(1, 0, 10, 1)];
         assert!(v.check_invariants().is_err());
         v.files[1] = vec![meta(1, 0, 10, 1), meta(2, 11, 20, 1)];

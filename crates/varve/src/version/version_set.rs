@@ -15,12 +15,12 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::NUM_LEVELS;
 use super::builder::Builder;
 use super::edit::VersionEdit;
 use super::manifest::{self, ManifestWriter};
-use super::version::Version;
-use super::NUM_LEVELS;
 use super::names::{self, Name};
+use super::version::Version;
 use crate::io::FileSystem;
 use crate::wal::TailStatus;
 use crate::{Error, Result};
@@ -107,9 +107,8 @@ impl VersionSet {
         }
         let mut max = 0;
         for name in fs.list_dir(dir)? {
-            if let Some(
-                Name::Wal(n) | Name::Table(n) | Name::Blob(n) | Name::Manifest(n),
-            ) = names::parse(&name)
+            if let Some(Name::Wal(n) | Name::Table(n) | Name::Blob(n) | Name::Manifest(n)) =
+                names::parse(&name)
             {
                 max = max.max(n);
             }
@@ -157,7 +156,8 @@ impl VersionSet {
             Ok(())
         })?;
         let path = manifest::manifest_path(dir, old);
-        let missing = |what: &str| Error::corruption(&path, 0, format!("manifest never records {what}"));
+        let missing =
+            |what: &str| Error::corruption(&path, 0, format!("manifest never records {what}"));
         let log_number = log.ok_or_else(|| missing("the log number"))?;
         let recorded_next = next.ok_or_else(|| missing("the next file number"))?;
         let last_sequence = last.ok_or_else(|| missing("the last sequence"))?;
@@ -228,7 +228,10 @@ impl VersionSet {
             )));
         }
         edit.log_number = Some(log_number);
-        let last_sequence = edit.last_sequence.unwrap_or(0).max(self.counters.last_sequence);
+        let last_sequence = edit
+            .last_sequence
+            .unwrap_or(0)
+            .max(self.counters.last_sequence);
         edit.last_sequence = Some(last_sequence);
         for (_, f) in &edit.new_files {
             self.mark_file_number_used(f.number);
