@@ -267,6 +267,17 @@ fn torn_tail_recovers_prefix() {
             assert_eq!(t.file, manifest::manifest_path(dir.path(), n));
         }
     }
+    // An empty manifest, or one cut inside its header or snapshot edit,
+    // holds no state: corruption naming the manifest.
+    for cut in [0, offs[1] as usize, offs[1] as usize + 5] {
+        let dir = dir_with(n, &bytes[..cut]);
+        match VersionSet::recover(posix(), dir.path()) {
+            Err(Error::Corruption { file, .. }) => {
+                assert_eq!(file, manifest::manifest_path(dir.path(), n), "cut {cut}")
+            }
+            other => panic!("cut {cut}: expected corruption, got {other:?}"),
+        }
+    }
     // Cutting into the snapshot edit leaves no state: corruption.
     let dir = dir_with(n, &bytes[..offs[1] as usize + 5]);
     let e = VersionSet::recover(posix(), dir.path()).expect_err("no snapshot");
@@ -385,6 +396,12 @@ fn level_overlap_rejected() {
     let before = vs.current();
     let mut e = VersionEdit::default();
     e.add_file(1, meta(11, "k", "z", 1));
+    let mut cp = VersionEdit::default();
+    cp.compact_pointers.push((NUM_LEVELS, b"k".to_vec()));
+    assert!(matches!(
+        vs.log_and_apply(cp),
+        Err(Error::InvalidArgument(_))
+    ));
     let err = vs.log_and_apply(e).expect_err("overlap");
     assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
     assert_eq!(*vs.current(), *before);

@@ -236,6 +236,11 @@ impl VersionSet {
         for (_, f) in &edit.new_files {
             self.mark_file_number_used(f.number);
         }
+        if let Some((level, _)) = edit.compact_pointers.iter().find(|(l, _)| *l >= NUM_LEVELS) {
+            return Err(Error::InvalidArgument(format!(
+                "compact pointer for level {level}, levels are 0..{NUM_LEVELS}"
+            )));
+        }
         let mut builder = Builder::new(&self.current);
         builder
             .apply(&edit)
