@@ -25,8 +25,8 @@ pub(crate) struct Builder {
     l0: HashMap<u64, Arc<FileMetaData>>,
     /// L1.. files keyed by smallest user key; index `level - 1`.
     deeper: Vec<BTreeMap<Vec<u8>, Arc<FileMetaData>>>,
-    /// Level of every file in the builder.
-    level_of: HashMap<u64, usize>,
+    /// Level and metadata of every file in the builder, by number.
+    level_of: HashMap<u64, (usize, Arc<FileMetaData>)>,
 }
 
 impl Builder {
@@ -39,7 +39,7 @@ impl Builder {
         };
         for (level, files) in base.files.iter().enumerate() {
             for f in files {
-                b.level_of.insert(f.number, level);
+                b.level_of.insert(f.number, (level, Arc::clone(f)));
                 if level == 0 {
                     b.l0.insert(f.number, Arc::clone(f));
                 } else {
@@ -63,21 +63,15 @@ impl Builder {
     }
 
     fn delete(&mut self, level: usize, number: u64) -> Result<(), String> {
-        if self.level_of.get(&number) != Some(&level) {
-            return Err(format!("deleted table {number} is not in L{level}"));
-        }
+        let f = match self.level_of.get(&number) {
+            Some((l, f)) if *l == level => Arc::clone(f),
+            _ => return Err(format!("deleted table {number} is not in L{level}")),
+        };
         self.level_of.remove(&number);
         if level == 0 {
             self.l0.remove(&number);
         } else {
-            let files = &mut self.deeper[level - 1];
-            let key = files
-                .iter()
-                .find(|(_, f)| f.number == number)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = key {
-                files.remove(&k);
-            }
+            self.deeper[level - 1].remove(f.smallest_user_key());
         }
         Ok(())
     }
@@ -87,11 +81,11 @@ impl Builder {
             return Err(format!("table {} added at level {level}", f.number));
         }
         f.validate()?;
-        if let Some(l) = self.level_of.get(&f.number) {
+        if let Some((l, _)) = self.level_of.get(&f.number) {
             return Err(format!("added table {} is already in L{l}", f.number));
         }
         let f = Arc::new(f.clone());
-        self.level_of.insert(f.number, level);
+        self.level_of.insert(f.number, (level, Arc::clone(&f)));
         if level == 0 {
             self.l0.insert(f.number, f);
         } else {
