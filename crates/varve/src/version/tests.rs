@@ -662,3 +662,38 @@ fn random_history_survives_reopen() {
     let vs = VersionSet::recover(posix(), d).expect("final recover");
     assert_eq!(state(&vs), before);
 }
+
+#[test]
+fn failed_roll_over_keeps_old_manifest() {
+    // Fail (a) the new manifest's sync, (b) the CURRENT temp file's append.
+    for case in 0..2 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let fs = FaultInjectingFs::new(posix());
+        let mut vs = VersionSet::create(Arc::new(fs.clone()), d).expect("create");
+        let mut e = VersionEdit::default();
+        e.add_file(0, meta(vs.new_file_number(), "a", "b", 1));
+        vs.log_and_apply(e).expect("apply");
+        let before = state(&vs);
+        let old = vs.manifest_number();
+        vs.set_max_manifest_size(1);
+        if case == 0 {
+            fs.fail_syncs(true);
+        } else {
+            // WAL file header, manifest header, snapshot: then CURRENT's temp.
+            fs.fail_appends_after(3);
+        }
+        let mut e = VersionEdit::default();
+        e.add_file(0, meta(vs.new_file_number(), "c", "d", 2));
+        vs.log_and_apply(e).expect_err("roll fails");
+        fs.heal();
+        assert_eq!(state(&vs), before, "case {case}");
+        assert_eq!(vs.manifest_number(), old);
+        assert_eq!(manifest::read_current(&PosixFs, d).expect("CURRENT"), old);
+        let listing = PosixFs.list_dir(d).expect("list");
+        assert!(!listing.iter().any(|n| n.ends_with(".tmp")), "{listing:?}");
+        drop(vs);
+        let vs = VersionSet::recover(posix(), d).expect("recover");
+        assert_eq!(state(&vs), before, "case {case}");
+    }
+}
