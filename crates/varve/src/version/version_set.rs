@@ -233,9 +233,6 @@ impl VersionSet {
             .unwrap_or(0)
             .max(self.counters.last_sequence);
         edit.last_sequence = Some(last_sequence);
-        for (_, f) in &edit.new_files {
-            self.mark_file_number_used(f.number);
-        }
         if let Some((level, _)) = edit.compact_pointers.iter().find(|(l, _)| *l >= NUM_LEVELS) {
             return Err(Error::InvalidArgument(format!(
                 "compact pointer for level {level}, levels are 0..{NUM_LEVELS}"
@@ -249,6 +246,9 @@ impl VersionSet {
         version
             .check_invariants()
             .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
+        for (_, f) in &edit.new_files {
+            self.mark_file_number_used(f.number);
+        }
         let mut cps = self.compact_pointers.clone();
         for (level, key) in &edit.compact_pointers {
             cps[*level] = Some(key.clone());
