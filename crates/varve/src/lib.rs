@@ -11,7 +11,11 @@
 //! (`wal`), then to the memtable (`memtable`); reads merge memtables
 //! (`iter`) and apply snapshot visibility (`db`).
 
+#![deny(missing_docs)]
+
 pub mod batch;
+pub mod cache;
+pub mod compaction;
 pub mod db;
 mod error;
 pub mod io;
@@ -19,11 +23,18 @@ pub mod iter;
 pub mod keys;
 pub mod memtable;
 mod options;
+pub mod sst;
 pub(crate) mod sync;
 pub mod util;
+pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
+
+/// The README's examples, compiled as doctests so they stay true.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -103,13 +103,11 @@ pub fn insert_batch(
     batch: &WriteBatch,
     first_seq: SequenceNumber,
 ) -> Result<(), MemTableFull> {
-    let mut seq = first_seq;
-    for op in batch.iter() {
+    for (seq, op) in (first_seq..).zip(batch.iter()) {
         match op {
             BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value)?,
             BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[])?,
         }
-        seq += 1;
     }
     Ok(())
 }

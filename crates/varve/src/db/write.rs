@@ -89,14 +89,14 @@ fn validate(db: &DbInner, batch: &WriteBatch) -> Result<()> {
                 o.max_key_size
             )));
         }
-        if let BatchOp::Put { value, .. } = op {
-            if value.len() > o.max_value_size {
-                return Err(Error::InvalidArgument(format!(
-                    "value of {} bytes exceeds max_value_size {}",
-                    value.len(),
-                    o.max_value_size
-                )));
-            }
+        if let BatchOp::Put { value, .. } = op
+            && value.len() > o.max_value_size
+        {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes exceeds max_value_size {}",
+                value.len(),
+                o.max_value_size
+            )));
         }
     }
     Ok(())
@@ -221,11 +221,9 @@ fn commit_group(db: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
             db.poison(format!("WAL append failed: {e}"));
             return Err(e);
         }
-        if sync {
-            if let Err(e) = log.sync() {
-                db.poison(format!("WAL sync failed: {e}"));
-                return Err(e);
-            }
+        if sync && let Err(e) = log.sync() {
+            db.poison(format!("WAL sync failed: {e}"));
+            return Err(e);
         }
     }
 

@@ -1,11 +1,14 @@
 //! File access behind a trait, so that tests can inject faults and later
 //! issues can swap in O_DIRECT and io_uring without touching the engine.
 //!
-//! [`FileSystem`] is what the engine calls; [`PosixFs`] is the real one.
+//! [`FileSystem`] is what the engine calls; [`PosixFs`] is the real one;
+//! [`FaultInjectingFs`] wraps either to fail on command in tests.
 //! Every method returns errors that name the path.
 
+mod fault;
 mod fs;
 mod posix;
 
+pub use fault::FaultInjectingFs;
 pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;

@@ -153,10 +153,10 @@ impl DbIterator {
     /// Moves to the first key `>= key` (clamped to the bounds).
     pub fn seek(&mut self, key: impl AsRef<[u8]>) {
         let mut target = key.as_ref();
-        if let Some(lower) = &self.lower {
-            if target < lower.as_slice() {
-                target = lower;
-            }
+        if let Some(lower) = &self.lower
+            && target < lower.as_slice()
+        {
+            target = lower;
         }
         let t = keys::lookup_key(target, self.seq);
         self.positioned = true;
@@ -169,11 +169,11 @@ impl DbIterator {
     /// Moves to the last key `<= key` (clamped to the bounds).
     pub fn seek_for_prev(&mut self, key: impl AsRef<[u8]>) {
         let key = key.as_ref();
-        if let Some(upper) = &self.upper {
-            if key >= upper.as_slice() {
-                self.seek_to_last();
-                return;
-            }
+        if let Some(upper) = &self.upper
+            && key >= upper.as_slice()
+        {
+            self.seek_to_last();
+            return;
         }
         self.positioned = true;
         self.direction = Direction::Reverse;
@@ -241,11 +241,11 @@ impl DbIterator {
     }
 
     fn check_status(&mut self) {
-        if self.error.is_none() {
-            if let Err(e) = self.iter.status() {
-                self.error = Some(e);
-                self.valid = false;
-            }
+        if self.error.is_none()
+            && let Err(e) = self.iter.status()
+        {
+            self.error = Some(e);
+            self.valid = false;
         }
     }
 
@@ -264,10 +264,10 @@ impl DbIterator {
                         ValueKind::Value => {
                             let hidden = skipping && p.user_key <= self.saved_key.as_slice();
                             if !hidden {
-                                if let Some(upper) = &self.upper {
-                                    if p.user_key >= upper.as_slice() {
-                                        break;
-                                    }
+                                if let Some(upper) = &self.upper
+                                    && p.user_key >= upper.as_slice()
+                                {
+                                    break;
                                 }
                                 self.valid = true;
                                 self.saved_key.clear();
@@ -301,10 +301,10 @@ impl DbIterator {
                 {
                     break; // saved_* holds a complete entry of a later key
                 }
-                if let Some(lower) = &self.lower {
-                    if p.user_key < lower.as_slice() {
-                        break;
-                    }
+                if let Some(lower) = &self.lower
+                    && p.user_key < lower.as_slice()
+                {
+                    break;
                 }
                 kind = p.kind;
                 match p.kind {

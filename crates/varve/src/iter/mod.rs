@@ -5,6 +5,7 @@
 //! iterator combines them and the DB iterator applies visibility.
 
 pub mod db_iter;
+pub mod level;
 pub mod merging;
 
 use crate::Result;

@@ -1,0 +1,1 @@
+//! Block cache and table cache. Filled by the SSTable work.

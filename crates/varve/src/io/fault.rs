@@ -1,0 +1,397 @@
+//! [`FaultInjectingFs`]: a file system wrapper that fails on command, for
+//! tests of the error paths (a failing WAL append or fdatasync, a full disk)
+//! and of durability (a simulated power loss).
+//!
+//! Faults are switched on and off at run time through the shared handle, so
+//! a test can open a database normally, then make the next append fail.
+//! Everything not failed is passed to the wrapped file system unchanged.
+//!
+//! Power loss: the wrapper remembers, for every file it created, how many
+//! bytes were fdatasync'ed and whether its directory entry was made durable
+//! (a directory fsync after the create). [`FaultInjectingFs::crash`] makes
+//! every later mutation fail, as if the machine stopped;
+//! [`FaultInjectingFs::apply_power_loss`] then rewrites the files on disk to
+//! what a power loss may leave: synced bytes kept, a random part of the
+//! unsynced tail kept or lost, never-synced new files gone.
+//! Thread-safe: the switches are atomics shared by every file it opened.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use crate::{Error, Result};
+
+#[derive(Debug)]
+struct Switches {
+    /// Appends still allowed before every append fails with EIO (u64::MAX: never).
+    appends_left: AtomicU64,
+    fail_syncs: AtomicBool,
+    /// Bytes that may still be appended before ENOSPC (u64::MAX: unlimited).
+    space_left: AtomicU64,
+    appends: AtomicU64,
+    syncs: AtomicU64,
+    crashed: AtomicBool,
+    /// Durability of every file created through the wrapper.
+    tracked: Mutex<HashMap<PathBuf, Durability>>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Durability {
+    len: u64,
+    synced_len: u64,
+    entry_durable: bool,
+}
+
+/// Wraps a [`FileSystem`] and injects failures into writable files.
+#[derive(Debug, Clone)]
+pub struct FaultInjectingFs {
+    inner: Arc<dyn FileSystem>,
+    switches: Arc<Switches>,
+}
+
+impl FaultInjectingFs {
+    /// Wraps `inner` with every fault off.
+    pub fn new(inner: Arc<dyn FileSystem>) -> Self {
+        FaultInjectingFs {
+            inner,
+            switches: Arc::new(Switches {
+                appends_left: AtomicU64::new(u64::MAX),
+                fail_syncs: AtomicBool::new(false),
+                space_left: AtomicU64::new(u64::MAX),
+                appends: AtomicU64::new(0),
+                syncs: AtomicU64::new(0),
+                crashed: AtomicBool::new(false),
+                tracked: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// After `n` more successful appends, every append fails with EIO.
+    pub fn fail_appends_after(&self, n: u64) {
+        self.switches.appends_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Makes every `sync_data` fail with EIO (or succeed again).
+    pub fn fail_syncs(&self, on: bool) {
+        self.switches.fail_syncs.store(on, Ordering::SeqCst);
+    }
+
+    /// Leaves `bytes` of free space: an append that does not fit fails with
+    /// ENOSPC and writes nothing.
+    pub fn set_free_space(&self, bytes: u64) {
+        self.switches.space_left.store(bytes, Ordering::SeqCst);
+    }
+
+    /// Turns every fault off.
+    pub fn heal(&self) {
+        self.fail_appends_after(u64::MAX);
+        self.fail_syncs(false);
+        self.set_free_space(u64::MAX);
+    }
+
+    /// Simulates the machine stopping: from now on every write, sync,
+    /// create, rename, truncate and remove fails. Reads keep working.
+    pub fn crash(&self) {
+        self.switches.crashed.store(true, Ordering::SeqCst);
+    }
+
+    /// True after [`crash`](Self::crash).
+    pub fn crashed(&self) -> bool {
+        self.switches.crashed.load(Ordering::SeqCst)
+    }
+
+    /// Rewrites the files created through this wrapper to a state a power
+    /// loss may leave: files whose directory entry was never fsynced are
+    /// removed; others keep their synced bytes plus a random prefix (chosen
+    /// from `seed`) of the bytes written after the last sync. Call after
+    /// [`crash`](Self::crash) and after dropping the database. Returns how
+    /// many unsynced bytes were dropped.
+    pub fn apply_power_loss(&self, seed: u64) -> Result<u64> {
+        let mut rng = seed | 1;
+        let mut dropped = 0;
+        let tracked = std::mem::take(&mut *self.switches.tracked.lock());
+        for (path, d) in tracked {
+            if !self.inner.exists(&path)? {
+                continue;
+            }
+            if !d.entry_durable {
+                dropped += d.len;
+                self.inner.remove_file(&path)?;
+                continue;
+            }
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let unsynced = d.len.saturating_sub(d.synced_len);
+            let keep = if unsynced == 0 {
+                0
+            } else {
+                rng % (unsynced + 1)
+            };
+            dropped += unsynced - keep;
+            self.inner.truncate(&path, d.synced_len + keep)?;
+        }
+        Ok(dropped)
+    }
+
+    fn check_alive(&self, path: &Path) -> Result<()> {
+        if self.crashed() {
+            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
+        }
+        Ok(())
+    }
+
+    /// Successful appends so far (all files).
+    pub fn appends(&self) -> u64 {
+        self.switches.appends.load(Ordering::SeqCst)
+    }
+
+    /// Successful syncs so far (all files).
+    pub fn syncs(&self) -> u64 {
+        self.switches.syncs.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Debug)]
+struct FaultyWritable {
+    inner: Box<dyn WritableFile>,
+    switches: Arc<Switches>,
+}
+
+fn injected(path: &Path, kind: std::io::ErrorKind, what: &str) -> Error {
+    Error::io(
+        path,
+        std::io::Error::new(kind, format!("injected fault: {what}")),
+    )
+}
+
+impl WritableFile for FaultyWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        let s = &self.switches;
+        if s.crashed.load(Ordering::SeqCst) {
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "simulated crash",
+            ));
+        }
+        let allowed = s
+            .appends_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+                u64::MAX => Some(n),
+                0 => None,
+                n => Some(n - 1),
+            })
+            .is_ok();
+        if !allowed {
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "append failed (EIO)",
+            ));
+        }
+        let len = data.len() as u64;
+        let fits = s
+            .space_left
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| match left {
+                u64::MAX => Some(left),
+                left => left.checked_sub(len),
+            })
+            .is_ok();
+        if !fits {
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::StorageFull,
+                "no space left on device (ENOSPC)",
+            ));
+        }
+        self.inner.append(data)?;
+        s.appends.fetch_add(1, Ordering::SeqCst);
+        if let Some(d) = s.tracked.lock().get_mut(self.inner.path()) {
+            d.len += len;
+        }
+        Ok(())
+    }
+
+    fn sync_data(&mut self) -> Result<()> {
+        let s = &self.switches;
+        if s.crashed.load(Ordering::SeqCst) {
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "simulated crash",
+            ));
+        }
+        if s.fail_syncs.load(Ordering::SeqCst) {
+            return Err(injected(
+                self.inner.path(),
+                std::io::ErrorKind::Other,
+                "fdatasync failed (EIO)",
+            ));
+        }
+        self.inner.sync_data()?;
+        s.syncs.fetch_add(1, Ordering::SeqCst);
+        if let Some(d) = s.tracked.lock().get_mut(self.inner.path()) {
+            d.synced_len = d.len;
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+}
+
+impl FileSystem for FaultInjectingFs {
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn list_dir(&self, dir: &Path) -> Result<Vec<String>> {
+        self.inner.list_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> Result<bool> {
+        self.inner.exists(path)
+    }
+    fn is_dir(&self, path: &Path) -> Result<bool> {
+        self.inner.is_dir(path)
+    }
+    fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check_alive(path)?;
+        // A re-created file keeps its durable directory entry.
+        let entry_durable = self.inner.exists(path)?
+            && self
+                .switches
+                .tracked
+                .lock()
+                .get(path)
+                .is_none_or(|d| d.entry_durable);
+        self.switches.tracked.lock().insert(
+            path.to_path_buf(),
+            Durability {
+                entry_durable,
+                ..Durability::default()
+            },
+        );
+        Ok(Box::new(FaultyWritable {
+            inner: self.inner.create_writable(path)?,
+            switches: Arc::clone(&self.switches),
+        }))
+    }
+    fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
+        self.inner.open_sequential(path)
+    }
+    fn open_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_random_access(path)
+    }
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn remove_file(&self, path: &Path) -> Result<()> {
+        self.check_alive(path)?;
+        self.switches.tracked.lock().remove(path);
+        self.inner.remove_file(path)
+    }
+    fn remove_dir(&self, dir: &Path) -> Result<()> {
+        self.inner.remove_dir(dir)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        self.check_alive(from)?;
+        let mut tracked = self.switches.tracked.lock();
+        if let Some(mut d) = tracked.remove(from) {
+            // The new name is durable only after a directory fsync.
+            d.entry_durable = false;
+            tracked.insert(to.to_path_buf(), d);
+        }
+        drop(tracked);
+        self.inner.rename(from, to)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        self.check_alive(path)?;
+        if let Some(d) = self.switches.tracked.lock().get_mut(path) {
+            d.len = len;
+            d.synced_len = len;
+        }
+        self.inner.truncate(path, len)
+    }
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        self.check_alive(dir)?;
+        self.inner.sync_dir(dir)?;
+        for (path, d) in self.switches.tracked.lock().iter_mut() {
+            if path.parent() == Some(dir) {
+                d.entry_durable = true;
+            }
+        }
+        Ok(())
+    }
+    fn try_lock(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {
+        self.inner.try_lock(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::PosixFs;
+
+    #[test]
+    fn switches_work() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+        let mut f = fs.create_writable(&dir.path().join("f")).expect("create");
+        fs.fail_appends_after(1);
+        f.append(b"ok").expect("first append passes");
+        let e = f.append(b"no").expect_err("second fails");
+        assert!(e.to_string().contains("injected"), "{e}");
+        fs.heal();
+        fs.set_free_space(3);
+        assert!(f.append(b"1234").is_err());
+        f.append(b"123").expect("fits");
+        fs.fail_syncs(true);
+        assert!(f.sync_data().is_err());
+        fs.heal();
+        f.sync_data().expect("sync");
+        assert_eq!(f.len(), 5);
+        assert_eq!(fs.appends(), 2);
+    }
+
+    #[test]
+    fn power_loss_keeps_synced_bytes_and_durable_entries() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        let mut fa = fs.create_writable(&a).expect("create a");
+        fs.sync_dir(dir.path()).expect("sync dir");
+        fa.append(b"synced").expect("append");
+        fa.sync_data().expect("sync");
+        fa.append(b"-unsynced-tail").expect("append");
+        let mut fb = fs
+            .create_writable(&b)
+            .expect("create b (entry never synced)");
+        fb.append(b"data").expect("append");
+        fb.sync_data().expect("sync");
+        fs.crash();
+        assert!(fa.append(b"x").is_err(), "writes fail after the crash");
+        assert!(fs.create_writable(&dir.path().join("c")).is_err());
+        drop((fa, fb));
+        fs.apply_power_loss(42).expect("power loss");
+        let left = std::fs::read(&a).expect("a survives");
+        assert!(left.starts_with(b"synced"), "synced bytes kept");
+        assert!(
+            b"synced-unsynced-tail".starts_with(&left[..]),
+            "only a prefix of the tail may survive"
+        );
+        assert!(
+            !b.exists(),
+            "a file whose directory entry was never synced is gone"
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! Sorted string tables (SST files). Filled by the SSTable work.

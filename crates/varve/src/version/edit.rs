@@ -1,0 +1,309 @@
+//! [`VersionEdit`]: one change to the LSM shape (files added and removed,
+//! counters advanced), and its encoding as a manifest record
+//! (`docs/manifest-format.md`, "Version edit").
+//!
+//! Plain data; thread-safe. Invariants: the encoding is a sequence of tagged
+//! fields (varint tag, then a payload whose layout the tag fixes); decoding
+//! never panics, rejects unknown tags, repeated scalar fields, levels
+//! `>= NUM_LEVELS` and trailing garbage, and round-trips exactly
+//! (`decode(encode(e)) == e`).
+
+use super::NUM_LEVELS;
+use super::file_meta::FileMetaData;
+use crate::util::coding::{
+    decode_length_prefixed, decode_varint64, put_length_prefixed, put_varint64,
+};
+
+/// Field tags of the version-edit encoding (format version 1).
+pub(crate) mod tag {
+    /// `log_number`: varint64.
+    pub const LOG_NUMBER: u64 = 1;
+    /// `next_file_number`: varint64.
+    pub const NEXT_FILE_NUMBER: u64 = 2;
+    /// `last_sequence`: varint64.
+    pub const LAST_SEQUENCE: u64 = 3;
+    /// A compact pointer: level varint, key length-prefixed.
+    pub const COMPACT_POINTER: u64 = 4;
+    /// A deleted file: level varint, number varint64.
+    pub const DELETED_FILE: u64 = 5;
+    /// A new file: level, number, size, smallest, largest, smallest_seq,
+    /// largest_seq, num_entries.
+    pub const NEW_FILE: u64 = 6;
+}
+
+/// One change to the set of files and counters; every field is optional.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VersionEdit {
+    /// WALs with a smaller number are obsolete (their data is in tables).
+    pub log_number: Option<u64>,
+    /// The next unused file number.
+    pub next_file_number: Option<u64>,
+    /// The largest sequence number whose write is in the WALs or tables.
+    pub last_sequence: Option<u64>,
+    /// Files removed: `(level, file number)`.
+    pub deleted_files: Vec<(usize, u64)>,
+    /// Files added: `(level, metadata)`.
+    pub new_files: Vec<(usize, FileMetaData)>,
+    /// Where the next round-robin compaction of a level starts (internal key).
+    pub compact_pointers: Vec<(usize, Vec<u8>)>,
+}
+
+impl VersionEdit {
+    /// Records that `file` is added at `level`.
+    pub fn add_file(&mut self, level: usize, file: FileMetaData) {
+        self.new_files.push((level, file));
+    }
+
+    /// Records that file `number` is removed from `level`.
+    pub fn delete_file(&mut self, level: usize, number: u64) {
+        self.deleted_files.push((level, number));
+    }
+
+    /// Encodes the edit as a manifest record payload.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut dst = Vec::new();
+        let scalars = [
+            (tag::LOG_NUMBER, self.log_number),
+            (tag::NEXT_FILE_NUMBER, self.next_file_number),
+            (tag::LAST_SEQUENCE, self.last_sequence),
+        ];
+        for (t, v) in scalars {
+            if let Some(v) = v {
+                put_varint64(&mut dst, t);
+                put_varint64(&mut dst, v);
+            }
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint64(&mut dst, tag::COMPACT_POINTER);
+            put_varint64(&mut dst, *level as u64);
+            put_length_prefixed(&mut dst, key);
+        }
+        for (level, number) in &self.deleted_files {
+            put_varint64(&mut dst, tag::DELETED_FILE);
+            put_varint64(&mut dst, *level as u64);
+            put_varint64(&mut dst, *number);
+        }
+        for (level, f) in &self.new_files {
+            put_varint64(&mut dst, tag::NEW_FILE);
+            put_varint64(&mut dst, *level as u64);
+            put_varint64(&mut dst, f.number);
+            put_varint64(&mut dst, f.file_size);
+            put_length_prefixed(&mut dst, &f.smallest);
+            put_length_prefixed(&mut dst, &f.largest);
+            put_varint64(&mut dst, f.smallest_seq);
+            put_varint64(&mut dst, f.largest_seq);
+            put_varint64(&mut dst, f.num_entries);
+        }
+        dst
+    }
+
+    /// Decodes a manifest record payload; the error says what is wrong and
+    /// at which byte of the payload.
+    pub fn decode(data: &[u8]) -> Result<VersionEdit, String> {
+        let mut edit = VersionEdit::default();
+        let mut r = Cursor { data, pos: 0 };
+        while r.pos < data.len() {
+            let at = r.pos;
+            let t = r.varint("tag")?;
+            match t {
+                tag::LOG_NUMBER => set_once(
+                    &mut edit.log_number,
+                    r.varint("log number")?,
+                    "log number",
+                    at,
+                )?,
+                tag::NEXT_FILE_NUMBER => set_once(
+                    &mut edit.next_file_number,
+                    r.varint("next file number")?,
+                    "next file number",
+                    at,
+                )?,
+                tag::LAST_SEQUENCE => set_once(
+                    &mut edit.last_sequence,
+                    r.varint("last sequence")?,
+                    "last sequence",
+                    at,
+                )?,
+                tag::COMPACT_POINTER => {
+                    let level = r.level()?;
+                    let key = r.bytes("compact pointer key")?;
+                    edit.compact_pointers.push((level, key));
+                }
+                tag::DELETED_FILE => {
+                    let level = r.level()?;
+                    let number = r.varint("deleted file number")?;
+                    edit.deleted_files.push((level, number));
+                }
+                tag::NEW_FILE => {
+                    let level = r.level()?;
+                    let f = FileMetaData {
+                        number: r.varint("new file number")?,
+                        file_size: r.varint("new file size")?,
+                        smallest: r.bytes("new file smallest key")?,
+                        largest: r.bytes("new file largest key")?,
+                        smallest_seq: r.varint("new file smallest seq")?,
+                        largest_seq: r.varint("new file largest seq")?,
+                        num_entries: r.varint("new file entry count")?,
+                    };
+                    edit.new_files.push((level, f));
+                }
+                other => return Err(format!("unknown field tag {other} at byte {at}")),
+            }
+        }
+        Ok(edit)
+    }
+}
+
+fn set_once(slot: &mut Option<u64>, v: u64, what: &str, at: usize) -> Result<(), String> {
+    if slot.is_some() {
+        return Err(format!("{what} appears twice (second at byte {at})"));
+    }
+    *slot = Some(v);
+    Ok(())
+}
+
+/// Reads fields from an edit payload, tracking the position for errors.
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn varint(&mut self, what: &str) -> Result<u64, String> {
+        let rest = self.data.get(self.pos..).unwrap_or_default();
+        let (v, n) = decode_varint64(rest)
+            .ok_or_else(|| format!("bad or truncated {what} at byte {}", self.pos))?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    fn level(&mut self) -> Result<usize, String> {
+        let at = self.pos;
+        let v = self.varint("level")?;
+        match usize::try_from(v) {
+            Ok(l) if l < NUM_LEVELS => Ok(l),
+            _ => Err(format!("level {v} at byte {at} is not below {NUM_LEVELS}")),
+        }
+    }
+
+    fn bytes(&mut self, what: &str) -> Result<Vec<u8>, String> {
+        let rest = self.data.get(self.pos..).unwrap_or_default();
+        let (s, n) = decode_length_prefixed(rest)
+            .ok_or_else(|| format!("bad or truncated {what} at byte {}", self.pos))?;
+        self.pos += n;
+        Ok(s.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{ValueKind, make_internal_key};
+    use proptest::prelude::*;
+
+    fn arb_meta() -> impl Strategy<Value = FileMetaData> {
+        (
+            any::<u64>(),
+            any::<u64>(),
+            proptest::collection::vec(any::<u8>(), 0..20),
+            proptest::collection::vec(any::<u8>(), 0..20),
+            any::<u64>(),
+            any::<u64>(),
+            any::<u64>(),
+        )
+            .prop_map(
+                |(number, file_size, smallest, largest, a, b, num_entries)| FileMetaData {
+                    number,
+                    file_size,
+                    smallest,
+                    largest,
+                    smallest_seq: a,
+                    largest_seq: b,
+                    num_entries,
+                },
+            )
+    }
+
+    fn arb_edit() -> impl Strategy<Value = VersionEdit> {
+        (
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            proptest::collection::vec((0..NUM_LEVELS, any::<u64>()), 0..5),
+            proptest::collection::vec((0..NUM_LEVELS, arb_meta()), 0..5),
+            proptest::collection::vec(
+                (0..NUM_LEVELS, proptest::collection::vec(any::<u8>(), 0..12)),
+                0..3,
+            ),
+        )
+            .prop_map(|(l, n, s, d, f, c)| VersionEdit {
+                log_number: l,
+                next_file_number: n,
+                last_sequence: s,
+                deleted_files: d,
+                new_files: f,
+                compact_pointers: c,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn roundtrip(edit in arb_edit()) {
+            let enc = edit.encode();
+            prop_assert_eq!(VersionEdit::decode(&enc), Ok(edit.clone()));
+            // Every strict prefix either fails or decodes to something else;
+            // it never panics.
+            for cut in 0..enc.len() {
+                let _ = VersionEdit::decode(&enc[..cut]);
+            }
+        }
+
+        #[test]
+        fn garbage_never_panics(data in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = VersionEdit::decode(&data);
+        }
+
+        #[test]
+        fn flipped_bytes_never_panic(edit in arb_edit(), pos in any::<usize>(), x in 1..=255u8) {
+            let mut enc = edit.encode();
+            if !enc.is_empty() {
+                let p = pos % enc.len();
+                enc[p] ^= x;
+                let _ = VersionEdit::decode(&enc);
+            }
+        }
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let mut e = VersionEdit {
+            log_number: Some(3),
+            ..VersionEdit::default()
+        };
+        e.add_file(
+            1,
+            FileMetaData {
+                number: 7,
+                smallest: make_internal_key(b"a", 1, ValueKind::Value),
+                largest: make_internal_key(b"z", 1, ValueKind::Value),
+                ..FileMetaData::default()
+            },
+        );
+        let enc = e.encode();
+        // Every truncation inside a field is an error (2 = after the log number).
+        assert!(VersionEdit::decode(&enc[..2]).is_ok());
+        for cut in (1..enc.len()).filter(|&c| c != 2) {
+            assert!(VersionEdit::decode(&enc[..cut]).is_err(), "cut {cut}");
+        }
+        assert_eq!(VersionEdit::decode(&[]), Ok(VersionEdit::default()));
+        let err = VersionEdit::decode(&[99, 0]).expect_err("unknown tag");
+        assert!(err.contains("unknown field tag 99"), "{err}");
+        assert!(VersionEdit::decode(&[0]).is_err());
+        // Repeated scalar.
+        assert!(VersionEdit::decode(&[1, 5, 1, 6]).is_err());
+        // Level out of range.
+        assert!(VersionEdit::decode(&[5, NUM_LEVELS as u8, 1]).is_err());
+        // Trailing partial varint.
+        assert!(VersionEdit::decode(&[1, 0x80]).is_err());
+    }
+}

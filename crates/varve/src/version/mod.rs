@@ -1,0 +1,33 @@
+//! Versions and the manifest: which table files make up each level of the
+//! LSM tree, and the durable log of changes to that set.
+//!
+//! [`FileMetaData`] describes one table; a [`VersionEdit`] is one change
+//! (files added/removed, counters advanced); a [`Version`] is an immutable
+//! snapshot of the levels; the [`VersionSet`] owns the current version, the
+//! counters and the manifest (`MANIFEST-nnnnnn` in WAL framing, named by
+//! `CURRENT`). Format: `docs/manifest-format.md`. Leveled layout: L0 files
+//! may overlap (searched newest first); L1..L6 each hold files with disjoint,
+//! sorted user-key ranges. Thread-safety: `Version` and `FileMetaData` are
+//! immutable and shared through `Arc`; `VersionSet` is `Send` and used under
+//! the DB's mutex. Files are deleted (by the DB) only after the edit that
+//! retires them is durable.
+
+mod builder;
+mod edit;
+mod file_meta;
+pub mod manifest;
+mod names;
+#[allow(clippy::module_inception)]
+mod version;
+mod version_set;
+
+#[cfg(test)]
+mod tests;
+
+pub use edit::VersionEdit;
+pub use file_meta::FileMetaData;
+pub use version::Version;
+pub use version_set::{DEFAULT_MAX_MANIFEST_SIZE, ManifestTail, VersionSet};
+
+/// Number of levels of the LSM tree (L0..L6).
+pub const NUM_LEVELS: usize = 7;

@@ -1,0 +1,381 @@
+//! [`VersionSet`]: the current [`Version`], the file-number and sequence
+//! counters, and the manifest that makes changes to them durable.
+//!
+//! Thread-safety: `Send`, not internally locked — the DB holds a mutex
+//! around it and hands out `Arc<Version>` clones to readers. Invariants: a
+//! new version is installed only after the edit that produces it has been
+//! appended to the live manifest and fdatasynced; `CURRENT` always names a
+//! complete, synced manifest; file numbers handed out are never reused while
+//! this process runs; after an IO error on the manifest the set refuses
+//! further edits ([`Error::Poisoned`]) because the manifest's durable state
+//! is unknown. Nothing here deletes files: [`VersionSet::obsolete_files`]
+//! names what the DB may delete once the retiring edit is durable.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::NUM_LEVELS;
+use super::builder::Builder;
+use super::edit::VersionEdit;
+use super::manifest::{self, ManifestWriter};
+use super::names::{self, Name};
+use super::version::Version;
+use crate::io::FileSystem;
+use crate::wal::TailStatus;
+use crate::{Error, Result};
+
+/// Default size at which the manifest is rolled over to a new one.
+pub const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
+
+/// A torn manifest tail ignored during recovery.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestTail {
+    /// The manifest that was read.
+    pub file: PathBuf,
+    /// Where its good data ends.
+    pub offset: u64,
+    /// Why the bytes after `offset` were rejected.
+    pub reason: String,
+}
+
+/// Counters that every snapshot edit records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counters {
+    log_number: u64,
+    next_file_number: u64,
+    last_sequence: u64,
+}
+
+/// The current version, the counters and the live manifest.
+#[derive(Debug)]
+pub struct VersionSet {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    current: Arc<Version>,
+    manifest: ManifestWriter,
+    counters: Counters,
+    compact_pointers: Vec<Option<Vec<u8>>>,
+    max_manifest_size: u64,
+    /// Set after a failed manifest write: why edits are refused.
+    failed: Option<String>,
+    recovered_tail: Option<ManifestTail>,
+}
+
+/// A full-state edit: counters, compact pointers and every file.
+fn snapshot(v: &Version, c: Counters, compact_pointers: &[Option<Vec<u8>>]) -> VersionEdit {
+    let mut e = VersionEdit {
+        log_number: Some(c.log_number),
+        next_file_number: Some(c.next_file_number),
+        last_sequence: Some(c.last_sequence),
+        ..VersionEdit::default()
+    };
+    for (level, p) in compact_pointers.iter().enumerate() {
+        if let Some(p) = p {
+            e.compact_pointers.push((level, p.clone()));
+        }
+    }
+    for level in 0..NUM_LEVELS {
+        for f in v.files(level) {
+            e.add_file(level, (**f).clone());
+        }
+    }
+    e
+}
+
+/// Starts manifest `number` holding `snapshot` and points `CURRENT` at it.
+fn start_manifest(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    snapshot: &VersionEdit,
+) -> Result<ManifestWriter> {
+    let w = ManifestWriter::create(fs, dir, number, snapshot)?;
+    manifest::write_current(fs, dir, number)?;
+    Ok(w)
+}
+
+impl VersionSet {
+    /// Creates the version state of a new database in `dir`: an empty
+    /// version in a new manifest (numbered one past any numbered file
+    /// already in `dir`), and `CURRENT` naming it. Fails with
+    /// `AlreadyExists` if `dir` already has a `CURRENT`.
+    pub fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        fs.create_dir_all(dir)?;
+        if fs.exists(&manifest::current_path(dir))? {
+            return Err(Error::AlreadyExists(dir.to_path_buf()));
+        }
+        let mut max = 0;
+        for name in fs.list_dir(dir)? {
+            if let Some(Name::Wal(n) | Name::Table(n) | Name::Blob(n) | Name::Manifest(n)) =
+                names::parse(&name)
+            {
+                max = max.max(n);
+            }
+        }
+        let number = max + 1;
+        let counters = Counters {
+            log_number: 0,
+            next_file_number: number + 1,
+            last_sequence: 0,
+        };
+        let cps = vec![None; NUM_LEVELS];
+        let current = Version::new();
+        let manifest = start_manifest(&*fs, dir, number, &snapshot(&current, counters, &cps))?;
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            current: Arc::new(current),
+            manifest,
+            counters,
+            compact_pointers: cps,
+            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
+            failed: None,
+            recovered_tail: None,
+        })
+    }
+
+    /// Recovers the version state of `dir`: `CURRENT` → manifest → every
+    /// edit applied in order; then writes a new manifest holding one snapshot
+    /// edit and points `CURRENT` at it. Deletes nothing. A torn manifest tail
+    /// is ignored (see [`VersionSet::recovered_tail`]); anything else wrong is
+    /// `Error::Corruption` naming the file and offset.
+    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        let old = manifest::read_current(&*fs, dir)?;
+        let mut builder = Builder::new(&Version::new());
+        let (mut log, mut next, mut last) = (None, None, None);
+        let mut cps: Vec<Option<Vec<u8>>> = vec![None; NUM_LEVELS];
+        let outcome = manifest::read_manifest(&*fs, dir, old, |edit, _offset| {
+            builder.apply(&edit)?;
+            log = edit.log_number.or(log);
+            next = edit.next_file_number.or(next);
+            last = edit.last_sequence.or(last);
+            for (level, key) in edit.compact_pointers {
+                cps[level] = Some(key);
+            }
+            Ok(())
+        })?;
+        let path = manifest::manifest_path(dir, old);
+        let missing =
+            |what: &str| Error::corruption(&path, 0, format!("manifest never records {what}"));
+        let log_number = log.ok_or_else(|| missing("the log number"))?;
+        let recorded_next = next.ok_or_else(|| missing("the next file number"))?;
+        let last_sequence = last.ok_or_else(|| missing("the last sequence"))?;
+        let current = builder.finish();
+        current
+            .check_invariants()
+            .map_err(|why| Error::corruption(&path, 0, why))?;
+        let max_live = current.live_file_numbers().max().unwrap_or(0);
+        let number = recorded_next
+            .max(max_live + 1)
+            .max(log_number + 1)
+            .max(old + 1);
+        let counters = Counters {
+            log_number,
+            next_file_number: number + 1,
+            last_sequence,
+        };
+        let manifest = start_manifest(&*fs, dir, number, &snapshot(&current, counters, &cps))?;
+        let recovered_tail = match outcome.tail {
+            TailStatus::Clean => None,
+            TailStatus::Truncated { offset, reason } => Some(ManifestTail {
+                file: path,
+                offset,
+                reason,
+            }),
+        };
+        Ok(VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            current: Arc::new(current),
+            manifest,
+            counters,
+            compact_pointers: cps,
+            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
+            failed: None,
+            recovered_tail,
+        })
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        Arc::clone(&self.current)
+    }
+
+    /// Makes `edit` durable and installs the version it produces.
+    ///
+    /// Fills in `next_file_number` and `last_sequence` (and `log_number` if
+    /// unset), checks the edit against the current version (an edit that
+    /// breaks a level invariant is `InvalidArgument` and changes nothing),
+    /// appends it to the manifest and fdatasyncs it, then installs the new
+    /// version. If the manifest has reached the size limit, the new state is
+    /// written as a snapshot into a new manifest and `CURRENT` is switched
+    /// instead. On an IO error the current version is unchanged, the error
+    /// is returned and later calls fail with `Poisoned`; the edit may or may
+    /// not be durable, so the caller must keep (not delete) both its new
+    /// files and the files it deletes.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        if let Some(why) = &self.failed {
+            return Err(Error::Poisoned(format!(
+                "manifest writes refused after an earlier failure: {why}"
+            )));
+        }
+        let log_number = edit.log_number.unwrap_or(self.counters.log_number);
+        if log_number < self.counters.log_number || log_number >= self.counters.next_file_number {
+            return Err(Error::InvalidArgument(format!(
+                "version edit log number {log_number} outside {}..{}",
+                self.counters.log_number, self.counters.next_file_number
+            )));
+        }
+        edit.log_number = Some(log_number);
+        let last_sequence = edit
+            .last_sequence
+            .unwrap_or(0)
+            .max(self.counters.last_sequence);
+        edit.last_sequence = Some(last_sequence);
+        if let Some((level, _)) = edit.compact_pointers.iter().find(|(l, _)| *l >= NUM_LEVELS) {
+            return Err(Error::InvalidArgument(format!(
+                "compact pointer for level {level}, levels are 0..{NUM_LEVELS}"
+            )));
+        }
+        let mut builder = Builder::new(&self.current);
+        builder
+            .apply(&edit)
+            .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
+        let version = builder.finish();
+        version
+            .check_invariants()
+            .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
+        for (_, f) in &edit.new_files {
+            self.mark_file_number_used(f.number);
+        }
+        let mut cps = self.compact_pointers.clone();
+        for (level, key) in &edit.compact_pointers {
+            cps[*level] = Some(key.clone());
+        }
+
+        let roll = self.manifest.file_size() >= self.max_manifest_size;
+        let number = if roll { self.new_file_number() } else { 0 };
+        let counters = Counters {
+            log_number,
+            next_file_number: self.counters.next_file_number,
+            last_sequence,
+        };
+        edit.next_file_number = Some(counters.next_file_number);
+        let r = if roll {
+            let snap = snapshot(&version, counters, &cps);
+            start_manifest(&*self.fs, &self.dir, number, &snap).map(|w| self.manifest = w)
+        } else {
+            self.manifest.append(&edit)
+        };
+        if let Err(e) = r {
+            self.failed = Some(e.to_string());
+            return Err(e);
+        }
+        self.current = Arc::new(version);
+        self.counters = counters;
+        self.compact_pointers = cps;
+        Ok(())
+    }
+
+    /// Allocates a new file number.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.counters.next_file_number;
+        self.counters.next_file_number += 1;
+        n
+    }
+
+    /// The next file number [`VersionSet::new_file_number`] will return.
+    pub fn next_file_number(&self) -> u64 {
+        self.counters.next_file_number
+    }
+
+    /// Makes sure `n` is never handed out (e.g. a WAL number found on disk).
+    pub fn mark_file_number_used(&mut self, n: u64) {
+        if self.counters.next_file_number <= n {
+            self.counters.next_file_number = n + 1;
+        }
+    }
+
+    /// WALs numbered below this are obsolete.
+    pub fn log_number(&self) -> u64 {
+        self.counters.log_number
+    }
+
+    /// The largest sequence number in use.
+    pub fn last_sequence(&self) -> u64 {
+        self.counters.last_sequence
+    }
+
+    /// Sets the largest sequence number in use (made durable by the next
+    /// edit; the WALs hold it until then). Never moves backwards.
+    pub fn set_last_sequence(&mut self, s: u64) {
+        self.counters.last_sequence = self.counters.last_sequence.max(s);
+    }
+
+    /// Number of the live manifest.
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest.number()
+    }
+
+    /// Size in bytes of the live manifest.
+    pub fn manifest_size(&self) -> u64 {
+        self.manifest.file_size()
+    }
+
+    /// Sets the size at which the manifest rolls over (tests use tiny ones).
+    pub fn set_max_manifest_size(&mut self, bytes: u64) {
+        self.max_manifest_size = bytes;
+    }
+
+    /// The round-robin compaction pointer of `level` (an internal key).
+    pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
+        self.compact_pointers.get(level)?.as_deref()
+    }
+
+    /// The torn manifest tail that recovery ignored, if any (for the DB's
+    /// event log).
+    pub fn recovered_tail(&self) -> Option<&ManifestTail> {
+        self.recovered_tail.as_ref()
+    }
+
+    /// Numbers of the tables in the current version.
+    pub fn live_files(&self) -> HashSet<u64> {
+        self.current.live_file_numbers().collect()
+    }
+
+    /// Names in `dir_listing` that the DB may delete once the edit retiring
+    /// them is durable (i.e. after a successful `log_and_apply`): WALs below
+    /// [`VersionSet::log_number`], tables neither in the current version nor
+    /// in `pinned` (the DB passes tables of versions readers still hold and
+    /// tables being written), manifests other than the live one, and
+    /// leftover `*.tmp` files (except a `CURRENT` temp for a newer manifest).
+    /// `CURRENT`, `LOCK`, `LOG*`, blob files and foreign files are never
+    /// listed. Sorted by name.
+    pub fn obsolete_files(&self, dir_listing: &[String], pinned: &HashSet<u64>) -> Vec<String> {
+        let live = self.live_files();
+        let manifest = self.manifest.number();
+        let mut out: Vec<String> = dir_listing
+            .iter()
+            .filter(|name| match names::parse(name) {
+                Some(Name::Wal(n)) => n < self.counters.log_number,
+                Some(Name::Table(n)) => !live.contains(&n) && !pinned.contains(&n),
+                Some(Name::Manifest(n)) => n != manifest,
+                Some(Name::Temp) => !current_temp_newer_than(name, manifest),
+                _ => false,
+            })
+            .cloned()
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// True for `CURRENT.nnnnnn.tmp` with `nnnnnn > manifest` (a switch that may
+/// be in progress).
+fn current_temp_newer_than(name: &str, manifest: u64) -> bool {
+    name.strip_prefix("CURRENT.")
+        .and_then(|s| s.strip_suffix(".tmp"))
+        .and_then(|d| d.parse::<u64>().ok())
+        .is_some_and(|n| n > manifest)
+}

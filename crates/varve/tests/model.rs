@@ -1,0 +1,315 @@
+//! Model test: random puts, deletes, batches, snapshots, point reads,
+//! iterations in both directions with bounds, cursor walks, flushes and
+//! reopens, checked against a `BTreeMap` (snapshots against copies of it).
+//! proptest shrinks a failing sequence to a minimal one.
+//!
+//! `PROPTEST_CASES=N` runs more cases (default 48).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use proptest::prelude::*;
+use varve::{Db, Options, ReadOptions, Snapshot, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u8, u16),
+    Delete(u8),
+    Batch(Vec<(bool, u8, u16)>),
+    Get(u8, Option<usize>),
+    TakeSnapshot,
+    DropSnapshot(usize),
+    Scan {
+        snap: Option<usize>,
+        reverse: bool,
+        lower: Option<u8>,
+        upper: Option<u8>,
+    },
+    Walk {
+        snap: Option<usize>,
+        start: Start,
+        moves: Vec<bool>,
+        lower: Option<u8>,
+        upper: Option<u8>,
+    },
+    Flush,
+    Reopen,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    First,
+    Last,
+    Seek(u8),
+    SeekForPrev(u8),
+}
+
+const KEYS: u8 = 48;
+
+fn key(k: u8) -> Vec<u8> {
+    format!("key{:02}", k % KEYS).into_bytes()
+}
+
+/// Values are mostly small; one seed in 16 makes a ~20 KiB value so the
+/// 64 KiB memtables switch often.
+fn value(seed: u16) -> Vec<u8> {
+    let len = if seed.is_multiple_of(16) {
+        20_000 + seed as usize
+    } else {
+        (seed % 97) as usize
+    };
+    (0..len).map(|i| (seed as usize + i * 31) as u8).collect()
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let k = 0..KEYS + 4; // a few keys that are never written (absent)
+    let snap = proptest::option::of(0usize..4);
+    let bound = proptest::option::of(0..KEYS + 2);
+    let start = prop_oneof![
+        Just(Start::First),
+        Just(Start::Last),
+        (0..KEYS + 2).prop_map(Start::Seek),
+        (0..KEYS + 2).prop_map(Start::SeekForPrev),
+    ];
+    prop_oneof![
+        10 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Put(k, v)),
+        4 => k.clone().prop_map(Op::Delete),
+        4 => proptest::collection::vec((any::<bool>(), k.clone(), any::<u16>()), 0..8).prop_map(Op::Batch),
+        6 => (k, snap.clone()).prop_map(|(k, s)| Op::Get(k, s)),
+        2 => Just(Op::TakeSnapshot),
+        1 => (0usize..4).prop_map(Op::DropSnapshot),
+        3 => (snap.clone(), any::<bool>(), bound.clone(), bound.clone())
+            .prop_map(|(snap, reverse, lower, upper)| Op::Scan { snap, reverse, lower, upper }),
+        3 => (snap, start, proptest::collection::vec(any::<bool>(), 0..12), bound.clone(), bound)
+            .prop_map(|(snap, start, moves, lower, upper)| Op::Walk { snap, start, moves, lower, upper }),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+struct Harness {
+    dir: tempfile::TempDir,
+    db: Option<Db>,
+    model: Model,
+    snaps: Vec<(Snapshot, Model)>,
+}
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    }
+}
+
+fn in_bounds(k: &[u8], lower: &Option<Vec<u8>>, upper: &Option<Vec<u8>>) -> bool {
+    lower.as_ref().is_none_or(|l| k >= l.as_slice())
+        && upper.as_ref().is_none_or(|u| k < u.as_slice())
+}
+
+impl Harness {
+    fn db(&self) -> &Db {
+        self.db.as_ref().expect("db open")
+    }
+
+    fn view(&self, snap: Option<usize>) -> (ReadOptions, &Model) {
+        match snap.and_then(|i| self.snaps.get(i % self.snaps.len().max(1))) {
+            Some((s, m)) => (ReadOptions::at(s), m),
+            None => (ReadOptions::default(), &self.model),
+        }
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match op {
+            Op::Put(k, v) => {
+                self.db().put(key(*k), value(*v)).expect("put");
+                self.model.insert(key(*k), value(*v));
+            }
+            Op::Delete(k) => {
+                self.db().delete(key(*k)).expect("delete");
+                self.model.remove(&key(*k));
+            }
+            Op::Batch(ops) => {
+                let mut b = WriteBatch::new();
+                for (put, k, v) in ops {
+                    if *put {
+                        b.put(key(*k), value(*v));
+                    } else {
+                        b.delete(key(*k));
+                    }
+                }
+                self.db().write(b).expect("write");
+                for (put, k, v) in ops {
+                    if *put {
+                        self.model.insert(key(*k), value(*v));
+                    } else {
+                        self.model.remove(&key(*k));
+                    }
+                }
+            }
+            Op::Get(k, snap) => {
+                let (ro, model) = self.view(*snap);
+                let got = self.db().get_opt(key(*k), &ro).expect("get");
+                assert_eq!(
+                    got.as_ref(),
+                    model.get(&key(*k)),
+                    "get {:?}",
+                    String::from_utf8_lossy(&key(*k))
+                );
+            }
+            Op::TakeSnapshot => {
+                if self.snaps.len() < 4 {
+                    self.snaps.push((self.db().snapshot(), self.model.clone()));
+                }
+            }
+            Op::DropSnapshot(i) => {
+                if !self.snaps.is_empty() {
+                    let i = i % self.snaps.len();
+                    self.snaps.remove(i);
+                }
+            }
+            Op::Scan {
+                snap,
+                reverse,
+                lower,
+                upper,
+            } => {
+                let (mut ro, model) = self.view(*snap);
+                ro.iterate_lower_bound = lower.map(key);
+                ro.iterate_upper_bound = upper.map(key);
+                let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+                    .iter()
+                    .filter(|(k, _)| in_bounds(k, &ro.iterate_lower_bound, &ro.iterate_upper_bound))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                let mut it = self.db().iter_opt(&ro);
+                let got: Vec<(Vec<u8>, Vec<u8>)> = if *reverse {
+                    it.seek_to_last();
+                    it.map(|r| r.expect("iter")).collect()
+                } else {
+                    it.map(|r| r.expect("iter")).collect()
+                };
+                let mut expected = expected;
+                if *reverse {
+                    expected.reverse();
+                }
+                assert_eq!(got.len(), expected.len(), "scan length (reverse={reverse})");
+                assert!(got == expected, "scan contents differ (reverse={reverse})");
+            }
+            Op::Walk {
+                snap,
+                start,
+                moves,
+                lower,
+                upper,
+            } => {
+                let (mut ro, model) = self.view(*snap);
+                ro.iterate_lower_bound = lower.map(key);
+                ro.iterate_upper_bound = upper.map(key);
+                let (lo, hi) = (
+                    ro.iterate_lower_bound.clone(),
+                    ro.iterate_upper_bound.clone(),
+                );
+                let visible = |k: &Vec<u8>| in_bounds(k, &lo, &hi);
+                let mut it = self.db().iter_opt(&ro);
+                let mut cur: Option<Vec<u8>> = match start {
+                    Start::First => {
+                        it.seek_to_first();
+                        model.keys().find(|k| visible(k)).cloned()
+                    }
+                    Start::Last => {
+                        it.seek_to_last();
+                        model.keys().rev().find(|k| visible(k)).cloned()
+                    }
+                    Start::Seek(t) => {
+                        it.seek(key(*t));
+                        model
+                            .range(key(*t)..)
+                            .map(|(k, _)| k)
+                            .find(|k| visible(k))
+                            .cloned()
+                    }
+                    Start::SeekForPrev(t) => {
+                        it.seek_for_prev(key(*t));
+                        model
+                            .range(..=key(*t))
+                            .rev()
+                            .map(|(k, _)| k)
+                            .find(|k| visible(k))
+                            .cloned()
+                    }
+                };
+                let check = |it: &varve::DbIterator, cur: &Option<Vec<u8>>, step: usize| match cur {
+                    Some(k) => {
+                        assert!(
+                            it.valid(),
+                            "walk step {step}: iterator invalid, expected {:?}",
+                            String::from_utf8_lossy(k)
+                        );
+                        assert_eq!(it.key(), k.as_slice(), "walk step {step}: key");
+                        assert_eq!(it.value(), model[k].as_slice(), "walk step {step}: value");
+                    }
+                    None => assert!(
+                        !it.valid(),
+                        "walk step {step}: expected end, got {:?}",
+                        String::from_utf8_lossy(it.key())
+                    ),
+                };
+                check(&it, &cur, 0);
+                for (step, forward) in moves.iter().enumerate() {
+                    let Some(c) = cur.clone() else { break };
+                    if *forward {
+                        it.move_next();
+                        cur = model
+                            .range((Bound::Excluded(c), Bound::Unbounded))
+                            .map(|(k, _)| k)
+                            .find(|k| visible(k))
+                            .cloned();
+                    } else {
+                        it.move_prev();
+                        cur = model
+                            .range(..c)
+                            .rev()
+                            .map(|(k, _)| k)
+                            .find(|k| visible(k))
+                            .cloned();
+                    }
+                    check(&it, &cur, step + 1);
+                }
+                it.status().expect("iterator status");
+            }
+            Op::Flush => self.db().flush().expect("flush"),
+            Op::Reopen => {
+                // Snapshots do not survive a reopen.
+                self.snaps.clear();
+                self.db.take().expect("db").close().expect("close");
+                self.db = Some(Db::open(self.dir.path(), options()).expect("reopen"));
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(48),
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn model_matches_btreemap(ops in proptest::collection::vec(op(), 1..400)) {
+        let dir = common::fast_tempdir();
+        let db = Db::open(dir.path(), options()).expect("open");
+        let mut h = Harness { dir, db: Some(db), model: Model::new(), snaps: Vec::new() };
+        for op in &ops {
+            h.apply(op);
+        }
+        // A final reopen must bring back exactly the model.
+        h.apply(&Op::Reopen);
+        let all: Model = h.db().iter().map(|r| r.expect("iter")).collect();
+        prop_assert!(all == h.model, "final state differs from the model");
+    }
+}
