@@ -199,6 +199,85 @@ mod tests {
     use super::*;
 
     #[test]
+    fn json_record_has_every_field() {
+        let flags = Flags::parse_from_args(["x", "-num=5", "--engine=varve"]).unwrap();
+        let summary = Summary {
+            micros_per_op: 2.5,
+            ops_per_sec: 400_000.0,
+            seconds: 0.5,
+            ops: 200_000,
+            mb_per_sec: Some(44.1),
+            bytes: 23_200_000,
+            found: Some(9),
+            reads: Some(10),
+            p50_us: Some(1.5),
+            p99_us: Some(9.0),
+            p999_us: Some(30.0),
+        };
+        let notes = vec!["cache_size: ignored".to_string()];
+        let rec = Record {
+            name: "readrandom",
+            engine: "varve",
+            engine_version: "varve 0.1.0",
+            bench_version: "0.1.0",
+            flags: &flags,
+            seed: 7,
+            threads: 1,
+            summary: &summary,
+            message: "(9 of 10 found)",
+            line: "readrandom : ...",
+            notes: &notes,
+            peak_rss_bytes: Some(1 << 20),
+            peak_rss_scope: "workload",
+            proc_io_write_bytes: Some(4096),
+            db_dir_bytes: Some(8192),
+            unix_time: 1,
+        };
+        let v: serde_json::Value = serde_json::to_value(&rec).unwrap();
+        for k in [
+            "name",
+            "engine",
+            "engine_version",
+            "bench_version",
+            "flags",
+            "seed",
+            "threads",
+            "micros_per_op",
+            "ops_per_sec",
+            "seconds",
+            "ops",
+            "mb_per_sec",
+            "bytes",
+            "found",
+            "reads",
+            "p50_us",
+            "p99_us",
+            "p999_us",
+            "message",
+            "line",
+            "notes",
+            "peak_rss_bytes",
+            "peak_rss_scope",
+            "proc_io_write_bytes",
+            "db_dir_bytes",
+            "unix_time",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        assert_eq!(v["flags"]["num"], 5);
+        assert_eq!(v["found"], 9);
+        assert_eq!(v["p999_us"], 30.0);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let p = path.to_str().unwrap();
+        append_json(p, &rec).unwrap();
+        append_json(p, &rec).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "newline-delimited, appended");
+        assert_eq!(message(&summary, "(2 ops)"), "(2 ops) (9 of 10 found)");
+    }
+
+    #[test]
     fn proc_numbers_are_readable() {
         assert!(peak_rss().unwrap_or(0) > 0);
         assert!(io_write_bytes().is_some());
