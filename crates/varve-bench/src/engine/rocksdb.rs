@@ -6,9 +6,11 @@
 //! none), `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`,
 //! `--compression_type` (none by default), `--write_buffer_size`; writes honour
 //! sync/disable_wal; reads honour `--async_io`. Everything else is RocksDB's
-//! default, as in db_bench. `DB` is `Send + Sync`; read options are made per
-//! call because the crate's `ReadOptions` is not `Sync`.
+//! default, as in db_bench. `DB` is `Send + Sync`; the crate's `ReadOptions`
+//! and `WriteOptions` are not `Sync`, so each thread keeps its own (like
+//! db_bench's per-benchmark options) instead of allocating one per call.
 
+use std::cell::RefCell;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -66,6 +68,13 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     })
 }
 
+thread_local! {
+    /// This thread's read options, tagged with the async_io they were built for.
+    static READ_OPTS: RefCell<Option<(bool, ReadOptions)>> = const { RefCell::new(None) };
+    /// This thread's write options, tagged with their (sync, disable_wal).
+    static WRITE_OPTS: RefCell<Option<((bool, bool), WriteOptions)>> = const { RefCell::new(None) };
+}
+
 impl Rocks {
     fn read_options(&self) -> ReadOptions {
         let mut ro = ReadOptions::default();
@@ -74,22 +83,45 @@ impl Rocks {
         }
         ro
     }
+
+    fn with_read_options<R>(&self, f: impl FnOnce(&ReadOptions) -> R) -> R {
+        READ_OPTS.with(|c| {
+            let mut c = c.borrow_mut();
+            if !matches!(&*c, Some((a, _)) if *a == self.async_io) {
+                *c = Some((self.async_io, self.read_options()));
+            }
+            f(&c.as_ref().expect("just set").1)
+        })
+    }
+}
+
+fn with_write_options<R>(opts: WriteOpts, f: impl FnOnce(&WriteOptions) -> R) -> R {
+    let tag = (opts.sync, opts.disable_wal);
+    WRITE_OPTS.with(|c| {
+        let mut c = c.borrow_mut();
+        if !matches!(&*c, Some((t, _)) if *t == tag) {
+            let mut wo = WriteOptions::default();
+            wo.set_sync(opts.sync);
+            wo.disable_wal(opts.disable_wal);
+            *c = Some((tag, wo));
+        }
+        f(&c.as_ref().expect("just set").1)
+    })
 }
 
 impl Engine for Rocks {
     fn write(&self, batch: &[(&[u8], &[u8])], opts: WriteOpts) -> Result<()> {
-        let mut wo = WriteOptions::default();
-        wo.set_sync(opts.sync);
-        wo.disable_wal(opts.disable_wal);
-        if let [(k, v)] = batch {
-            self.db.put_opt(k, v, &wo)?;
-        } else {
-            let mut b = WriteBatch::default();
-            for (k, v) in batch {
-                b.put(k, v);
+        with_write_options(opts, |wo| {
+            if let [(k, v)] = batch {
+                self.db.put_opt(k, v, wo)
+            } else {
+                let mut b = WriteBatch::default();
+                for (k, v) in batch {
+                    b.put(k, v);
+                }
+                self.db.write_opt(&b, wo)
             }
-            self.db.write_opt(&b, &wo)?;
-        }
+        })?;
         Ok(())
     }
 
