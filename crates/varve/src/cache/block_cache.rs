@@ -65,7 +65,11 @@ impl BlockCache {
     /// The cached block of table `cache_id` at `offset`, counting a hit or miss.
     pub fn get(&self, cache_id: u64, offset: u64) -> Option<Arc<Block>> {
         let got = self.shard(cache_id, offset).lock().get(&(cache_id, offset));
-        let counter = if got.is_some() { &self.hits } else { &self.misses };
+        let counter = if got.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
         counter.fetch_add(1, Ordering::Relaxed);
         got
     }

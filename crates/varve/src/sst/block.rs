@@ -67,7 +67,9 @@ impl Block {
             .ok_or("block shorter than its restart count")? as usize;
         let max_restarts = (len - 4) / 4;
         if num_restarts > max_restarts {
-            return Err(format!("restart count {num_restarts} exceeds block size {len}"));
+            return Err(format!(
+                "restart count {num_restarts} exceeds block size {len}"
+            ));
         }
         let restarts_offset = len - 4 - 4 * num_restarts;
         let restart = |i: usize| decode_fixed32(&data[restarts_offset + 4 * i..]).unwrap_or(0);
@@ -86,8 +88,9 @@ impl Block {
         let mut key_len = 0;
         let mut entries = 0;
         while pos < restarts_offset {
-            let (shared, non_shared, value_len, header) = decode_entry_header(&data[pos..restarts_offset])
-                .ok_or_else(|| format!("bad entry header at block offset {pos}"))?;
+            let (shared, non_shared, value_len, header) =
+                decode_entry_header(&data[pos..restarts_offset])
+                    .ok_or_else(|| format!("bad entry header at block offset {pos}"))?;
             if shared > key_len {
                 return Err(format!(
                     "entry at block offset {pos} shares {shared} bytes of a {key_len}-byte key"
@@ -95,7 +98,9 @@ impl Block {
             }
             if next_restart < num_restarts && restart(next_restart) as usize == pos {
                 if shared != 0 {
-                    return Err(format!("restart entry at block offset {pos} has shared {shared}"));
+                    return Err(format!(
+                        "restart entry at block offset {pos} has shared {shared}"
+                    ));
                 }
                 next_restart += 1;
             } else if entries == 0 {

@@ -168,10 +168,7 @@ pub fn read_block(
     let mut buf = vec![0u8; size + BLOCK_TRAILER_LEN];
     let got = file.read_at(&mut buf, handle.offset)?;
     if got != buf.len() {
-        return Err(corrupt(format!(
-            "short read: {got} of {} bytes",
-            buf.len()
-        )));
+        return Err(corrupt(format!("short read: {got} of {} bytes", buf.len())));
     }
     let type_byte = buf[size];
     if verify {
@@ -191,7 +188,9 @@ pub fn read_block(
             Ok(buf)
         }
         Some(Compression::Lz4) => lz4_decompress(&buf[..size]).map_err(corrupt),
-        None => Err(corrupt(format!("unknown block compression type {type_byte}"))),
+        None => Err(corrupt(format!(
+            "unknown block compression type {type_byte}"
+        ))),
     }
 }
 

@@ -23,7 +23,9 @@ mod tests;
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use filter::{BloomFilter, FilterBuilder};
-pub use format::{BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC};
+pub use format::{
+    BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,
+};
 pub use properties::TableProperties;
 pub use table::{Table, TableReadOptions};
 pub use table_builder::{TableBuilder, TableBuilderOptions};

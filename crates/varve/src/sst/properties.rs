@@ -6,7 +6,9 @@
 //! Plain data; thread-safe. Invariant: decoding consumes the block exactly
 //! and never panics.
 
-use crate::util::coding::{decode_length_prefixed, decode_varint64, put_length_prefixed, put_varint64};
+use crate::util::coding::{
+    decode_length_prefixed, decode_varint64, put_length_prefixed, put_varint64,
+};
 
 /// What a table holds, written by the builder and read back on open.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,7 +76,8 @@ impl TableProperties {
         let mut pos = 0;
         let mut f = [0u64; 10];
         for (i, slot) in f.iter_mut().enumerate() {
-            let (v, n) = decode_varint64(&src[pos..]).ok_or_else(|| format!("bad property field {i}"))?;
+            let (v, n) =
+                decode_varint64(&src[pos..]).ok_or_else(|| format!("bad property field {i}"))?;
             *slot = v;
             pos += n;
         }

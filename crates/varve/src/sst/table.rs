@@ -22,7 +22,9 @@ use crate::{Error, Result};
 
 use super::block::Block;
 use super::filter::BloomFilter;
-use super::format::{BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, read_block};
+use super::format::{
+    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, read_block,
+};
 use super::properties::TableProperties;
 use super::table_iter::TableIterator;
 
@@ -104,8 +106,13 @@ impl Table {
 
         // The blocks must tile the file: data | filter | index | properties | footer.
         let end_of = |h: BlockHandle| h.end().unwrap_or(u64::MAX);
-        if end_of(footer.properties) != footer_start || end_of(footer.index) != footer.properties.offset {
-            return Err(corrupt(footer_start, "footer handles do not match the file layout"));
+        if end_of(footer.properties) != footer_start
+            || end_of(footer.index) != footer.properties.offset
+        {
+            return Err(corrupt(
+                footer_start,
+                "footer handles do not match the file layout",
+            ));
         }
         let data_end = if footer.filter.size == 0 {
             if footer.filter.offset != 0 {
@@ -114,7 +121,10 @@ impl Table {
             footer.index.offset
         } else {
             if end_of(footer.filter) != footer.index.offset {
-                return Err(corrupt(footer_start, "filter handle does not match the file layout"));
+                return Err(corrupt(
+                    footer_start,
+                    "filter handle does not match the file layout",
+                ));
             }
             footer.filter.offset
         };
@@ -124,7 +134,11 @@ impl Table {
             .map_err(|r| corrupt(footer.properties.offset, &r))?;
         props.format_version = FORMAT_VERSION;
         props.file_size = file_size;
-        let index = Arc::new(Block::parse(read(footer.index)?, &path, footer.index.offset)?);
+        let index = Arc::new(Block::parse(
+            read(footer.index)?,
+            &path,
+            footer.index.offset,
+        )?);
         let filter = if footer.filter.size == 0 {
             None
         } else {
@@ -133,15 +147,21 @@ impl Table {
             Some(f)
         };
 
-        check_index(&index, data_end, &props)
-            .map_err(|r| corrupt(footer.index.offset, &r))?;
+        check_index(&index, data_end, &props).map_err(|r| corrupt(footer.index.offset, &r))?;
         let trailer = BLOCK_TRAILER_LEN as u64;
-        let filter_bytes = if filter.is_some() { footer.filter.size + trailer } else { 0 };
+        let filter_bytes = if filter.is_some() {
+            footer.filter.size + trailer
+        } else {
+            0
+        };
         if props.data_bytes != data_end
             || props.index_bytes != footer.index.size + trailer
             || props.filter_bytes != filter_bytes
         {
-            return Err(corrupt(footer.properties.offset, "properties disagree with the file layout"));
+            return Err(corrupt(
+                footer.properties.offset,
+                "properties disagree with the file layout",
+            ));
         }
         Ok(Arc::new(Table {
             file,
@@ -159,7 +179,11 @@ impl Table {
 
     /// The newest entry of `user_key` with sequence `<= seq`, if the table
     /// has one (a tombstone comes back as `ValueKind::Deletion`).
-    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -174,10 +198,14 @@ impl Table {
         let mut it = block.iter();
         it.seek(&target);
         if !it.valid() {
-            return it.status().map_err(|_| self.bad_block(handle.offset)).map(|()| None);
+            return it
+                .status()
+                .map_err(|_| self.bad_block(handle.offset))
+                .map(|()| None);
         }
-        let parsed = parse_internal_key(it.key())
-            .ok_or_else(|| Error::corruption(&self.path, handle.offset, "bad internal key in block"))?;
+        let parsed = parse_internal_key(it.key()).ok_or_else(|| {
+            Error::corruption(&self.path, handle.offset, "bad internal key in block")
+        })?;
         if parsed.user_key != user_key {
             return Ok(None);
         }
@@ -201,7 +229,9 @@ impl Table {
 
     /// Bytes held in memory for the table's life (index, filter, properties).
     pub fn pinned_memory(&self) -> usize {
-        self.index.charge() + self.filter.as_ref().map_or(0, BloomFilter::memory) + self.props.memory()
+        self.index.charge()
+            + self.filter.as_ref().map_or(0, BloomFilter::memory)
+            + self.props.memory()
     }
 
     /// Approximate file offset where entries `>= internal_key` start (from
@@ -209,10 +239,10 @@ impl Table {
     pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         let mut idx = self.index.iter();
         idx.seek(internal_key);
-        if idx.valid() {
-            if let Some(h) = BlockHandle::decode_exact(idx.value()) {
-                return h.offset;
-            }
+        if idx.valid()
+            && let Some(h) = BlockHandle::decode_exact(idx.value())
+        {
+            return h.offset;
         }
         self.data_end
     }
@@ -261,7 +291,12 @@ impl Table {
         {
             return Ok(b);
         }
-        let data = read_block(self.file.as_ref(), handle, self.data_end, self.verify_checksums)?;
+        let data = read_block(
+            self.file.as_ref(),
+            handle,
+            self.data_end,
+            self.verify_checksums,
+        )?;
         let block = Arc::new(Block::parse(data, &self.path, handle.offset)?);
         if let Some(cache) = &self.cache {
             cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
@@ -272,7 +307,11 @@ impl Table {
 
 /// Checks that the index entries are parsable internal keys mapping to
 /// contiguous data blocks `[0, data_end)`, one per counted data block.
-fn check_index(index: &Arc<Block>, data_end: u64, props: &TableProperties) -> std::result::Result<(), String> {
+fn check_index(
+    index: &Arc<Block>,
+    data_end: u64,
+    props: &TableProperties,
+) -> std::result::Result<(), String> {
     let mut it = index.iter();
     it.seek_to_first();
     let (mut expected, mut count) = (0u64, 0u64);
@@ -280,9 +319,13 @@ fn check_index(index: &Arc<Block>, data_end: u64, props: &TableProperties) -> st
         if parse_internal_key(it.key()).is_none() {
             return Err(format!("index entry {count} has a bad internal key"));
         }
-        let h = BlockHandle::decode_exact(it.value()).ok_or_else(|| format!("index entry {count} has a bad handle"))?;
+        let h = BlockHandle::decode_exact(it.value())
+            .ok_or_else(|| format!("index entry {count} has a bad handle"))?;
         if h.offset != expected {
-            return Err(format!("index entry {count} points to {} instead of {expected}", h.offset));
+            return Err(format!(
+                "index entry {count} points to {} instead of {expected}",
+                h.offset
+            ));
         }
         expected = h.end().ok_or("index handle overflows")?;
         count += 1;

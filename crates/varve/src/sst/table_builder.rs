@@ -69,7 +69,8 @@ pub struct TableBuilder {
 impl TableBuilder {
     /// A builder writing to `file` (which should be empty).
     pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
-        let filter = (opts.bloom_bits_per_key > 0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
+        let filter =
+            (opts.bloom_bits_per_key > 0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
         TableBuilder {
             offset: file.len(),
             file,

@@ -10,10 +10,12 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::Result;
 use crate::io::{FileSystem, PosixFs, RandomAccessFile};
 use crate::iter::InternalIterator;
-use crate::keys::{SequenceNumber, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key};
-use crate::Result;
+use crate::keys::{
+    SequenceNumber, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
+};
 
 use super::{Table, TableBuilder, TableBuilderOptions, TableProperties, TableReadOptions};
 
@@ -71,7 +73,11 @@ pub(super) fn random_entries(rng: &mut Rng, users: usize, max_value: usize) -> V
         let versions = 1 + rng.below(4);
         for _ in 0..versions {
             seq += 1 + rng.below(3);
-            let kind = if rng.below(100) < 15 { ValueKind::Deletion } else { ValueKind::Value };
+            let kind = if rng.below(100) < 15 {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
             let value = if kind == ValueKind::Deletion {
                 Vec::new()
             } else {
@@ -113,7 +119,11 @@ pub(super) fn open_table(path: &Path, opts: TableReadOptions) -> Result<Arc<Tabl
 }
 
 /// The model answer of `Table::get`.
-pub(super) fn model_get(entries: &[Entry], user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, Vec<u8>)> {
+pub(super) fn model_get(
+    entries: &[Entry],
+    user_key: &[u8],
+    seq: SequenceNumber,
+) -> Option<(ValueKind, Vec<u8>)> {
     entries.iter().find_map(|(k, v)| {
         let p = parse_internal_key(k)?;
         (p.user_key == user_key && p.seq <= seq).then(|| (p.kind, v.clone()))
@@ -149,7 +159,12 @@ pub(super) fn collect_backward(it: &mut dyn InternalIterator) -> Vec<Entry> {
 
 /// Checks seek / seek_for_prev / next / prev of `it` against `entries`
 /// for `rounds` random targets (present keys and keys between them).
-pub(super) fn check_seeks(it: &mut dyn InternalIterator, entries: &[Entry], rng: &mut Rng, rounds: usize) {
+pub(super) fn check_seeks(
+    it: &mut dyn InternalIterator,
+    entries: &[Entry],
+    rng: &mut Rng,
+    rounds: usize,
+) {
     let at = |it: &dyn InternalIterator, i: usize| {
         if i < entries.len() {
             assert!(it.valid(), "expected entry {i}");
@@ -172,7 +187,9 @@ pub(super) fn check_seeks(it: &mut dyn InternalIterator, entries: &[Entry], rng:
         it.seek(&target);
         at(it, i);
         // seek_for_prev: last entry <= target.
-        let j = if i < entries.len() && compare_internal_keys(&entries[i].0, &target) == Ordering::Equal {
+        let j = if i < entries.len()
+            && compare_internal_keys(&entries[i].0, &target) == Ordering::Equal
+        {
             i as isize
         } else {
             i as isize - 1

@@ -10,7 +10,9 @@ use super::{
 use crate::Error;
 use crate::cache::BlockCache;
 use crate::iter::InternalIterator;
-use crate::keys::{MAX_SEQUENCE, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key};
+use crate::keys::{
+    MAX_SEQUENCE, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
+};
 use crate::sst::{Compression, FOOTER_LEN, Table, TableBuilderOptions, TableReadOptions};
 
 fn small_blocks(compression: Compression, bloom_bits_per_key: u32) -> TableBuilderOptions {
@@ -51,7 +53,10 @@ fn check_table(table: &Arc<Table>, entries: &[Entry], rng: &mut Rng) {
     // Every user key at its newest version and at every version's seq.
     for (k, v) in entries {
         let p = parse_internal_key(k).expect("key");
-        assert_eq!(table.get(p.user_key, p.seq).expect("get"), Some((p.kind, v.clone())));
+        assert_eq!(
+            table.get(p.user_key, p.seq).expect("get"),
+            Some((p.kind, v.clone()))
+        );
     }
 }
 
@@ -69,7 +74,12 @@ fn round_trip_all_variants() {
     .into_iter()
     .enumerate()
     {
-        let (path, props) = write_table(dir.path(), &format!("{i}.sst"), &entries, small_blocks(compression, bits));
+        let (path, props) = write_table(
+            dir.path(),
+            &format!("{i}.sst"),
+            &entries,
+            small_blocks(compression, bits),
+        );
         assert!(props.num_data_blocks > 100, "{}", props.num_data_blocks);
         for cache in [None, Some(BlockCache::new(64 << 10))] {
             let opts = TableReadOptions {
@@ -86,8 +96,13 @@ fn round_trip_all_variants() {
             }
         }
         if compression == Compression::Lz4 {
-            let plain = std::fs::metadata(dir.path().join("0.sst")).expect("meta").len();
-            assert!(props.file_size < plain, "LZ4 should shrink compressible data");
+            let plain = std::fs::metadata(dir.path().join("0.sst"))
+                .expect("meta")
+                .len();
+            assert!(
+                props.file_size < plain,
+                "LZ4 should shrink compressible data"
+            );
         }
     }
 }
@@ -97,8 +112,16 @@ fn properties_are_exact() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rng = Rng::new(3);
     let entries = random_entries(&mut rng, 300, 30);
-    let (path, props) = write_table(dir.path(), "p.sst", &entries, small_blocks(Compression::None, 10));
-    let seqs: Vec<u64> = entries.iter().map(|(k, _)| parse_internal_key(k).expect("k").seq).collect();
+    let (path, props) = write_table(
+        dir.path(),
+        "p.sst",
+        &entries,
+        small_blocks(Compression::None, 10),
+    );
+    let seqs: Vec<u64> = entries
+        .iter()
+        .map(|(k, _)| parse_internal_key(k).expect("k").seq)
+        .collect();
     assert_eq!(props.format_version, 1);
     assert_eq!(props.num_entries, entries.len() as u64);
     let dels = entries
@@ -106,16 +129,28 @@ fn properties_are_exact() {
         .filter(|(k, _)| parse_internal_key(k).expect("k").kind == ValueKind::Deletion)
         .count();
     assert_eq!(props.num_deletions, dels as u64);
-    assert_eq!(props.raw_key_bytes, entries.iter().map(|e| e.0.len() as u64).sum::<u64>());
-    assert_eq!(props.raw_value_bytes, entries.iter().map(|e| e.1.len() as u64).sum::<u64>());
+    assert_eq!(
+        props.raw_key_bytes,
+        entries.iter().map(|e| e.0.len() as u64).sum::<u64>()
+    );
+    assert_eq!(
+        props.raw_value_bytes,
+        entries.iter().map(|e| e.1.len() as u64).sum::<u64>()
+    );
     assert_eq!(props.smallest_key, entries[0].0);
     assert_eq!(props.largest_key, entries[entries.len() - 1].0);
     assert_eq!(props.smallest_seq, *seqs.iter().min().expect("min"));
     assert_eq!(props.largest_seq, *seqs.iter().max().expect("max"));
-    assert_eq!(props.file_size, std::fs::metadata(&path).expect("meta").len());
+    assert_eq!(
+        props.file_size,
+        std::fs::metadata(&path).expect("meta").len()
+    );
     assert!(props.filter_bytes > 0 && props.index_bytes > 0);
     let props_block = props.file_size - props.data_bytes - props.filter_bytes - props.index_bytes;
-    assert!(props_block > FOOTER_LEN as u64 + 5, "properties block and footer follow the index");
+    assert!(
+        props_block > FOOTER_LEN as u64 + 5,
+        "properties block and footer follow the index"
+    );
     let table = open_table(&path, TableReadOptions::default()).expect("open");
     assert_eq!(table.properties(), &props);
     assert!(table.pinned_memory() as u64 >= props.index_bytes - 5 + props.filter_bytes - 5);
@@ -145,7 +180,12 @@ fn bloom_filter_rates() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rng = Rng::new(9);
     let entries = random_entries(&mut rng, 10_000, 4);
-    let (path, _) = write_table(dir.path(), "b.sst", &entries, TableBuilderOptions::default());
+    let (path, _) = write_table(
+        dir.path(),
+        "b.sst",
+        &entries,
+        TableBuilderOptions::default(),
+    );
     let table = open_table(&path, TableReadOptions::default()).expect("open");
     for (k, _) in &entries {
         assert!(table.may_contain(parse_internal_key(k).expect("k").user_key));
@@ -156,7 +196,10 @@ fn bloom_filter_rates() {
         .filter(|i| table.may_contain(format!("user{:06}", i * 2).as_bytes()))
         .count();
     let rate = fp as f64 / n as f64;
-    eprintln!("bloom false-positive rate at 10 bits/key: {:.3}%", rate * 100.0);
+    eprintln!(
+        "bloom false-positive rate at 10 bits/key: {:.3}%",
+        rate * 100.0
+    );
     assert!(rate < 0.03, "false-positive rate {rate}");
     // A negative filter answer skips IO entirely: nothing reaches the cache.
     let cache = BlockCache::new(1 << 20);
@@ -169,7 +212,10 @@ fn bloom_filter_rates() {
         .map(|i| format!("user{:06}", i * 2))
         .find(|k| !table.may_contain(k.as_bytes()))
         .expect("some key is filtered");
-    assert_eq!(table.get(absent.as_bytes(), MAX_SEQUENCE).expect("get"), None);
+    assert_eq!(
+        table.get(absent.as_bytes(), MAX_SEQUENCE).expect("get"),
+        None
+    );
     assert_eq!(cache.hits() + cache.misses(), 0);
 }
 
@@ -177,7 +223,10 @@ fn bloom_filter_rates() {
 fn empty_table_and_large_values() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, props) = write_table(dir.path(), "e.sst", &[], TableBuilderOptions::default());
-    assert_eq!((props.num_entries, props.num_data_blocks, props.data_bytes), (0, 0, 0));
+    assert_eq!(
+        (props.num_entries, props.num_data_blocks, props.data_bytes),
+        (0, 0, 0)
+    );
     let table = open_table(&path, TableReadOptions::default()).expect("open");
     let mut it = table.iter();
     assert!(collect_forward(&mut it).is_empty() && collect_backward(&mut it).is_empty());
@@ -190,17 +239,29 @@ fn empty_table_and_large_values() {
     let entries = vec![
         (make_internal_key(b"a", 3, ValueKind::Value), Vec::new()),
         (make_internal_key(b"b", 2, ValueKind::Value), big.clone()),
-        (make_internal_key(b"c", 1, ValueKind::Value), b"small".to_vec()),
+        (
+            make_internal_key(b"c", 1, ValueKind::Value),
+            b"small".to_vec(),
+        ),
     ];
-    for (i, c) in [Compression::None, Compression::Lz4].into_iter().enumerate() {
+    for (i, c) in [Compression::None, Compression::Lz4]
+        .into_iter()
+        .enumerate()
+    {
         let opts = TableBuilderOptions {
             compression: c,
             ..Default::default()
         };
         let (path, _) = write_table(dir.path(), &format!("big{i}.sst"), &entries, opts);
         let table = open_table(&path, TableReadOptions::default()).expect("open");
-        assert_eq!(table.get(b"b", 5).expect("get"), Some((ValueKind::Value, big.clone())));
-        assert_eq!(table.get(b"a", 5).expect("get"), Some((ValueKind::Value, Vec::new())));
+        assert_eq!(
+            table.get(b"b", 5).expect("get"),
+            Some((ValueKind::Value, big.clone()))
+        );
+        assert_eq!(
+            table.get(b"a", 5).expect("get"),
+            Some((ValueKind::Value, Vec::new()))
+        );
         assert_eq!(table.get(b"a", 2).expect("get"), None);
         assert_eq!(collect_forward(&mut table.iter()), entries);
     }
@@ -211,7 +272,12 @@ fn bad_footers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rng = Rng::new(5);
     let entries = random_entries(&mut rng, 20, 10);
-    let (path, _) = write_table(dir.path(), "f.sst", &entries, TableBuilderOptions::default());
+    let (path, _) = write_table(
+        dir.path(),
+        "f.sst",
+        &entries,
+        TableBuilderOptions::default(),
+    );
     let bytes = std::fs::read(&path).expect("read");
     let open = |data: Vec<u8>| {
         let len = data.len() as u64;
@@ -228,13 +294,21 @@ fn bad_footers() {
         assert!(e.is_corruption(), "{e}");
     }
     // A truncated file (the footer is not at the end).
-    assert!(open(bytes[..bytes.len() - 1].to_vec()).unwrap_err().is_corruption());
+    assert!(
+        open(bytes[..bytes.len() - 1].to_vec())
+            .unwrap_err()
+            .is_corruption()
+    );
     // Newer version.
     let mut v2 = bytes.clone();
     let at = v2.len() - 12;
     v2[at] = 2;
     match open(v2) {
-        Err(Error::UnsupportedVersion { found: 2, supported: 1, .. }) => {}
+        Err(Error::UnsupportedVersion {
+            found: 2,
+            supported: 1,
+            ..
+        }) => {}
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }
     // Bad magic names the file and the footer offset.
