@@ -119,3 +119,97 @@ impl BlockCache {
         self.misses.load(Ordering::Relaxed)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{ValueKind, make_internal_key};
+    use crate::sst::BlockBuilder;
+
+    /// A block whose charge is about `size` bytes.
+    fn block(size: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(16);
+        b.add(&make_internal_key(b"k", 1, ValueKind::Value), &vec![7u8; size]);
+        Arc::new(Block::parse(b.finish().to_vec(), "t", 0).expect("block"))
+    }
+
+    #[test]
+    fn send_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<BlockCache>();
+        check::<crate::sst::Table>();
+        fn check_send<T: Send>() {}
+        check_send::<crate::sst::TableIterator>();
+    }
+
+    #[test]
+    fn capacity_hits_misses_and_lru() {
+        let b = block(1000);
+        let charge = b.charge();
+        // Room for 4 blocks per shard.
+        let cache = BlockCache::new(NUM_SHARDS * charge * 4);
+        assert!(cache.get(1, 0).is_none());
+        assert_eq!((cache.hits(), cache.misses()), (0, 1));
+        cache.insert(1, 0, Arc::clone(&b));
+        assert!(cache.get(1, 0).is_some());
+        assert_eq!((cache.hits(), cache.misses()), (1, 1));
+        // A hot block touched after every insert is never evicted; usage
+        // never exceeds capacity.
+        for off in 1..2000u64 {
+            cache.insert(1, off * 4096, Arc::clone(&b));
+            assert!(cache.usage() <= cache.capacity());
+            assert!(cache.get(1, 0).is_some(), "hot block evicted at {off}");
+        }
+        assert!(cache.len() <= NUM_SHARDS * 4);
+        assert!(cache.len() >= NUM_SHARDS * 3, "cache should be nearly full");
+        // The oldest cold blocks are gone, the newest are present.
+        assert!(cache.get(1, 4096).is_none());
+        assert!(cache.get(1, 1999 * 4096).is_some());
+        // An entry larger than a shard is not cached.
+        cache.insert(2, 0, block(charge * 5));
+        assert!(cache.get(2, 0).is_none());
+        // Dropping a table's blocks.
+        cache.insert(3, 0, Arc::clone(&b));
+        cache.erase_table(1);
+        assert!(cache.get(1, 0).is_none() && cache.get(3, 0).is_some());
+        assert_eq!(cache.usage(), charge);
+        // A zero-capacity cache caches nothing.
+        let none = BlockCache::new(0);
+        none.insert(1, 0, b);
+        assert!(none.is_empty() && none.usage() == 0);
+    }
+
+    #[test]
+    fn concurrent_get_insert() {
+        let blocks: Vec<Arc<Block>> = (0..8).map(|i| block(100 * (i + 1))).collect();
+        let cache = BlockCache::new(64 << 10);
+        let gets = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let (cache, blocks, gets) = (&cache, &blocks, &gets);
+                s.spawn(move || {
+                    let mut x = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                    for _ in 0..20_000 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let (id, off) = (x % 4, (x >> 8) % 300);
+                        if x % 3 == 0 {
+                            let b = &blocks[(off % 8) as usize];
+                            cache.insert(id, off, Arc::clone(b));
+                        } else {
+                            gets.fetch_add(1, Ordering::Relaxed);
+                            if let Some(b) = cache.get(id, off) {
+                                assert_eq!(b.size(), blocks[(off % 8) as usize].size());
+                            }
+                        }
+                        assert!(cache.usage() <= cache.capacity());
+                    }
+                });
+            }
+        });
+        assert_eq!(cache.hits() + cache.misses(), gets.load(Ordering::Relaxed));
+        assert!(cache.hits() > 0);
+        assert!(cache.usage() <= cache.capacity());
+    }
+}
