@@ -116,7 +116,7 @@ pub fn put_block_trailer(dst: &mut Vec<u8>, contents: &[u8], type_byte: u8) {
 }
 
 /// Compresses `raw` with LZ4 into `dst` (cleared first):
-/// `varint32 uncompressed length | LZ4 block`.
+/// `varint64 uncompressed length | LZ4 block`.
 pub fn lz4_compress(raw: &[u8], dst: &mut Vec<u8>) {
     dst.clear();
     put_varint64(dst, raw.len() as u64);
