@@ -129,7 +129,10 @@ mod tests {
     /// A block whose charge is about `size` bytes.
     fn block(size: usize) -> Arc<Block> {
         let mut b = BlockBuilder::new(16);
-        b.add(&make_internal_key(b"k", 1, ValueKind::Value), &vec![7u8; size]);
+        b.add(
+            &make_internal_key(b"k", 1, ValueKind::Value),
+            &vec![7u8; size],
+        );
         Arc::new(Block::parse(b.finish().to_vec(), "t", 0).expect("block"))
     }
 

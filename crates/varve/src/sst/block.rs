@@ -10,7 +10,7 @@
 //! Keys compare as internal keys ([`compare_internal_keys`]).
 
 use std::cmp::Ordering;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::iter::InternalIterator;
@@ -47,7 +47,7 @@ fn decode_entry_header(src: &[u8]) -> Option<(usize, usize, usize, usize)> {
 impl Block {
     /// Validates `data` (uncompressed contents) as a block. `file` and
     /// `offset` name the block in a `Corruption` error.
-    pub fn parse(data: Vec<u8>, file: impl Into<PathBuf>, offset: u64) -> Result<Block> {
+    pub fn parse(data: Vec<u8>, file: impl AsRef<Path>, offset: u64) -> Result<Block> {
         match Block::validate(&data) {
             Ok((restarts_offset, num_restarts, num_entries)) => Ok(Block {
                 data,
@@ -55,7 +55,7 @@ impl Block {
                 num_restarts,
                 num_entries,
             }),
-            Err(reason) => Err(Error::corruption(file, offset, reason)),
+            Err(reason) => Err(Error::corruption(file.as_ref(), offset, reason)),
         }
     }
 
@@ -290,12 +290,15 @@ impl InternalIterator for BlockIter {
     }
 
     fn next(&mut self) {
-        debug_assert!(self.valid());
-        self.parse_next();
+        if self.valid() {
+            self.parse_next();
+        }
     }
 
     fn prev(&mut self) {
-        debug_assert!(self.valid());
+        if !self.valid() {
+            return;
+        }
         let original = self.current;
         while self.block.restart_point(self.restart_index) >= original {
             if self.restart_index == 0 {

@@ -69,6 +69,7 @@ pub struct TableBuilder {
 impl TableBuilder {
     /// A builder writing to `file` (which should be empty).
     pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
+        debug_assert!(file.is_empty(), "a table is written to an empty file");
         let filter =
             (opts.bloom_bits_per_key > 0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
         TableBuilder {

@@ -329,7 +329,12 @@ fn concurrent_readers_share_a_table_and_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut rng = Rng::new(77);
     let entries = random_entries(&mut rng, 500, 30);
-    let (path, _) = write_table(dir.path(), "m.sst", &entries, small_blocks(Compression::Lz4, 10));
+    let (path, _) = write_table(
+        dir.path(),
+        "m.sst",
+        &entries,
+        small_blocks(Compression::Lz4, 10),
+    );
     // A cache too small for the table, so blocks are evicted and re-read.
     let cache = BlockCache::new(8 << 10);
     let opts = TableReadOptions {
@@ -349,7 +354,10 @@ fn concurrent_readers_share_a_table_and_cache() {
                 for _ in 0..2000 {
                     let (k, v) = &entries[rng.below(entries.len() as u64) as usize];
                     let p = parse_internal_key(k).expect("key");
-                    assert_eq!(table.get(p.user_key, p.seq).expect("get"), Some((p.kind, v.clone())));
+                    assert_eq!(
+                        table.get(p.user_key, p.seq).expect("get"),
+                        Some((p.kind, v.clone()))
+                    );
                 }
             });
         }
