@@ -1,11 +1,13 @@
 //! The shared block cache: parsed, checksum-verified, uncompressed data
-//! blocks keyed by `(cache_id, block offset)`, 16 shards chosen by an xxh3
-//! hash of the key, each an LRU behind its own mutex, charged in bytes
-//! ([`Block::charge`]: contents plus overhead).
+//! blocks keyed by `(cache_id, block offset)`, split into up to 16 shards
+//! chosen by an xxh3 hash of the key, each an LRU behind its own mutex,
+//! charged in bytes ([`Block::charge`]: contents plus overhead). Small
+//! caches use fewer shards (each at least 256 KiB) so that a shard can still
+//! hold several blocks.
 //!
 //! `Send + Sync`; shared via `Arc` by every open table. Invariants: each
-//! shard holds at most `capacity / 16` bytes, so `usage() <= capacity()`; an
-//! entry larger than a shard's capacity is not cached; a block handed out
+//! shard holds at most `capacity / shards` bytes, so `usage() <= capacity()`;
+//! an entry larger than a shard's capacity is not cached; a block handed out
 //! stays alive (it is an `Arc`) even if evicted meanwhile.
 
 use std::fmt;
@@ -18,7 +20,11 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::lru::LruShard;
 use crate::sst::Block;
 
-const NUM_SHARDS: usize = 16;
+/// Most shards a cache is split into.
+const MAX_SHARDS: usize = 16;
+
+/// Smallest shard capacity worth splitting a cache for.
+const MIN_SHARD_BYTES: usize = 256 << 10;
 
 type Key = (u64, u64);
 
@@ -44,9 +50,10 @@ impl fmt::Debug for BlockCache {
 impl BlockCache {
     /// A cache holding at most `capacity_bytes` of block charges.
     pub fn new(capacity_bytes: usize) -> Arc<BlockCache> {
-        let per_shard = capacity_bytes / NUM_SHARDS;
+        let num_shards = (capacity_bytes / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
+        let per_shard = capacity_bytes / num_shards;
         Arc::new(BlockCache {
-            shards: (0..NUM_SHARDS)
+            shards: (0..num_shards)
                 .map(|_| Mutex::new(LruShard::new(per_shard)))
                 .collect(),
             capacity: capacity_bytes,
@@ -59,7 +66,7 @@ impl BlockCache {
         let mut k = [0u8; 16];
         k[..8].copy_from_slice(&cache_id.to_le_bytes());
         k[8..].copy_from_slice(&offset.to_le_bytes());
-        &self.shards[(xxh3_64(&k) % NUM_SHARDS as u64) as usize]
+        &self.shards[(xxh3_64(&k) % self.shards.len() as u64) as usize]
     }
 
     /// The cached block of table `cache_id` at `offset`, counting a hit or miss.
@@ -104,6 +111,11 @@ impl BlockCache {
         self.len() == 0
     }
 
+    /// Number of shards (1 to 16, depending on the capacity).
+    pub fn num_shards(&self) -> usize {
+        self.shards.len()
+    }
+
     /// The configured capacity in bytes.
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -146,36 +158,48 @@ mod tests {
     }
 
     #[test]
+    fn shard_count_follows_capacity() {
+        assert_eq!(BlockCache::new(0).num_shards(), 1);
+        assert_eq!(BlockCache::new(100 << 10).num_shards(), 1);
+        assert_eq!(BlockCache::new(1 << 20).num_shards(), 4);
+        assert_eq!(BlockCache::new(1 << 30).num_shards(), 16);
+    }
+
+    #[test]
     fn capacity_hits_misses_and_lru() {
         let b = block(1000);
         let charge = b.charge();
-        // Room for 4 blocks per shard.
-        let cache = BlockCache::new(NUM_SHARDS * charge * 4);
-        assert!(cache.get(1, 0).is_none());
-        assert_eq!((cache.hits(), cache.misses()), (0, 1));
-        cache.insert(1, 0, Arc::clone(&b));
-        assert!(cache.get(1, 0).is_some());
-        assert_eq!((cache.hits(), cache.misses()), (1, 1));
-        // A hot block touched after every insert is never evicted; usage
-        // never exceeds capacity.
-        for off in 1..2000u64 {
-            cache.insert(1, off * 4096, Arc::clone(&b));
-            assert!(cache.usage() <= cache.capacity());
-            assert!(cache.get(1, 0).is_some(), "hot block evicted at {off}");
+        for capacity in [charge * 4, 32 << 20] {
+            let cache = BlockCache::new(capacity);
+            let per_shard = capacity / cache.num_shards() / charge;
+            assert!(per_shard >= 4);
+            assert!(cache.get(1, 0).is_none());
+            assert_eq!((cache.hits(), cache.misses()), (0, 1));
+            cache.insert(1, 0, Arc::clone(&b));
+            assert!(cache.get(1, 0).is_some());
+            assert_eq!((cache.hits(), cache.misses()), (1, 1));
+            // A hot block touched after every insert is never evicted; usage
+            // never exceeds capacity.
+            let n = (per_shard * cache.num_shards() * 4) as u64;
+            for off in 1..n {
+                cache.insert(1, off * 4096, Arc::clone(&b));
+                assert!(cache.usage() <= cache.capacity());
+                assert!(cache.get(1, 0).is_some(), "hot block evicted at {off}");
+            }
+            assert!(cache.len() <= per_shard * cache.num_shards());
+            // The oldest cold blocks are gone, the newest are present.
+            assert!(cache.get(1, 4096).is_none());
+            assert!(cache.get(1, (n - 1) * 4096).is_some());
+            // An entry larger than a shard is not cached.
+            cache.insert(2, 0, block(capacity / cache.num_shards()));
+            assert!(cache.get(2, 0).is_none());
+            // Dropping a table's blocks.
+            cache.insert(3, 0, Arc::clone(&b));
+            cache.erase_table(1);
+            assert!(cache.get(1, 0).is_none() && cache.get(3, 0).is_some());
+            assert_eq!(cache.usage(), charge);
+            assert_eq!(cache.len(), 1);
         }
-        assert!(cache.len() <= NUM_SHARDS * 4);
-        assert!(cache.len() >= NUM_SHARDS * 3, "cache should be nearly full");
-        // The oldest cold blocks are gone, the newest are present.
-        assert!(cache.get(1, 4096).is_none());
-        assert!(cache.get(1, 1999 * 4096).is_some());
-        // An entry larger than a shard is not cached.
-        cache.insert(2, 0, block(charge * 5));
-        assert!(cache.get(2, 0).is_none());
-        // Dropping a table's blocks.
-        cache.insert(3, 0, Arc::clone(&b));
-        cache.erase_table(1);
-        assert!(cache.get(1, 0).is_none() && cache.get(3, 0).is_some());
-        assert_eq!(cache.usage(), charge);
         // A zero-capacity cache caches nothing.
         let none = BlockCache::new(0);
         none.insert(1, 0, b);

@@ -57,7 +57,8 @@ pub struct TableBuilder {
     data_block: BlockBuilder,
     index_block: BlockBuilder,
     filter: Option<FilterBuilder>,
-    /// Last key and handle of the last flushed data block, awaiting its index entry.
+    /// Handle of the last flushed data block, awaiting its index entry
+    /// (written when the next key, or `finish`, gives its separator).
     pending_index: Option<BlockHandle>,
     last_key: Vec<u8>,
     props: TableProperties,

@@ -364,3 +364,43 @@ fn concurrent_readers_share_a_table_and_cache() {
     });
     assert!(cache.hits() > 0 && cache.usage() <= cache.capacity());
 }
+
+#[test]
+fn write_errors_are_returned_and_sticky() {
+    use crate::io::{FaultInjectingFs, FileSystem, PosixFs};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(21);
+    let entries = random_entries(&mut rng, 200, 40);
+    let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+    // Fail after a few block appends: add or finish reports EIO, and so does
+    // every later call.
+    for after in [0, 3] {
+        fs.heal();
+        let file = fs
+            .create_writable(&dir.path().join(format!("w{after}.sst")))
+            .expect("create");
+        let mut b = crate::sst::TableBuilder::new(file, small_blocks(Compression::None, 10));
+        fs.fail_appends_after(after);
+        let mut first_err = None;
+        for (k, v) in &entries {
+            if let Err(e) = b.add(k, v) {
+                first_err = Some(e);
+                break;
+            }
+        }
+        let e = first_err.expect("an append failed");
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+        assert!(matches!(b.add(b"zzzzzzzzzz", b""), Err(Error::Io { .. })));
+        assert!(matches!(b.finish(), Err(Error::Io { .. })));
+    }
+    // A failed sync fails finish.
+    fs.heal();
+    fs.fail_syncs(true);
+    let file = fs
+        .create_writable(&dir.path().join("s.sst"))
+        .expect("create");
+    let mut b = crate::sst::TableBuilder::new(file, TableBuilderOptions::default());
+    b.add(&entries[0].0, &entries[0].1).expect("add");
+    assert!(b.estimated_file_size() > 0);
+    assert!(matches!(b.finish(), Err(Error::Io { .. })));
+}
