@@ -144,9 +144,9 @@ pub fn lz4_decompress(stored: &[u8]) -> std::result::Result<Vec<u8>, String> {
 
 /// Reads the block at `handle` and returns its uncompressed contents.
 ///
-/// Checks that the block lies inside `[0, limit)`, that the read is complete,
-/// the checksum (when `verify`), the type byte and the decompression. Errors
-/// are `Corruption` at `handle.offset` (IO errors pass through).
+/// Checks that the block lies inside `[0, limit)` and that the read is
+/// complete, then [`decode_block`]. Errors are `Corruption` at
+/// `handle.offset` (IO errors pass through).
 pub fn read_block(
     file: &dyn RandomAccessFile,
     handle: BlockHandle,
@@ -154,22 +154,43 @@ pub fn read_block(
     verify: bool,
 ) -> Result<Vec<u8>> {
     let path = file.path();
-    let corrupt = |reason: String| Error::corruption(path, handle.offset, reason);
-    match handle.end() {
-        Some(end) if end <= limit => {}
-        _ => {
-            return Err(corrupt(format!(
-                "block handle (offset {}, size {}) outside the table's {limit} bytes",
-                handle.offset, handle.size
-            )));
-        }
-    }
-    let size = handle.size as usize;
-    let mut buf = vec![0u8; size + BLOCK_TRAILER_LEN];
+    check_handle(handle, 0, limit, path)?;
+    let mut buf = vec![0u8; handle.size as usize + BLOCK_TRAILER_LEN];
     let got = file.read_at(&mut buf, handle.offset)?;
     if got != buf.len() {
-        return Err(corrupt(format!("short read: {got} of {} bytes", buf.len())));
+        return Err(Error::corruption(
+            path,
+            handle.offset,
+            format!("short read: {got} of {} bytes", buf.len()),
+        ));
     }
+    decode_block(buf, handle.offset, path, verify)
+}
+
+/// Checks that the block at `handle`, trailer included, lies in `[start, limit)`.
+pub fn check_handle(handle: BlockHandle, start: u64, limit: u64, path: &Path) -> Result<()> {
+    match handle.end() {
+        Some(end) if handle.offset >= start && end <= limit => Ok(()),
+        _ => Err(Error::corruption(
+            path,
+            handle.offset,
+            format!(
+                "block handle (offset {}, size {}) outside [{start}, {limit})",
+                handle.offset, handle.size
+            ),
+        )),
+    }
+}
+
+/// Turns `buf` (stored contents followed by the 5-byte trailer, read at
+/// `offset`) into the uncompressed contents: checks the checksum (when
+/// `verify`), the type byte and the decompression.
+pub fn decode_block(mut buf: Vec<u8>, offset: u64, path: &Path, verify: bool) -> Result<Vec<u8>> {
+    let corrupt = |reason: String| Error::corruption(path, offset, reason);
+    let size = buf
+        .len()
+        .checked_sub(BLOCK_TRAILER_LEN)
+        .ok_or_else(|| corrupt("block shorter than its trailer".into()))?;
     let type_byte = buf[size];
     if verify {
         let stored = decode_fixed32(&buf[size + 1..]).unwrap_or(0);

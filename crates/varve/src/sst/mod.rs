@@ -22,7 +22,7 @@ mod tests;
 
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
-pub use filter::{BloomFilter, FilterBuilder};
+pub use filter::{BloomFilter, FilterBuilder, filter_hash};
 pub use format::{
     BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,
 };

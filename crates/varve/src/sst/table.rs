@@ -23,7 +23,8 @@ use crate::{Error, Result};
 use super::block::Block;
 use super::filter::BloomFilter;
 use super::format::{
-    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, read_block,
+    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, check_handle, decode_block,
+    read_block,
 };
 use super::properties::TableProperties;
 use super::table_iter::TableIterator;
@@ -129,7 +130,18 @@ impl Table {
             footer.filter.offset
         };
 
-        let read = |h: BlockHandle| read_block(file.as_ref(), h, footer_start, true);
+        // One read for all meta blocks; each is then checked on its own.
+        let mut meta = vec![0u8; (footer_start - data_end) as usize];
+        let got = file.read_at(&mut meta, data_end)?;
+        if got != meta.len() {
+            return Err(corrupt(data_end, "short read of the meta blocks"));
+        }
+        let read = |h: BlockHandle| -> Result<Vec<u8>> {
+            check_handle(h, data_end, footer_start, &path)?;
+            let start = (h.offset - data_end) as usize;
+            let buf = meta[start..start + h.size as usize + BLOCK_TRAILER_LEN].to_vec();
+            decode_block(buf, h.offset, &path, true)
+        };
         let mut props = TableProperties::decode(&read(footer.properties)?)
             .map_err(|r| corrupt(footer.properties.offset, &r))?;
         props.format_version = FORMAT_VERSION;

@@ -13,13 +13,29 @@ use crate::iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, parse_internal_key};
 use crate::sst::{Compression, Table, TableBuilderOptions, TableReadOptions};
 
-fn assert_corruption(e: &Error, what: &str) {
-    assert!(e.is_corruption(), "{what}: expected Corruption, got {e}");
+/// What a flip test case is, and which block offset its errors must name.
+struct Case {
+    what: String,
+    block_offset: Option<u64>,
+}
+
+fn assert_corruption(e: &Error, case: &Case) {
+    let what = &case.what;
+    match e {
+        Error::Corruption { file, offset, .. } => {
+            assert_eq!(file, std::path::Path::new("c.sst"), "{what}: {e}");
+            if let Some(want) = case.block_offset {
+                assert_eq!(*offset, want, "{what}: error names the damaged block: {e}");
+            }
+        }
+        _ => panic!("{what}: expected Corruption, got {e}"),
+    }
 }
 
 /// A prefix of `expected` (forward or backward) followed by an error, or
 /// all of it. Returns true if there was an error.
-fn check_iteration(table: &Arc<Table>, expected: &[Entry], forward: bool, what: &str) -> bool {
+fn check_iteration(table: &Arc<Table>, expected: &[Entry], forward: bool, case: &Case) -> bool {
+    let what = &case.what;
     let mut it = table.iter();
     if forward {
         it.seek_to_first();
@@ -28,6 +44,7 @@ fn check_iteration(table: &Arc<Table>, expected: &[Entry], forward: bool, what: 
     }
     let mut n = 0;
     while it.valid() {
+        assert!(n < expected.len(), "{what}: too many entries");
         let want = if forward {
             &expected[n]
         } else {
@@ -39,7 +56,6 @@ fn check_iteration(table: &Arc<Table>, expected: &[Entry], forward: bool, what: 
             "{what}: entry {n}"
         );
         n += 1;
-        assert!(n <= expected.len(), "{what}: too many entries");
         if forward {
             it.next();
         } else {
@@ -56,17 +72,17 @@ fn check_iteration(table: &Arc<Table>, expected: &[Entry], forward: bool, what: 
             false
         }
         Err(e) => {
-            assert_corruption(&e, what);
+            assert_corruption(&e, case);
             true
         }
     }
 }
 
-fn check_gets(table: &Table, entries: &[Entry], probes: &[(Vec<u8>, u64)], what: &str) {
+fn check_gets(table: &Table, entries: &[Entry], probes: &[(Vec<u8>, u64)], case: &Case) {
     for (ukey, seq) in probes {
         match table.get(ukey, *seq) {
-            Ok(got) => assert_eq!(got, model_get(entries, ukey, *seq), "{what}: get"),
-            Err(e) => assert_corruption(&e, what),
+            Ok(got) => assert_eq!(got, model_get(entries, ukey, *seq), "{}: get", case.what),
+            Err(e) => assert_corruption(&e, case),
         }
     }
 }
@@ -102,13 +118,33 @@ fn flip_every_byte(compression: Compression) {
         probes.push((format!("user{:06}", u * 2).into_bytes(), MAX_SEQUENCE));
     }
 
+    // Data block boundaries, to know which block each flip damages.
+    let good_table = Table::open(
+        Arc::new(MemFile {
+            data: good.clone(),
+            path: "c.sst".into(),
+        }),
+        good.len() as u64,
+        TableReadOptions::default(),
+    )
+    .expect("open intact table");
+    let mut block_starts = vec![0];
+    block_starts.extend(good_table.index_samples().iter().map(|s| s.1));
+    let data_end = props.data_bytes as usize;
+
     let start = Instant::now();
     let (mut open_failed, mut read_failed) = (0, 0);
     for pos in 0..good.len() {
         for mask in [0xff, 1 << (pos % 8)] {
             let mut data = good.clone();
             data[pos] ^= mask;
-            let what = format!("{compression:?} byte {pos} ^ {mask:#x}");
+            let in_data = pos < data_end;
+            let case = Case {
+                what: format!("{compression:?} byte {pos} ^ {mask:#x}"),
+                block_offset: in_data
+                    .then(|| block_starts[block_starts.partition_point(|&b| b <= pos as u64) - 1]),
+            };
+            let what = &case.what;
             let len = data.len() as u64;
             let file = Arc::new(MemFile {
                 data,
@@ -126,20 +162,21 @@ fn flip_every_byte(compression: Compression) {
                         e.is_corruption() || matches!(e, Error::UnsupportedVersion { .. }),
                         "{what}: open gave {e}"
                     );
+                    assert!(!in_data, "{what}: open reads no data block");
                     open_failed += 1;
                     continue;
                 }
             };
-            check_gets(&table, &entries, &probes, &what);
-            let failed_fwd = check_iteration(&table, &entries, true, &what);
-            let failed_bwd = check_iteration(&table, &entries, false, &what);
+            assert!(in_data, "{what}: damaged meta data went unnoticed at open");
+            check_gets(&table, &entries, &probes, &case);
+            let failed_fwd = check_iteration(&table, &entries, true, &case);
+            let failed_bwd = check_iteration(&table, &entries, false, &case);
             assert_eq!(
                 failed_fwd, failed_bwd,
                 "{what}: both directions read every block"
             );
-            if failed_fwd {
-                read_failed += 1;
-            }
+            assert!(failed_fwd, "{what}: a damaged data block went unnoticed");
+            read_failed += 1;
         }
     }
     eprintln!(
