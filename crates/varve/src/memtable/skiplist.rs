@@ -93,7 +93,7 @@ pub(crate) struct SkipList {
 
 impl SkipList {
     /// Arena bytes of the head node.
-    const HEAD_SIZE: usize = MAX_HEIGHT * WORD as usize;
+    pub(crate) const HEAD_SIZE: usize = MAX_HEIGHT * WORD as usize;
 
     /// An empty list in an arena of `capacity` bytes, clamped to
     /// `HEAD_SIZE..=arena::MAX_CAPACITY`.

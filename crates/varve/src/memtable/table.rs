@@ -53,8 +53,14 @@ impl MemTable {
     /// Upper bound of the arena bytes one `add` of a `user_key_len`-byte key
     /// and a `value_len`-byte value uses (tallest node, length words,
     /// trailer, alignment padding). An `add` never uses more.
+    ///
+    /// The bound also covers the head node, so a fresh `MemTable::new(n)`
+    /// with `n >=` the sum of the charges of some entries accepts them all
+    /// (up to the `u32::MAX` capacity limit). This costs one head node
+    /// (a few dozen bytes) of slack when deciding to switch memtables.
     pub fn entry_charge(user_key_len: usize, value_len: usize) -> usize {
         SkipList::node_charge(user_key_len.saturating_add(TRAILER_LEN), value_len)
+            .saturating_add(SkipList::HEAD_SIZE)
     }
 
     /// Arena capacity in bytes.

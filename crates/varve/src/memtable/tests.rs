@@ -254,6 +254,34 @@ fn entry_charge_covers_the_tallest_misaligned_node() {
 }
 
 #[test]
+fn a_table_sized_by_charges_fits_those_entries() {
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..2_000u64 {
+        let n = 1 + round as usize % 5;
+        let mut entries = Vec::new();
+        for _ in 0..n {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            entries.push((
+                vec![b'k'; (rng % 40) as usize],
+                vec![b'v'; ((rng >> 8) % 200) as usize],
+            ));
+        }
+        let need: usize = entries
+            .iter()
+            .map(|(k, v)| MemTable::entry_charge(k.len(), v.len()))
+            .sum();
+        let mem = MemTable::new(need);
+        for (seq, (k, v)) in entries.iter().enumerate() {
+            mem.add(seq as u64, ValueKind::Value, k, v)
+                .expect("the charges cover the entries and the head");
+        }
+        assert!(mem.memory_usage() <= mem.capacity());
+    }
+}
+
+#[test]
 fn random_heights_are_geometric() {
     let mut counts = [0usize; MAX_HEIGHT + 1];
     for _ in 0..100_000 {
