@@ -31,6 +31,38 @@ pub struct Options {
     /// Check WAL record checksums during recovery (always on) and also treat
     /// a bad record in a non-final WAL file as corruption. Default `true`.
     pub paranoid_checks: bool,
+    /// Bytes of the shared block cache (uncompressed data blocks).
+    /// Default 64 MiB; 0 disables it.
+    pub cache_size: usize,
+    /// Most table files kept open at once (their index and filter blocks are
+    /// pinned in memory while open). Default 1000.
+    pub max_open_files: usize,
+    /// Target uncompressed size of a data block. Default 4 KiB.
+    pub block_size: usize,
+    /// Bloom filter bits per key (0: no filter). Default 10 (~1% false
+    /// positives).
+    pub bloom_bits_per_key: u32,
+    /// Compress data blocks with LZ4. Default `false` (NVMe reads are cheap;
+    /// compression costs CPU on every miss).
+    pub compression: bool,
+    /// L0 file count that triggers a compaction into L1. Default 4.
+    pub l0_compaction_trigger: usize,
+    /// L0 file count at which each write is delayed by 1 ms. Default 20.
+    pub l0_slowdown_writes_trigger: usize,
+    /// L0 file count at which writes stop until compaction catches up.
+    /// Default 36.
+    pub l0_stop_writes_trigger: usize,
+    /// Target size of L1. Default 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Each deeper level's target is this many times larger. Default 10.
+    pub max_bytes_for_level_multiplier: u64,
+    /// Compaction output tables are cut at about this size. Default 64 MiB.
+    pub target_file_size: u64,
+    /// Read table data with O_DIRECT through aligned buffers, bypassing the
+    /// page cache. Default `false`.
+    pub use_direct_reads: bool,
+    /// Write tables (flush and compaction) with O_DIRECT. Default `false`.
+    pub use_direct_io_for_flush_and_compaction: bool,
     /// The file system the database lives on. Default: the real one.
     pub fs: Arc<dyn FileSystem>,
 }
@@ -45,6 +77,19 @@ impl Default for Options {
             max_key_size: 64 << 10,
             max_value_size: 256 << 20,
             paranoid_checks: true,
+            cache_size: 64 << 20,
+            max_open_files: 1000,
+            block_size: 4 << 10,
+            bloom_bits_per_key: 10,
+            compression: false,
+            l0_compaction_trigger: 4,
+            l0_slowdown_writes_trigger: 20,
+            l0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10,
+            target_file_size: 64 << 20,
+            use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
             fs: Arc::new(PosixFs),
         }
     }
@@ -60,6 +105,28 @@ impl fmt::Debug for Options {
             .field("max_key_size", &self.max_key_size)
             .field("max_value_size", &self.max_value_size)
             .field("paranoid_checks", &self.paranoid_checks)
+            .field("cache_size", &self.cache_size)
+            .field("max_open_files", &self.max_open_files)
+            .field("block_size", &self.block_size)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression", &self.compression)
+            .field("l0_compaction_trigger", &self.l0_compaction_trigger)
+            .field(
+                "l0_slowdown_writes_trigger",
+                &self.l0_slowdown_writes_trigger,
+            )
+            .field("l0_stop_writes_trigger", &self.l0_stop_writes_trigger)
+            .field("max_bytes_for_level_base", &self.max_bytes_for_level_base)
+            .field(
+                "max_bytes_for_level_multiplier",
+                &self.max_bytes_for_level_multiplier,
+            )
+            .field("target_file_size", &self.target_file_size)
+            .field("use_direct_reads", &self.use_direct_reads)
+            .field(
+                "use_direct_io_for_flush_and_compaction",
+                &self.use_direct_io_for_flush_and_compaction,
+            )
             .field("fs", &self.fs)
             .finish()
     }
@@ -84,6 +151,38 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "max_value_size {} is over 1 GiB",
                 self.max_value_size
+            )));
+        }
+        if !(256..=64 << 20).contains(&self.block_size) {
+            return Err(Error::InvalidArgument(format!(
+                "block_size {} is outside 256 B..=64 MiB",
+                self.block_size
+            )));
+        }
+        if self.l0_compaction_trigger == 0
+            || self.l0_slowdown_writes_trigger < self.l0_compaction_trigger
+            || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
+        {
+            return Err(Error::InvalidArgument(format!(
+                "L0 triggers must satisfy 1 <= compaction ({}) <= slowdown ({}) <= stop ({})",
+                self.l0_compaction_trigger,
+                self.l0_slowdown_writes_trigger,
+                self.l0_stop_writes_trigger
+            )));
+        }
+        if self.max_bytes_for_level_multiplier < 2
+            || self.max_bytes_for_level_base == 0
+            || self.target_file_size == 0
+        {
+            return Err(Error::InvalidArgument(
+                "max_bytes_for_level_base and target_file_size must be > 0, the multiplier >= 2"
+                    .into(),
+            ));
+        }
+        if self.max_open_files < 16 {
+            return Err(Error::InvalidArgument(format!(
+                "max_open_files {} is below 16",
+                self.max_open_files
             )));
         }
         if self.max_immutable_memtables == 0 {

@@ -1,7 +1,9 @@
 //! Model test: random puts, deletes, batches, snapshots, point reads,
-//! iterations in both directions with bounds, cursor walks, flushes and
-//! reopens, checked against a `BTreeMap` (snapshots against copies of it).
-//! proptest shrinks a failing sequence to a minimal one.
+//! iterations in both directions with bounds, cursor walks, flushes,
+//! compactions (`compact_range`, background) and reopens, checked against a
+//! `BTreeMap` (snapshots against copies of it). Tables and levels are tiny so
+//! that a few hundred operations build a tree of several levels. proptest
+//! shrinks a failing sequence to a minimal one.
 //!
 //! `PROPTEST_CASES=N` runs more cases (default 48).
 
@@ -37,6 +39,8 @@ enum Op {
         upper: Option<u8>,
     },
     Flush,
+    CompactRange(Option<u8>, Option<u8>),
+    WaitForCompactions,
     Reopen,
 }
 
@@ -86,7 +90,9 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(snap, reverse, lower, upper)| Op::Scan { snap, reverse, lower, upper }),
         3 => (snap, start, proptest::collection::vec(any::<bool>(), 0..12), bound.clone(), bound)
             .prop_map(|(snap, start, moves, lower, upper)| Op::Walk { snap, start, moves, lower, upper }),
-        1 => Just(Op::Flush),
+        2 => Just(Op::Flush),
+        1 => (proptest::option::of(0..KEYS), proptest::option::of(0..KEYS)).prop_map(|(a, b)| Op::CompactRange(a, b)),
+        1 => Just(Op::WaitForCompactions),
         1 => Just(Op::Reopen),
     ]
 }
@@ -98,9 +104,19 @@ struct Harness {
     snaps: Vec<(Snapshot, Model)>,
 }
 
+/// Tiny memtables, tables and level targets: a few hundred operations
+/// build several levels.
 fn options() -> Options {
     Options {
         write_buffer_size: 64 << 10,
+        block_size: 512,
+        target_file_size: 8 << 10,
+        max_bytes_for_level_base: 32 << 10,
+        max_bytes_for_level_multiplier: 4,
+        l0_compaction_trigger: 2,
+        l0_slowdown_writes_trigger: 8,
+        l0_stop_writes_trigger: 12,
+        cache_size: 256 << 10,
         ..Options::default()
     }
 }
@@ -282,6 +298,13 @@ impl Harness {
                 it.status().expect("iterator status");
             }
             Op::Flush => self.db().flush().expect("flush"),
+            Op::CompactRange(a, b) => {
+                let (a, b) = (a.map(key), b.map(key));
+                self.db()
+                    .compact_range(a.as_deref(), b.as_deref())
+                    .expect("compact_range");
+            }
+            Op::WaitForCompactions => self.db().wait_for_compactions().expect("wait"),
             Op::Reopen => {
                 // Snapshots do not survive a reopen.
                 self.snaps.clear();
@@ -312,4 +335,67 @@ proptest! {
         let all: Model = h.db().iter().map(|r| r.expect("iter")).collect();
         prop_assert!(all == h.model, "final state differs from the model");
     }
+}
+
+/// A deterministic run over a larger key space that must end with data in
+/// several levels, checked against the model after every phase.
+#[test]
+fn several_levels_match_the_model() {
+    let dir = common::fast_tempdir();
+    let opts = options();
+    let mut db = Db::open(dir.path(), opts.clone()).expect("open");
+    let mut model = Model::new();
+    let mut rng = common::Rng(99);
+    let check = |db: &Db, model: &Model, what: &str| {
+        let all: Model = db.iter().map(|r| r.expect("iter")).collect();
+        assert!(
+            all == *model,
+            "{what}: iteration differs from the model ({} vs {} keys)",
+            all.len(),
+            model.len()
+        );
+        for k in model.keys().step_by(7) {
+            assert_eq!(
+                db.get(k).expect("get").as_ref(),
+                model.get(k),
+                "{what}: get"
+            );
+        }
+    };
+    for phase in 0..6 {
+        for _ in 0..3000 {
+            let k = format!("k{:05}", rng.below(4000)).into_bytes();
+            if rng.below(5) == 0 {
+                db.delete(&k).expect("delete");
+                model.remove(&k);
+            } else {
+                let v = value(rng.next() as u16 | 1);
+                db.put(&k, &v).expect("put");
+                model.insert(k, v);
+            }
+        }
+        db.flush().expect("flush");
+        db.wait_for_compactions().expect("compactions");
+        check(&db, &model, &format!("phase {phase}"));
+        db.close().expect("close");
+        db = Db::open(dir.path(), opts.clone()).expect("reopen");
+        check(&db, &model, &format!("phase {phase} after reopen"));
+    }
+    let stats = db.stats();
+    let deep_levels = stats.levels.iter().skip(1).filter(|l| l.files > 0).count();
+    assert!(
+        deep_levels >= 2,
+        "expected data in at least two levels below L0:\n{}",
+        stats.report()
+    );
+    db.compact_range(None, None).expect("full compaction");
+    check(&db, &model, "after a full compaction");
+    let stats = db.stats();
+    assert_eq!(
+        stats.levels[0].files,
+        0,
+        "a full compaction empties L0:\n{}",
+        stats.report()
+    );
+    assert!(stats.compactions > 0, "{}", stats.report());
 }

@@ -2,4 +2,5 @@
 
 mod write_batch;
 
+pub(crate) use write_batch::HEADER_LEN;
 pub use write_batch::{BatchOp, WriteBatch};

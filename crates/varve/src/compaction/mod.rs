@@ -1,6 +1,6 @@
-//! Compaction: choosing what to compact and rewriting it.
-//!
-//! `filter` decides, entry by entry, which versions a compaction may drop
-//! without changing what any reader can see.
+//! Compaction: choosing what to compact (`picker`), deciding which versions
+//! may be dropped (`filter`) and rewriting the chosen files (`job`).
 
 pub mod filter;
+pub mod job;
+pub mod picker;

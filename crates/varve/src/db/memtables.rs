@@ -1,11 +1,13 @@
-//! The set of memtables a read must consult: the mutable one and the
-//! immutable ones waiting to be flushed (newest first).
+//! The read state of the database: the memtables (the mutable one and the
+//! immutable ones waiting to be flushed, newest first, each with the WAL
+//! that holds its entries) and the current [`Version`] of the table files.
 //!
-//! A [`MemSet`] is immutable once published; the writer publishes a new one
-//! (under `Db`'s lock) when it switches memtables, and readers take an
-//! `Arc` clone, so a read never sees a half-switched state. Every entry of
-//! the mutable memtable is newer than every entry of the immutables, and
-//! immutables are ordered newest first.
+//! A [`SuperVersion`] is immutable once published; writers publish a new one
+//! (under `Db`'s state lock) when they switch memtables, flushes and
+//! compactions when they install a version, and readers take an `Arc`
+//! clone, so a read never sees a half-done change and the files it needs
+//! stay alive (pinned) while it holds the clone. Every entry of a memtable is
+//! newer than every entry of older memtables and of the tables.
 
 use std::sync::Arc;
 
@@ -14,14 +16,26 @@ use crate::batch::BatchOp;
 use crate::iter::InternalIterator;
 use crate::keys::{SequenceNumber, ValueKind};
 use crate::memtable::{MemTable, MemTableFull};
+use crate::version::Version;
 
-/// The memtables of one moment.
+/// A memtable and the number of the WAL that holds its entries.
 #[derive(Debug, Clone)]
-pub struct MemSet {
+pub struct Mem {
+    /// The table.
+    pub table: Arc<MemTable>,
+    /// Its WAL.
+    pub wal: u64,
+}
+
+/// Memtables and tables of one moment.
+#[derive(Debug, Clone)]
+pub struct SuperVersion {
     /// The memtable receiving writes.
-    pub mem: Arc<MemTable>,
+    pub mem: Mem,
     /// Full memtables, newest first.
-    pub imms: Vec<Arc<MemTable>>,
+    pub imms: Vec<Mem>,
+    /// The table files.
+    pub version: Arc<Version>,
 }
 
 /// What a point lookup found in the memtables.
@@ -35,19 +49,11 @@ pub enum MemLookup {
     Missing,
 }
 
-impl MemSet {
-    /// A set with one empty memtable of `capacity` bytes.
-    pub fn new(capacity: usize) -> MemSet {
-        MemSet {
-            mem: Arc::new(MemTable::new(capacity)),
-            imms: Vec::new(),
-        }
-    }
-
-    /// Looks `user_key` up at `seq`, newest memtable first.
-    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> MemLookup {
-        for table in std::iter::once(&self.mem).chain(self.imms.iter()) {
-            if let Some((kind, value)) = table.get(user_key, seq) {
+impl SuperVersion {
+    /// Looks `user_key` up at `seq` in the memtables, newest first.
+    pub fn get_from_memtables(&self, user_key: &[u8], seq: SequenceNumber) -> MemLookup {
+        for m in std::iter::once(&self.mem).chain(self.imms.iter()) {
+            if let Some((kind, value)) = m.table.get(user_key, seq) {
                 return match kind {
                     ValueKind::Value => MemLookup::Value(value.to_vec()),
                     ValueKind::Deletion => MemLookup::Deleted,
@@ -58,31 +64,36 @@ impl MemSet {
     }
 
     /// One iterator per memtable, newest first.
-    pub fn iterators(&self) -> Vec<Box<dyn InternalIterator>> {
+    pub fn memtable_iterators(&self) -> Vec<Box<dyn InternalIterator>> {
         std::iter::once(&self.mem)
             .chain(self.imms.iter())
-            .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
+            .map(|m| Box::new(m.table.iter()) as Box<dyn InternalIterator>)
             .collect()
     }
 
-    /// A new set where the current memtable became immutable and `fresh`
-    /// receives writes (an empty current memtable is simply replaced).
-    pub fn switched(&self, fresh: Arc<MemTable>) -> MemSet {
-        if self.mem.is_empty() {
-            return MemSet {
-                mem: fresh,
-                imms: self.imms.clone(),
-            };
-        }
+    /// The same state where the current memtable became immutable and
+    /// `fresh` receives writes (an empty current memtable is replaced).
+    pub fn switched(&self, fresh: Mem) -> SuperVersion {
         let mut imms = Vec::with_capacity(self.imms.len() + 1);
-        imms.push(Arc::clone(&self.mem));
+        if !self.mem.table.is_empty() {
+            imms.push(self.mem.clone());
+        }
         imms.extend(self.imms.iter().cloned());
-        MemSet { mem: fresh, imms }
+        SuperVersion {
+            mem: fresh,
+            imms,
+            version: Arc::clone(&self.version),
+        }
     }
 
     /// Bytes of arena in use across all memtables.
-    pub fn memory_usage(&self) -> usize {
-        self.mem.memory_usage() + self.imms.iter().map(|m| m.memory_usage()).sum::<usize>()
+    pub fn memtable_usage(&self) -> usize {
+        self.mem.table.memory_usage()
+            + self
+                .imms
+                .iter()
+                .map(|m| m.table.memory_usage())
+                .sum::<usize>()
     }
 }
 

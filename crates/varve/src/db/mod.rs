@@ -12,30 +12,41 @@
 //! block writes. Invariant: every entry with a sequence number `<=`
 //! `last_sequence` is in a memtable of the current [`MemSet`].
 
+mod bg;
 mod filenames;
 mod info_log;
 mod memtables;
+mod obsolete;
 mod open;
 mod read;
 mod recovery;
 mod snapshot;
+mod stats;
 mod write;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
 pub use crate::iter::db_iter::DbIterator;
 pub use recovery::{RecoveryReport, TruncatedTail};
 pub use snapshot::Snapshot;
+pub use stats::{DbStats, LevelStats};
 
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::picker::{self, LevelTargets};
 use crate::io::{FileLock, FileSystem};
+use crate::sst::{Compression, TableBuilderOptions};
+use crate::version::{Version, VersionSet};
 use crate::{Error, Options, ReadOptions, Result, WriteBatch, WriteOptions};
+use bg::Background;
 use info_log::InfoLog;
-use memtables::MemSet;
+use memtables::SuperVersion;
 use snapshot::SnapshotList;
+use stats::Counters;
 use write::WriteQueue;
 
 /// An open database.
@@ -71,17 +82,40 @@ impl std::fmt::Debug for Db {
     }
 }
 
+/// Table-building options derived from the database options.
+pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {
+    TableBuilderOptions {
+        block_size: o.block_size,
+        bloom_bits_per_key: o.bloom_bits_per_key,
+        compression: if o.compression {
+            Compression::Lz4
+        } else {
+            Compression::None
+        },
+        ..TableBuilderOptions::default()
+    }
+}
+
 /// State shared by the database handle (and, later, background threads).
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,
     pub(crate) fs: Arc<dyn FileSystem>,
     lock: Mutex<Option<Box<dyn FileLock>>>,
-    /// The memtables readers consult; replaced whole on a switch.
-    pub(crate) mems: RwLock<Arc<MemSet>>,
+    /// What readers consult (memtables + table files); replaced whole.
+    state: RwLock<Arc<SuperVersion>>,
+    /// The manifest and current version; lock before `state`.
+    pub(crate) versions: Mutex<VersionSet>,
+    /// Versions installed and maybe still held by readers (pins files).
+    pub(crate) live_versions: Mutex<Vec<Weak<Version>>>,
+    /// Table numbers being written by flushes and compactions.
+    pub(crate) pending_outputs: Mutex<HashSet<u64>>,
+    pub(crate) table_cache: Arc<TableCache>,
+    pub(crate) block_cache: Option<Arc<BlockCache>>,
+    pub(crate) bg: Background,
+    pub(crate) counters: Counters,
     /// Highest sequence number visible to readers.
     pub(crate) last_sequence: AtomicU64,
-    pub(crate) next_file_number: AtomicU64,
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) writes: WriteQueue,
     poisoned: Mutex<Option<String>>,
@@ -114,8 +148,43 @@ impl DbInner {
         Ok(())
     }
 
-    pub(crate) fn current_mems(&self) -> Arc<MemSet> {
-        Arc::clone(&self.mems.read())
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.is_poisoned.load(Ordering::Acquire)
+    }
+
+    /// The current read state.
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.state.read())
+    }
+
+    /// Replaces the read state with `f(current)`. Holding the version set's
+    /// lock (`_vs`) orders installs with manifest edits.
+    pub(crate) fn install(&self, _vs: &VersionSet, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        self.install_unordered(f);
+    }
+
+    /// [`install`](Self::install) for changes that touch only memtables.
+    pub(crate) fn install_unordered(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        let mut st = self.state.write();
+        let next = Arc::new(f(&st));
+        if !Arc::ptr_eq(&next.version, &st.version) {
+            self.live_versions
+                .lock()
+                .push(Arc::downgrade(&next.version));
+        }
+        *st = next;
+    }
+
+    pub(crate) fn table_options(&self) -> TableBuilderOptions {
+        table_options(&self.options)
+    }
+
+    pub(crate) fn level_targets(&self) -> LevelTargets {
+        LevelTargets {
+            l0_compaction_trigger: self.options.l0_compaction_trigger,
+            max_bytes_for_level_base: self.options.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.options.max_bytes_for_level_multiplier,
+        }
     }
 }
 
@@ -129,9 +198,9 @@ impl Db {
     /// `Corruption` naming file and offset if a log is damaged anywhere but
     /// at its tail.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        open::open(path.as_ref(), options).map(|inner| Db {
-            inner: Arc::new(inner),
-        })
+        let inner = Arc::new(open::open(path.as_ref(), options)?);
+        bg::start(&inner)?;
+        Ok(Db { inner })
     }
 
     /// Deletes the database in `path` (its files, then the directory if it
@@ -212,10 +281,90 @@ impl Db {
         read::iter(&self.inner, opts)
     }
 
-    /// Makes every write so far durable. (Until table files exist the
-    /// memtables stay in memory; this syncs the write-ahead log.)
+    /// Writes every memtable to L0 table files and waits for it; afterwards
+    /// every write so far is in a table and no WAL is needed to recover it.
     pub fn flush(&self) -> Result<()> {
-        self.inner.writes.sync_wal(&self.inner)
+        self.inner.writes.flush_memtable(&self.inner)
+    }
+
+    /// Compacts every table overlapping `[begin, end]` (user keys; `None`
+    /// is unbounded) down to the deepest level holding the range, after a
+    /// flush. Drops deleted and overwritten entries no snapshot can see.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        let db = &self.inner;
+        let _only_one = db.bg.compaction_lock.lock();
+        let deepest = {
+            let v = db.versions.lock().current();
+            (0..crate::version::NUM_LEVELS)
+                .rev()
+                .find(|&l| !v.overlapping_files(l, begin, end).is_empty())
+        };
+        let Some(deepest) = deepest else {
+            return Ok(());
+        };
+        for level in 0..deepest.max(1) {
+            db.check_writable()?;
+            let plan = {
+                let vs = db.versions.lock();
+                let busy = db.bg.being_compacted.lock().clone();
+                picker::pick_range(&vs.current(), level, begin, end, &busy)
+            };
+            if let Some(plan) = plan {
+                bg::run_plan(db, &plan)
+                    .inspect_err(|e| db.poison(format!("compaction failed: {e}")))?;
+            }
+        }
+        db.bg.kick();
+        Ok(())
+    }
+
+    /// Waits until no level is due for compaction (the tree is in shape).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        let db = &self.inner;
+        loop {
+            db.check_writable()?;
+            let due = {
+                let v = db.super_version().version.clone();
+                picker::level_scores(&v, &db.level_targets())
+                    .iter()
+                    .any(|&s| s >= 1.0)
+            };
+            if !due && db.super_version().imms.is_empty() {
+                // Take the lock once so a running job has finished.
+                drop(db.bg.compaction_lock.lock());
+                return Ok(());
+            }
+            db.bg.kick();
+            db.bg.wait_progress(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The engine's counters and the shape of the tree.
+    pub fn stats(&self) -> DbStats {
+        let db = &self.inner;
+        let sv = db.super_version();
+        let mut s = DbStats::from_counters(&db.counters);
+        s.levels = DbStats::levels_of(
+            &sv.version,
+            &picker::level_scores(&sv.version, &db.level_targets()),
+        );
+        if let Some(c) = &db.block_cache {
+            s.block_cache_hits = c.hits();
+            s.block_cache_misses = c.misses();
+            s.block_cache_usage = c.usage() as u64;
+            s.block_cache_capacity = c.capacity() as u64;
+        }
+        s.open_tables = db.table_cache.open_tables() as u64;
+        s.pinned_table_memory = db.table_cache.pinned_memory() as u64;
+        s.memtable_bytes = sv.memtable_usage() as u64;
+        s.immutable_memtables = sv.imms.len() as u64;
+        s
+    }
+
+    /// [`stats`](Self::stats) as a human-readable report.
+    pub fn stats_report(&self) -> String {
+        self.stats().report()
     }
 
     /// The highest sequence number visible to reads.
@@ -235,7 +384,7 @@ impl Db {
 
     /// Bytes of memtable arena in use.
     pub fn memtable_usage(&self) -> usize {
-        self.inner.current_mems().memory_usage()
+        self.inner.super_version().memtable_usage()
     }
 
     /// Syncs the write-ahead log and releases the lock. Dropping a `Db`
@@ -248,6 +397,7 @@ impl Db {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        bg::stop(&self.inner);
         let result = if self.inner.is_poisoned.load(Ordering::Acquire) {
             Ok(())
         } else {

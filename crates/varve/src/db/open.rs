@@ -1,21 +1,32 @@
 //! Opening and destroying a database directory.
 //!
-//! Open order: validate options, check the path, take `LOCK`, replay the
-//! WALs, start a new WAL (file, header, directory fsync), then delete logs
-//! that held no record. Nothing is deleted before the new log is durable.
+//! Open order: validate options, check the path, take `LOCK`, read the
+//! manifest (or create one), replay the WALs it still needs into memtables,
+//! write those to L0 tables, start a new WAL (file, header, directory
+//! fsync), record tables + new log number in one manifest edit, and only
+//! then delete what that edit retired (old WALs, old manifests, orphan
+//! tables of a crashed flush or compaction). A crash anywhere in between
+//! leaves a database that opens the same way again.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use parking_lot::{Mutex, RwLock};
 
-use super::DbInner;
+use super::bg::Background;
 use super::filenames::{self, FileKind, LOCK, wal_path};
 use super::info_log::InfoLog;
-use super::recovery;
+use super::memtables::{Mem, SuperVersion};
 use super::snapshot::SnapshotList;
+use super::stats::Counters;
 use super::write::WriteQueue;
+use super::{DbInner, recovery, table_options};
+use crate::cache::{BlockCache, TableCache};
+use crate::flush::build_table;
+use crate::memtable::MemTable;
+use crate::version::{VersionEdit, VersionSet};
 use crate::wal::LogWriter;
 use crate::{Error, Options, Result};
 
@@ -41,17 +52,35 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         lock_file: lock_path.clone(),
     })?;
 
-    let exists = fs.list_dir(dir)?.iter().any(|n| {
-        matches!(
-            filenames::parse(n),
-            Some(FileKind::Wal(_) | FileKind::Current)
-        )
-    });
+    let current = crate::version::manifest::current_path(dir);
+    let exists = fs.exists(&current)?;
     if exists && options.error_if_exists {
         return Err(Error::AlreadyExists(dir.to_path_buf()));
     }
-    if !exists && !options.create_if_missing {
-        return Err(Error::NotFound(dir.to_path_buf()));
+    if !exists {
+        if !options.create_if_missing {
+            return Err(Error::NotFound(dir.to_path_buf()));
+        }
+        let orphans: Vec<String> = fs
+            .list_dir(dir)?
+            .into_iter()
+            .filter(|n| {
+                matches!(
+                    filenames::parse(n),
+                    Some(FileKind::Wal(_) | FileKind::Table(_) | FileKind::Manifest(_))
+                )
+            })
+            .collect();
+        if !orphans.is_empty() {
+            return Err(Error::corruption(
+                &current,
+                0,
+                format!(
+                    "CURRENT is missing but the directory holds database files ({}); repair the database",
+                    orphans.join(", ")
+                ),
+            ));
+        }
     }
 
     let info_log = InfoLog::open(dir);
@@ -60,29 +89,80 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         dir.display(),
         if exists { "existing" } else { "new" }
     ));
-    let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log)?;
+    let mut versions = if exists {
+        VersionSet::recover(Arc::clone(&fs), dir)?
+    } else {
+        VersionSet::create(Arc::clone(&fs), dir)?
+    };
+    if let Some(tail) = versions.recovered_tail() {
+        info_log.log(format!("recovery: ignored torn manifest tail {tail:?}"));
+    }
+    let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions)?;
 
-    let log_number = recovered.max_file_number + 1;
+    let block_cache = (options.cache_size > 0).then(|| BlockCache::new(options.cache_size));
+    let table_cache = Arc::new(TableCache::new(
+        dir.to_path_buf(),
+        Arc::clone(&fs),
+        block_cache.clone(),
+        options.max_open_files,
+    ));
+
+    // Replayed memtables become L0 tables, oldest first.
+    let mut edit = VersionEdit::default();
+    for mem in &recovered.memtables {
+        let number = versions.new_file_number();
+        let meta = build_table(
+            fs.as_ref(),
+            dir,
+            number,
+            &mut mem.iter(),
+            Vec::new(),
+            table_options(&options),
+        )?;
+        if let Some(meta) = meta {
+            info_log.log(format!(
+                "recovery: wrote {} entries to table {number}",
+                meta.num_entries
+            ));
+            edit.add_file(0, meta);
+        }
+    }
+
+    let log_number = versions.new_file_number();
     let log_path = wal_path(dir, log_number);
     let log = LogWriter::new(fs.create_writable(&log_path)?, log_number)?;
     fs.sync_dir(dir)?;
-    for n in &recovered.empty_logs {
-        fs.remove_file(&wal_path(dir, *n))?;
-    }
+    edit.log_number = Some(log_number);
+    versions.set_last_sequence(recovered.last_sequence.max(versions.last_sequence()));
+    versions.log_and_apply(edit)?;
+    let last_sequence = versions.last_sequence();
     info_log.log(format!(
-        "opened: last sequence {}, {} records replayed, new WAL {}",
-        recovered.last_sequence,
+        "opened: last sequence {last_sequence}, {} records replayed, new WAL {}",
         recovered.report.records,
         log_path.display()
     ));
 
-    Ok(DbInner {
+    let version = versions.current();
+    let db = DbInner {
         dir: dir.to_path_buf(),
-        fs,
+        fs: Arc::clone(&fs),
         lock: Mutex::new(Some(lock)),
-        mems: RwLock::new(Arc::new(recovered.mems)),
-        last_sequence: AtomicU64::new(recovered.last_sequence),
-        next_file_number: AtomicU64::new(log_number + 1),
+        state: RwLock::new(Arc::new(SuperVersion {
+            mem: Mem {
+                table: Arc::new(MemTable::new(options.write_buffer_size)),
+                wal: log_number,
+            },
+            imms: Vec::new(),
+            version: Arc::clone(&version),
+        })),
+        versions: Mutex::new(versions),
+        live_versions: Mutex::new(vec![Arc::downgrade(&version)]),
+        pending_outputs: Mutex::new(HashSet::new()),
+        table_cache,
+        block_cache,
+        bg: Background::default(),
+        counters: Counters::default(),
+        last_sequence: AtomicU64::new(last_sequence),
         snapshots: Arc::new(SnapshotList::default()),
         writes: WriteQueue::new(log),
         poisoned: Mutex::new(None),
@@ -91,7 +171,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         info_log,
         recovery: recovered.report,
         options,
-    })
+    };
+    super::obsolete::delete_obsolete_files(&db);
+    Ok(db)
 }
 
 pub(crate) fn destroy(dir: &Path, options: &Options) -> Result<()> {

@@ -1,16 +1,22 @@
 //! Point reads and iterator construction.
 //!
 //! Both pick a sequence number first (the snapshot's, or the latest
-//! published one) and then the memtable set: every entry at or below that
-//! sequence number is in that set (see the `Db` invariant), and entries
-//! above it are invisible, so a concurrent write is seen whole or not at all.
-//! Thread-safe; never blocks writers.
+//! published one) and then the read state (memtables + version): every
+//! entry at or below that sequence number is in that state (see the `Db`
+//! invariant), and entries above it are invisible, so a concurrent write is
+//! seen whole or not at all. A point read searches memtables newest first,
+//! then L0 tables newest first, then one table per deeper level; the first
+//! entry found decides. Thread-safe; never blocks writers.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
 use super::memtables::MemLookup;
+use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
+use crate::keys::ValueKind;
+use crate::version::NUM_LEVELS;
 use crate::{DbIterator, ReadOptions, Result};
 
 pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
@@ -18,11 +24,24 @@ pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option
         Some(s) => s.sequence(),
         None => db.last_sequence.load(Ordering::Acquire),
     };
-    let mems = db.current_mems();
-    Ok(match mems.get(key, seq) {
-        MemLookup::Value(v) => Some(v),
-        MemLookup::Deleted | MemLookup::Missing => None,
-    })
+    let sv = db.super_version();
+    match sv.get_from_memtables(key, seq) {
+        MemLookup::Value(v) => return Ok(Some(v)),
+        MemLookup::Deleted => return Ok(None),
+        MemLookup::Missing => {}
+    }
+    for (_level, file) in sv.version.files_for_get(key) {
+        if file.smallest_seq > seq {
+            continue; // every entry of the file is newer than the read
+        }
+        let table = db.table_cache.get(&file)?;
+        match table.get(key, seq)? {
+            Some((ValueKind::Value, v)) => return Ok(Some(v)),
+            Some((ValueKind::Deletion, _)) => return Ok(None),
+            None => {}
+        }
+    }
+    Ok(None)
 }
 
 pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
@@ -32,12 +51,23 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
             .snapshots
             .acquire(db.last_sequence.load(Ordering::Acquire)),
     };
-    let mems = db.current_mems();
-    let merged = MergingIterator::new(mems.iterators());
+    let sv = db.super_version();
+    let mut children = sv.memtable_iterators();
+    for f in sv.version.files(0) {
+        children.push(db.table_cache.files_iterator(std::slice::from_ref(f)));
+    }
+    for level in 1..NUM_LEVELS {
+        let files = sv.version.files(level);
+        if !files.is_empty() {
+            children.push(db.table_cache.files_iterator(files));
+        }
+    }
+    let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));
     DbIterator::new(
-        Box::new(merged),
+        merged,
         snapshot,
         opts.iterate_lower_bound.clone(),
         opts.iterate_upper_bound.clone(),
+        Arc::clone(&sv) as Arc<dyn std::any::Any + Send + Sync>,
     )
 }

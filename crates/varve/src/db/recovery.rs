@@ -1,4 +1,5 @@
-//! Recovery: replay every WAL, oldest first, into memtables.
+//! Recovery: replay the WALs the manifest still needs (number >= its log
+//! number), oldest first, into memtables; the caller writes them to L0.
 //!
 //! Each WAL record is a write batch stamped with its first sequence number.
 //! A torn or zero-filled tail (what a crash leaves) is cut off the file and
@@ -14,9 +15,10 @@ use std::sync::Arc;
 
 use super::filenames::{self, FileKind, wal_path};
 use super::info_log::InfoLog;
-use super::memtables::{MemSet, batch_charge, insert_batch};
+use super::memtables::{batch_charge, insert_batch};
 use crate::io::FileSystem;
 use crate::memtable::MemTable;
+use crate::version::VersionSet;
 use crate::wal::{self, TailStatus};
 use crate::{Error, Options, Result, WriteBatch};
 
@@ -48,42 +50,42 @@ pub struct RecoveryReport {
 
 /// The state rebuilt from the WALs.
 pub(crate) struct Recovered {
-    pub mems: MemSet,
+    /// Memtables holding the replayed writes, oldest first.
+    pub memtables: Vec<Arc<MemTable>>,
     pub last_sequence: u64,
-    /// Highest file number seen in the directory.
-    pub max_file_number: u64,
-    /// Logs that held no record (safe to delete once a new log exists).
-    pub empty_logs: Vec<u64>,
     pub report: RecoveryReport,
 }
 
-/// Replays the WALs found in `dir`.
+/// Replays the WALs of `dir` numbered `>= versions.log_number()`, marking
+/// every file number seen as used.
 pub(crate) fn recover(
     fs: &dyn FileSystem,
     dir: &Path,
     options: &Options,
     info_log: &InfoLog,
+    versions: &mut VersionSet,
 ) -> Result<Recovered> {
     let mut logs = Vec::new();
-    let mut max_file_number = 0;
     for name in fs.list_dir(dir)? {
         match filenames::parse(&name) {
             Some(FileKind::Wal(n)) => {
-                logs.push(n);
-                max_file_number = max_file_number.max(n);
+                versions.mark_file_number_used(n);
+                if n >= versions.log_number() {
+                    logs.push(n);
+                }
             }
             Some(FileKind::Table(n) | FileKind::Blob(n) | FileKind::Manifest(n)) => {
-                max_file_number = max_file_number.max(n);
+                versions.mark_file_number_used(n);
             }
             _ => {}
         }
     }
     logs.sort_unstable();
 
-    let mut mems = MemSet::new(options.write_buffer_size);
+    let mut memtables: Vec<Arc<MemTable>> =
+        vec![Arc::new(MemTable::new(options.write_buffer_size))];
     let mut last_sequence = 0u64;
     let mut report = RecoveryReport::default();
-    let mut empty_logs = Vec::new();
     for (i, &number) in logs.iter().enumerate() {
         let path = wal_path(dir, number);
         let mut records = 0u64;
@@ -91,7 +93,7 @@ pub(crate) fn recover(
             let batch = WriteBatch::from_encoded(payload).map_err(|reason| {
                 Error::corruption(&path, offset, format!("bad write batch: {reason}"))
             })?;
-            apply(&mut mems, &batch, options.write_buffer_size)
+            apply(&mut memtables, &batch, options.write_buffer_size)
                 .map_err(|reason| Error::corruption(&path, offset, reason))?;
             if !batch.is_empty() {
                 last_sequence = last_sequence.max(batch.sequence() + batch.len() as u64 - 1);
@@ -126,28 +128,29 @@ pub(crate) fn recover(
             "recovery: replayed {} ({records} records)",
             path.display()
         ));
-        if records == 0 {
-            empty_logs.push(number);
-        }
         report.records += records;
         report.logs_replayed.push(number);
     }
     report.last_sequence = last_sequence;
+    memtables.retain(|m| !m.is_empty());
     Ok(Recovered {
-        mems,
+        memtables,
         last_sequence,
-        max_file_number,
-        empty_logs,
         report,
     })
 }
 
-/// Inserts a replayed batch, switching to a new memtable when full.
-fn apply(mems: &mut MemSet, batch: &WriteBatch, write_buffer_size: usize) -> Result<(), String> {
+/// Inserts a replayed batch, starting a new memtable when the last is full.
+fn apply(
+    memtables: &mut Vec<Arc<MemTable>>,
+    batch: &WriteBatch,
+    write_buffer_size: usize,
+) -> Result<(), String> {
     let charge = batch_charge(batch);
-    if mems.mem.remaining() < charge {
-        *mems = mems.switched(Arc::new(MemTable::new(write_buffer_size.max(charge))));
+    if memtables.last().is_none_or(|m| m.remaining() < charge) {
+        memtables.push(Arc::new(MemTable::new(write_buffer_size.max(charge))));
     }
-    insert_batch(&mems.mem, batch, batch.sequence())
+    let mem = memtables.last().ok_or("no memtable")?;
+    insert_batch(mem, batch, batch.sequence())
         .map_err(|_| "memtable rejected a replayed entry".to_string())
 }

@@ -40,6 +40,11 @@ impl SnapshotList {
         self.live.lock().keys().next().copied()
     }
 
+    /// Every pinned sequence number, ascending.
+    pub fn sequences(&self) -> Vec<SequenceNumber> {
+        self.live.lock().keys().copied().collect()
+    }
+
     /// Number of live snapshots.
     pub fn len(&self) -> usize {
         self.live.lock().values().sum()

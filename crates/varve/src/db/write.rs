@@ -17,12 +17,14 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
 use super::DbInner;
 use super::filenames::wal_path;
-use super::memtables::{MemSet, batch_charge, insert_batch};
+use super::memtables::{Mem, SuperVersion, batch_charge, insert_batch};
+use super::stats::Counters;
 use crate::batch::BatchOp;
 use crate::keys::MAX_SEQUENCE;
 use crate::memtable::MemTable;
@@ -70,7 +72,27 @@ impl WriteQueue {
         let mut wal = self.wal.lock();
         wal.log
             .sync()
-            .inspect_err(|e| db.poison(format!("WAL sync failed: {e}")))
+            .inspect_err(|e| db.poison(format!("WAL sync failed: {e}")))?;
+        Counters::add(&db.counters.wal_syncs, 1);
+        Ok(())
+    }
+
+    /// Makes the current memtable immutable (if it holds anything) and waits
+    /// until every immutable memtable is flushed.
+    pub(crate) fn flush_memtable(&self, db: &DbInner) -> Result<()> {
+        db.check_writable()?;
+        {
+            let mut wal = self.wal.lock();
+            if !db.super_version().mem.table.is_empty() {
+                switch_memtable(db, &mut wal, 0)?;
+            }
+        }
+        db.bg.kick();
+        while !db.super_version().imms.is_empty() {
+            db.check_writable()?;
+            db.bg.wait_progress(Duration::from_millis(50));
+        }
+        Ok(())
     }
 }
 
@@ -198,13 +220,11 @@ fn commit_group(db: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
         return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
     }
 
-    let mut mems = db.current_mems();
-    if mems.mem.remaining() < charge {
-        mems = switch_memtable(db, &mut wal, charge)?;
-    }
+    let sv = make_room(db, &mut wal, charge)?;
 
     if !disable_wal {
         let WalState { log, scratch } = &mut *wal;
+        let before = log.file_size();
         let appended = if group.len() == 1 {
             let mut b = leader.batch.lock();
             b.set_sequence(first_seq);
@@ -217,6 +237,10 @@ fn commit_group(db: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
             scratch.set_sequence(first_seq);
             log.add_record(scratch.encoded())
         };
+        Counters::add(
+            &db.counters.wal_bytes,
+            log.file_size().saturating_sub(before),
+        );
         if let Err(e) = appended {
             db.poison(format!("WAL append failed: {e}"));
             return Err(e);
@@ -230,7 +254,12 @@ fn commit_group(db: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let mut seq = first_seq;
     for w in group {
         let b = w.batch.lock();
-        if insert_batch(&mems.mem, &b, seq).is_err() {
+        Counters::add(
+            &db.counters.user_bytes,
+            (b.size_in_bytes() - crate::batch::HEADER_LEN) as u64,
+        );
+        Counters::add(&db.counters.user_writes, 1);
+        if insert_batch(&sv.mem.table, &b, seq).is_err() {
             // entry_charge is an upper bound, so this is a bug; the WAL
             // already holds the batch, so stop accepting writes.
             let why = "memtable rejected an entry it had room for".to_string();
@@ -243,19 +272,61 @@ fn commit_group(db: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     Ok(())
 }
 
-/// Makes the memtable immutable, starts a fresh one (at least `need` bytes)
-/// and a fresh WAL for it. The old WAL is synced first so that a power loss
-/// can never keep a newer log while losing the end of an older one.
-fn switch_memtable(db: &DbInner, wal: &mut WalState, need: usize) -> Result<Arc<MemSet>> {
-    let current = db.current_mems();
-    let capacity = db.options.write_buffer_size.max(need);
-    let fresh = Arc::new(MemTable::new(capacity));
+/// Waits out write stalls and switches memtables until the current one has
+/// room for `charge` bytes (LevelDB's MakeRoomForWrite): one 1 ms delay when
+/// L0 reaches the slowdown trigger, a stop while too many memtables wait for
+/// a flush or L0 reaches the stop trigger.
+fn make_room(db: &DbInner, wal: &mut WalState, charge: usize) -> Result<Arc<SuperVersion>> {
+    let o = &db.options;
+    let mut delayed = false;
+    loop {
+        db.check_writable()?;
+        let sv = db.super_version();
+        let l0 = sv.version.num_files(0);
+        if !delayed && l0 >= o.l0_slowdown_writes_trigger {
+            Counters::add(&db.counters.stall_slowdowns, 1);
+            Counters::add(&db.counters.stall_micros, 1000);
+            std::thread::sleep(Duration::from_millis(1));
+            delayed = true;
+            continue;
+        }
+        if sv.mem.table.remaining() >= charge {
+            return Ok(sv);
+        }
+        let stop = if sv.imms.len() >= o.max_immutable_memtables {
+            Some(&db.counters.stall_stops_memtables)
+        } else if l0 >= o.l0_stop_writes_trigger {
+            Some(&db.counters.stall_stops_l0)
+        } else {
+            None
+        };
+        match stop {
+            Some(counter) => {
+                Counters::add(counter, 1);
+                let start = Instant::now();
+                db.bg.kick();
+                db.bg.wait_progress(Duration::from_millis(100));
+                Counters::add(
+                    &db.counters.stall_micros,
+                    start.elapsed().as_micros() as u64,
+                );
+            }
+            None => return switch_memtable(db, wal, charge),
+        }
+    }
+}
 
+/// Makes the memtable immutable, starts a fresh one (at least `need` bytes)
+/// and a fresh WAL for it, and wakes the flush thread. The old WAL is synced
+/// first so that a power loss can never keep a newer log while losing the
+/// end of an older one.
+fn switch_memtable(db: &DbInner, wal: &mut WalState, need: usize) -> Result<Arc<SuperVersion>> {
+    let capacity = db.options.write_buffer_size.max(need);
     if let Err(e) = wal.log.sync() {
         db.poison(format!("WAL sync before switch failed: {e}"));
         return Err(e);
     }
-    let number = db.next_file_number.fetch_add(1, Ordering::Relaxed);
+    let number = db.versions.lock().new_file_number();
     let path = wal_path(&db.dir, number);
     let new_log = db
         .fs
@@ -270,13 +341,17 @@ fn switch_memtable(db: &DbInner, wal: &mut WalState, need: usize) -> Result<Arc<
         }
     };
     wal.log = new_log;
-
-    let next = Arc::new(current.switched(fresh));
-    *db.mems.write() = Arc::clone(&next);
+    let fresh = Mem {
+        table: Arc::new(MemTable::new(capacity)),
+        wal: number,
+    };
+    db.install_unordered(|sv| sv.switched(fresh));
+    let next = db.super_version();
     db.info_log.log(format!(
         "memtable switch: {} immutable memtables, new WAL {}",
         next.imms.len(),
         path.display()
     ));
+    db.bg.kick();
     Ok(next)
 }

@@ -9,7 +9,9 @@
 //! current entry is copied into `saved_*` and the internal iterator sits
 //! just before every entry of that user key. Single-threaded (`Send`).
 
+use std::any::Any;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use super::InternalIterator;
 use crate::Result;
@@ -47,6 +49,8 @@ pub struct DbIterator {
     error: Option<crate::Error>,
     error_reported: bool,
     _snapshot: Snapshot,
+    /// Keeps the memtables and table files the iterator reads alive.
+    _pin: Arc<dyn Any + Send + Sync>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -64,6 +68,7 @@ impl DbIterator {
         snapshot: Snapshot,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
+        pin: Arc<dyn Any + Send + Sync>,
     ) -> Self {
         DbIterator {
             iter,
@@ -78,6 +83,7 @@ impl DbIterator {
             error: None,
             error_reported: false,
             _snapshot: snapshot,
+            _pin: pin,
         }
     }
 

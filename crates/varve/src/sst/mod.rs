@@ -1,1 +1,32 @@
-//! Sorted string tables (SST files). Filled by the SSTable work.
+//! Sorted string tables (SST files), format version 1 (`docs/sst-format.md`).
+//!
+//! A table is written once by [`TableBuilder`] and then read by many threads
+//! through an open [`Table`]: point lookups ([`Table::get`], bloom filter
+//! first) and ordered cursors ([`TableIterator`], an
+//! [`InternalIterator`](crate::iter::InternalIterator)). Data blocks hold
+//! prefix-compressed internal keys with restart points; every block carries a
+//! CRC32C, so damage on disk surfaces as `Error::Corruption`, never as a
+//! wrong value or a panic.
+
+mod block;
+mod block_builder;
+mod filter;
+mod format;
+mod properties;
+mod table;
+mod table_builder;
+mod table_iter;
+
+#[cfg(test)]
+mod tests;
+
+pub use block::{Block, BlockIter};
+pub use block_builder::BlockBuilder;
+pub use filter::{BloomFilter, FilterBuilder, filter_hash};
+pub use format::{
+    BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,
+};
+pub use properties::TableProperties;
+pub use table::{Table, TableReadOptions};
+pub use table_builder::{TableBuilder, TableBuilderOptions};
+pub use table_iter::TableIterator;

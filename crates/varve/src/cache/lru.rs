@@ -1,0 +1,194 @@
+//! One LRU shard: a hash map from key to a slot in a slab of nodes that form
+//! a doubly linked list by index (most recently used at the head), charged
+//! in bytes.
+//!
+//! Not thread-safe by itself: the block cache puts each shard behind a
+//! mutex. Invariants: `usage` is the sum of the charges of the entries held
+//! and, after every insert, `usage <= capacity`; every map entry names a live
+//! slot and every live slot is on the list exactly once.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+const NIL: usize = usize::MAX;
+
+#[derive(Debug)]
+struct Node<K, V> {
+    key: K,
+    value: Option<V>,
+    charge: usize,
+    prev: usize,
+    next: usize,
+}
+
+/// A byte-charged LRU map.
+#[derive(Debug)]
+pub struct LruShard<K, V> {
+    map: HashMap<K, usize>,
+    nodes: Vec<Node<K, V>>,
+    free: Vec<usize>,
+    head: usize,
+    tail: usize,
+    usage: usize,
+    capacity: usize,
+}
+
+impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
+    /// An empty shard holding at most `capacity` bytes of charges.
+    pub fn new(capacity: usize) -> Self {
+        LruShard {
+            map: HashMap::new(),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            usage: 0,
+            capacity,
+        }
+    }
+
+    /// Sum of the charges held.
+    pub fn usage(&self) -> usize {
+        self.usage
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The value for `key`, made most recently used.
+    pub fn get(&mut self, key: &K) -> Option<V> {
+        let slot = *self.map.get(key)?;
+        self.unlink(slot);
+        self.push_front(slot);
+        self.nodes[slot].value.clone()
+    }
+
+    /// Inserts or replaces `key`, then evicts least recently used entries
+    /// until within capacity. An entry whose charge exceeds the capacity is
+    /// not kept (any old value for the key is removed).
+    pub fn insert(&mut self, key: K, value: V, charge: usize) {
+        self.remove(&key);
+        if charge > self.capacity {
+            return;
+        }
+        while self.usage + charge > self.capacity && self.tail != NIL {
+            let victim = self.tail;
+            let k = self.nodes[victim].key.clone();
+            self.remove(&k);
+        }
+        let node = Node {
+            key: key.clone(),
+            value: Some(value),
+            charge,
+            prev: NIL,
+            next: NIL,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.nodes[s] = node;
+                s
+            }
+            None => {
+                self.nodes.push(node);
+                self.nodes.len() - 1
+            }
+        };
+        self.push_front(slot);
+        self.map.insert(key, slot);
+        self.usage += charge;
+    }
+
+    /// Removes `key`; true if it was present.
+    pub fn remove(&mut self, key: &K) -> bool {
+        let Some(slot) = self.map.remove(key) else {
+            return false;
+        };
+        self.unlink(slot);
+        self.usage -= self.nodes[slot].charge;
+        self.nodes[slot].value = None;
+        self.free.push(slot);
+        true
+    }
+
+    /// Removes every entry whose key matches `pred`.
+    pub fn remove_if(&mut self, mut pred: impl FnMut(&K) -> bool) {
+        let doomed: Vec<K> = self.map.keys().filter(|k| pred(k)).cloned().collect();
+        for k in doomed {
+            self.remove(&k);
+        }
+    }
+
+    /// Keys from most to least recently used (for tests).
+    #[cfg(test)]
+    pub fn keys_mru(&self) -> Vec<K> {
+        let mut out = Vec::new();
+        let mut s = self.head;
+        while s != NIL {
+            out.push(self.nodes[s].key.clone());
+            s = self.nodes[s].next;
+        }
+        out
+    }
+
+    fn unlink(&mut self, slot: usize) {
+        let (prev, next) = (self.nodes[slot].prev, self.nodes[slot].next);
+        if prev == NIL {
+            self.head = next;
+        } else {
+            self.nodes[prev].next = next;
+        }
+        if next == NIL {
+            self.tail = prev;
+        } else {
+            self.nodes[next].prev = prev;
+        }
+        self.nodes[slot].prev = NIL;
+        self.nodes[slot].next = NIL;
+    }
+
+    fn push_front(&mut self, slot: usize) {
+        self.nodes[slot].prev = NIL;
+        self.nodes[slot].next = self.head;
+        if self.head != NIL {
+            self.nodes[self.head].prev = slot;
+        }
+        self.head = slot;
+        if self.tail == NIL {
+            self.tail = slot;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lru_order_and_capacity() {
+        let mut s: LruShard<u32, u32> = LruShard::new(30);
+        for k in 0..3 {
+            s.insert(k, k * 10, 10);
+        }
+        assert_eq!(s.keys_mru(), vec![2, 1, 0]);
+        assert_eq!(s.get(&0), Some(0));
+        assert_eq!(s.keys_mru(), vec![0, 2, 1]);
+        s.insert(3, 30, 10); // evicts 1, the least recently used
+        assert_eq!(s.get(&1), None);
+        assert_eq!(s.keys_mru(), vec![3, 0, 2]);
+        assert_eq!(s.usage(), 30);
+        s.insert(4, 40, 25); // evicts 2, 0, 3
+        assert_eq!(s.keys_mru(), vec![4]);
+        assert_eq!(s.usage(), 25);
+        s.insert(5, 50, 31); // too large: not kept
+        assert_eq!(s.get(&5), None);
+        s.insert(4, 41, 5); // replace
+        assert_eq!(s.get(&4), Some(41));
+        assert_eq!(s.usage(), 5);
+        s.remove_if(|&k| k == 4);
+        assert_eq!(s.len(), 0);
+        assert_eq!(s.usage(), 0);
+        assert_eq!(s.keys_mru(), Vec::<u32>::new());
+    }
+}

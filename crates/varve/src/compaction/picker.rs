@@ -1,0 +1,176 @@
+//! Choosing the next compaction (leveled, as in LevelDB/RocksDB).
+//!
+//! Each level gets a score: L0 by file count against
+//! `l0_compaction_trigger`, deeper levels by bytes against their target size
+//! (`max_bytes_for_level_base * multiplier^(level-1)`). The level with the
+//! highest score `>= 1` is compacted into the next one. L0 takes all its
+//! files (they overlap); a deeper level takes one file, round-robin after the
+//! level's compact pointer. Files already being compacted are never picked
+//! twice. Pure functions over a `Version`; thread-safe.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::version::{FileMetaData, NUM_LEVELS, Version};
+
+/// Shape parameters of the tree.
+#[derive(Debug, Clone)]
+pub struct LevelTargets {
+    /// L0 file count that triggers a compaction.
+    pub l0_compaction_trigger: usize,
+    /// Target bytes of L1.
+    pub max_bytes_for_level_base: u64,
+    /// Each level's target is this many times the previous one's.
+    pub max_bytes_for_level_multiplier: u64,
+}
+
+impl LevelTargets {
+    /// Target bytes of `level` (>= 1).
+    pub fn target_bytes(&self, level: usize) -> u64 {
+        let mut t = self.max_bytes_for_level_base;
+        for _ in 1..level {
+            t = t.saturating_mul(self.max_bytes_for_level_multiplier);
+        }
+        t
+    }
+}
+
+/// A chosen compaction: `inputs[0]` from `level`, `inputs[1]` from `level + 1`.
+#[derive(Debug, Clone)]
+pub struct CompactionPlan {
+    /// The level compacted from.
+    pub level: usize,
+    /// Files of `level` and of `level + 1`.
+    pub inputs: [Vec<Arc<FileMetaData>>; 2],
+    /// Why it was picked (for the event log and stats).
+    pub reason: String,
+}
+
+impl CompactionPlan {
+    /// The level written to.
+    pub fn output_level(&self) -> usize {
+        self.level + 1
+    }
+
+    /// A single file with nothing below it to merge with can simply move
+    /// down a level (no rewrite).
+    pub fn is_trivial_move(&self) -> bool {
+        self.inputs[0].len() == 1 && self.inputs[1].is_empty()
+    }
+
+    /// Every input file number.
+    pub fn input_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+        self.inputs.iter().flatten().map(|f| f.number)
+    }
+
+    /// Total input bytes.
+    pub fn input_bytes(&self) -> u64 {
+        self.inputs.iter().flatten().map(|f| f.file_size).sum()
+    }
+}
+
+/// The compaction score of every level (the last level never compacts).
+pub fn level_scores(v: &Version, t: &LevelTargets) -> Vec<f64> {
+    (0..NUM_LEVELS)
+        .map(|level| match level {
+            0 => v.num_files(0) as f64 / t.l0_compaction_trigger.max(1) as f64,
+            l if l + 1 == NUM_LEVELS => 0.0,
+            l => v.level_bytes(l) as f64 / t.target_bytes(l).max(1) as f64,
+        })
+        .collect()
+}
+
+fn user_range(files: &[Arc<FileMetaData>]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let smallest = files.iter().map(|f| f.smallest_user_key()).min()?.to_vec();
+    let largest = files.iter().map(|f| f.largest_user_key()).max()?.to_vec();
+    Some((smallest, largest))
+}
+
+fn busy(files: &[Arc<FileMetaData>], being_compacted: &HashSet<u64>) -> bool {
+    files.iter().any(|f| being_compacted.contains(&f.number))
+}
+
+/// Completes a plan for `level` given its chosen input files: adds the
+/// overlapping files of the next level. `None` if any is busy.
+fn with_next_level(
+    v: &Version,
+    level: usize,
+    first: Vec<Arc<FileMetaData>>,
+    being_compacted: &HashSet<u64>,
+    reason: String,
+) -> Option<CompactionPlan> {
+    let (lo, hi) = user_range(&first)?;
+    let second = v.overlapping_files(level + 1, Some(&lo), Some(&hi));
+    if busy(&first, being_compacted) || busy(&second, being_compacted) {
+        return None;
+    }
+    Some(CompactionPlan {
+        level,
+        inputs: [first, second],
+        reason,
+    })
+}
+
+/// The most needed compaction, if any level scores `>= 1`.
+pub fn pick(
+    v: &Version,
+    t: &LevelTargets,
+    being_compacted: &HashSet<u64>,
+    compact_pointer: impl Fn(usize) -> Option<Vec<u8>>,
+) -> Option<CompactionPlan> {
+    let scores = level_scores(v, t);
+    let mut order: Vec<usize> = (0..NUM_LEVELS - 1).filter(|&l| scores[l] >= 1.0).collect();
+    order.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]));
+    for level in order {
+        let reason = format!("L{level} score {:.2}", scores[level]);
+        let first: Vec<Arc<FileMetaData>> = if level == 0 {
+            let files = v.files(0).to_vec();
+            let (lo, hi) = user_range(&files)?;
+            v.overlapping_files(0, Some(&lo), Some(&hi))
+        } else {
+            let files = v.files(level);
+            let start = compact_pointer(level)
+                .map(|p| files.partition_point(|f| f.largest.as_slice() <= p.as_slice()))
+                .unwrap_or(0);
+            // Round-robin from the pointer, skipping busy files.
+            let pick = files[start..]
+                .iter()
+                .chain(files[..start].iter())
+                .find(|f| !being_compacted.contains(&f.number));
+            match pick {
+                Some(f) => vec![Arc::clone(f)],
+                None => continue,
+            }
+        };
+        if let Some(plan) = with_next_level(v, level, first, being_compacted, reason) {
+            return Some(plan);
+        }
+    }
+    None
+}
+
+/// A compaction of the files of `level` overlapping `[begin, end]` (user
+/// keys, `None` = unbounded), for `compact_range`. `None` if the level has
+/// no such file or one is busy.
+pub fn pick_range(
+    v: &Version,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    being_compacted: &HashSet<u64>,
+) -> Option<CompactionPlan> {
+    if level + 1 >= NUM_LEVELS {
+        return None;
+    }
+    let first = v.overlapping_files(level, begin, end);
+    if first.is_empty() {
+        return None;
+    }
+    with_next_level(
+        v,
+        level,
+        first,
+        being_compacted,
+        format!("manual compaction of L{level}"),
+    )
+}

@@ -1,0 +1,311 @@
+//! Background work: one thread flushes immutable memtables to L0, one runs
+//! compactions. Both install their results through the manifest and then
+//! delete the files their edit retired.
+//!
+//! Coordination: `state` (a mutex) with `work` (wakes the threads) and
+//! `progress` (wakes writers stalled on memtables or L0, and `flush()` /
+//! `compact_range` callers). Only one compaction runs at a time
+//! (`compaction_lock`), whether background or manual. An error in a flush or
+//! compaction poisons the database (writes fail, reads go on).
+//! Lock order: `versions` before `state` (the super-version lock).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::DbInner;
+use super::memtables::SuperVersion;
+use super::stats::Counters;
+use crate::Result;
+use crate::compaction::job::{self, JobContext};
+use crate::compaction::picker::{self, CompactionPlan};
+use crate::flush::build_table;
+use crate::version::VersionEdit;
+
+#[derive(Debug, Default)]
+pub(crate) struct BgState {
+    pub shutting_down: bool,
+}
+
+/// Threads and the conditions they wait on.
+#[derive(Default)]
+pub(crate) struct Background {
+    pub state: Mutex<BgState>,
+    pub work: Condvar,
+    pub progress: Condvar,
+    pub compaction_lock: Mutex<()>,
+    pub being_compacted: Mutex<HashSet<u64>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Background {
+    /// Wakes the background threads.
+    pub fn kick(&self) {
+        let _g = self.state.lock();
+        self.work.notify_all();
+    }
+
+    /// Wakes everyone waiting for background progress.
+    pub fn progressed(&self) {
+        let _g = self.state.lock();
+        self.progress.notify_all();
+    }
+
+    /// Waits (at most `timeout`) for background progress.
+    pub fn wait_progress(&self, timeout: Duration) {
+        let mut g = self.state.lock();
+        if !g.shutting_down {
+            self.progress.wait_for(&mut g, timeout);
+        }
+    }
+}
+
+/// Starts the flush and compaction threads.
+pub(crate) fn start(db: &Arc<DbInner>) -> Result<()> {
+    let mut threads = db.bg.threads.lock();
+    for (name, body) in [
+        ("varve-flush", flush_loop as fn(&DbInner)),
+        ("varve-compact", compaction_loop),
+    ] {
+        let worker = Arc::clone(db);
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(&worker))
+            .map_err(|e| crate::Error::io(&db.dir, e))?;
+        threads.push(handle);
+    }
+    Ok(())
+}
+
+/// Stops the threads (a running job finishes first) and joins them.
+pub(crate) fn stop(db: &DbInner) {
+    {
+        let mut g = db.bg.state.lock();
+        g.shutting_down = true;
+        db.bg.work.notify_all();
+        db.bg.progress.notify_all();
+    }
+    let threads = std::mem::take(&mut *db.bg.threads.lock());
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+fn shutting_down(db: &DbInner) -> bool {
+    db.bg.state.lock().shutting_down
+}
+
+fn flush_loop(db: &DbInner) {
+    loop {
+        {
+            let mut g = db.bg.state.lock();
+            while !g.shutting_down && (db.super_version().imms.is_empty() || db.is_poisoned()) {
+                db.bg.work.wait_for(&mut g, Duration::from_millis(500));
+            }
+            if g.shutting_down {
+                return;
+            }
+        }
+        if let Err(e) = flush_oldest(db) {
+            db.poison(format!("flush failed: {e}"));
+        }
+        db.bg.progressed();
+        db.bg.kick();
+    }
+}
+
+/// Flushes the oldest immutable memtable into an L0 table and installs it.
+pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
+    let sv = db.super_version();
+    let Some(oldest) = sv.imms.last().cloned() else {
+        return Ok(());
+    };
+    let number = db.versions.lock().new_file_number();
+    db.pending_outputs.lock().insert(number);
+    let built = build_table(
+        db.fs.as_ref(),
+        &db.dir,
+        number,
+        &mut oldest.table.iter(),
+        db.snapshots.sequences(),
+        db.table_options(),
+    );
+    let result = built.and_then(|meta| {
+        let mut edit = VersionEdit::default();
+        let bytes = meta.as_ref().map(|m| m.file_size).unwrap_or(0);
+        if let Some(m) = meta {
+            edit.add_file(0, m);
+        }
+        let mut vs = db.versions.lock();
+        vs.set_last_sequence(db.last_sequence.load(Ordering::Acquire));
+        // The WAL after the flushed memtable's is the oldest one still needed.
+        let current = db.super_version();
+        let idx = current
+            .imms
+            .iter()
+            .position(|m| Arc::ptr_eq(&m.table, &oldest.table));
+        let next_wal = match idx {
+            Some(0) | None => current.mem.wal,
+            Some(i) => current.imms[i - 1].wal,
+        };
+        edit.log_number = Some(next_wal.max(vs.log_number()));
+        vs.log_and_apply(edit)?;
+        db.install(&vs, |sv| SuperVersion {
+            mem: sv.mem.clone(),
+            imms: sv
+                .imms
+                .iter()
+                .filter(|m| !Arc::ptr_eq(&m.table, &oldest.table))
+                .cloned()
+                .collect(),
+            version: vs.current(),
+        });
+        drop(vs);
+        Counters::add(&db.counters.flushes, 1);
+        Counters::add(&db.counters.flush_bytes, bytes);
+        db.info_log.log(format!(
+            "flushed memtable (WAL {}) to table {number}: {bytes} bytes",
+            oldest.wal
+        ));
+        Ok(())
+    });
+    db.pending_outputs.lock().remove(&number);
+    result?;
+    super::obsolete::delete_obsolete_files(db);
+    Ok(())
+}
+
+fn compaction_loop(db: &DbInner) {
+    loop {
+        if shutting_down(db) {
+            return;
+        }
+        let ran = if db.is_poisoned() {
+            Ok(false)
+        } else {
+            run_one_compaction(db)
+        };
+        match ran {
+            Ok(true) => {
+                db.bg.progressed();
+                continue;
+            }
+            Ok(false) => {}
+            Err(e) => db.poison(format!("compaction failed: {e}")),
+        }
+        let mut g = db.bg.state.lock();
+        if g.shutting_down {
+            return;
+        }
+        db.bg.work.wait_for(&mut g, Duration::from_millis(500));
+    }
+}
+
+/// Picks and runs one compaction if a level is due. Returns whether it ran.
+pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
+    let _only_one = db.bg.compaction_lock.lock();
+    let plan = {
+        let vs = db.versions.lock();
+        let busy = db.bg.being_compacted.lock().clone();
+        picker::pick(&vs.current(), &db.level_targets(), &busy, |l| {
+            vs.compact_pointer(l).map(<[u8]>::to_vec)
+        })
+    };
+    match plan {
+        Some(plan) => run_plan(db, &plan).map(|()| true),
+        None => Ok(false),
+    }
+}
+
+/// Runs `plan` and installs its result. The caller holds `compaction_lock`.
+pub(crate) fn run_plan(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
+    db.bg.being_compacted.lock().extend(plan.input_numbers());
+    let result = run_plan_inner(db, plan);
+    let mut busy = db.bg.being_compacted.lock();
+    for n in plan.input_numbers() {
+        busy.remove(&n);
+    }
+    drop(busy);
+    result?;
+    super::obsolete::delete_obsolete_files(db);
+    Ok(())
+}
+
+fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
+    let level = plan.level;
+    if plan.is_trivial_move() {
+        let f = &plan.inputs[0][0];
+        let mut edit = VersionEdit::default();
+        edit.delete_file(level, f.number);
+        edit.add_file(level + 1, (**f).clone());
+        edit.compact_pointers.push((level, f.largest.clone()));
+        let mut vs = db.versions.lock();
+        vs.log_and_apply(edit)?;
+        db.install(&vs, |sv| SuperVersion {
+            version: vs.current(),
+            ..sv.clone()
+        });
+        Counters::add(&db.counters.trivial_moves, 1);
+        db.info_log.log(format!(
+            "moved table {} from L{level} to L{} ({})",
+            f.number,
+            level + 1,
+            plan.reason
+        ));
+        return Ok(());
+    }
+    let version = db.versions.lock().current();
+    let ctx = JobContext {
+        dir: &db.dir,
+        fs: db.fs.as_ref(),
+        table_cache: &db.table_cache,
+        version: &version,
+        snapshots: db.snapshots.sequences(),
+        table_options: db.table_options(),
+        target_file_size: db.options.target_file_size,
+    };
+    let mut outputs = Vec::new();
+    let ran = job::run(plan, &ctx, || {
+        let n = db.versions.lock().new_file_number();
+        db.pending_outputs.lock().insert(n);
+        outputs.push(n);
+        n
+    });
+    let installed = ran.and_then(|(mut edit, stats)| {
+        if let Some(last) = plan.inputs[0].iter().map(|f| &f.largest).max() {
+            edit.compact_pointers.push((level, last.clone()));
+        }
+        let mut vs = db.versions.lock();
+        vs.log_and_apply(edit)?;
+        db.install(&vs, |sv| SuperVersion {
+            version: vs.current(),
+            ..sv.clone()
+        });
+        drop(vs);
+        Counters::add(&db.counters.compactions, 1);
+        Counters::add(&db.counters.compaction_bytes_read, stats.bytes_read);
+        Counters::add(&db.counters.compaction_bytes_written, stats.bytes_written);
+        db.info_log.log(format!(
+            "compacted L{level}->L{}: {} + {} files, read {} B, wrote {} B in {} files, dropped {} entries ({})",
+            level + 1,
+            plan.inputs[0].len(),
+            plan.inputs[1].len(),
+            stats.bytes_read,
+            stats.bytes_written,
+            stats.outputs.len(),
+            stats.entries_dropped,
+            plan.reason
+        ));
+        Ok(())
+    });
+    let mut pending = db.pending_outputs.lock();
+    for n in outputs {
+        pending.remove(&n);
+    }
+    drop(pending);
+    installed
+}

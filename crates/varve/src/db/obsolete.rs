@@ -1,0 +1,45 @@
+//! Deleting files no version needs any more: WALs whose data is in tables,
+//! tables retired by compactions, old manifests, leftover temporary files.
+//!
+//! Called only after the edit that retired them is durable in the manifest.
+//! Tables still pinned by a live `Version` (held by a reader or iterator)
+//! or being written by a running flush or compaction are kept. Failures to
+//! delete are logged, not fatal (the next pass retries). Thread-safe.
+
+use std::collections::HashSet;
+
+use super::DbInner;
+use super::filenames::{self, FileKind};
+
+/// Deletes every obsolete file in the database directory.
+pub(crate) fn delete_obsolete_files(db: &DbInner) {
+    let listing = match db.fs.list_dir(&db.dir) {
+        Ok(l) => l,
+        Err(e) => {
+            db.info_log
+                .log(format!("listing for obsolete files failed: {e}"));
+            return;
+        }
+    };
+    let mut pinned: HashSet<u64> = db.pending_outputs.lock().clone();
+    {
+        let mut live = db.live_versions.lock();
+        live.retain(|w| w.strong_count() > 0);
+        for v in live.iter().filter_map(|w| w.upgrade()) {
+            pinned.extend(v.live_file_numbers());
+        }
+    }
+    let names = db.versions.lock().obsolete_files(&listing, &pinned);
+    for name in names {
+        let path = db.dir.join(&name);
+        match db.fs.remove_file(&path) {
+            Ok(()) => {
+                if let Some(FileKind::Table(n)) = filenames::parse(&name) {
+                    db.table_cache.evict(n);
+                }
+                db.info_log.log(format!("deleted obsolete {name}"));
+            }
+            Err(e) => db.info_log.log(format!("deleting {name} failed: {e}")),
+        }
+    }
+}

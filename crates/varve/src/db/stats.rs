@@ -1,0 +1,214 @@
+//! Engine counters and the human-readable stats report.
+//!
+//! Counters are relaxed atomics bumped on the write, flush and compaction
+//! paths; [`DbStats`] is a consistent-enough copy for monitoring (each field
+//! is exact, fields are not taken at one instant). Thread-safe.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::version::{NUM_LEVELS, Version};
+
+/// Live counters.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub user_bytes: AtomicU64,
+    pub user_writes: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub flushes: AtomicU64,
+    pub flush_bytes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub trivial_moves: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_written: AtomicU64,
+    pub stall_slowdowns: AtomicU64,
+    pub stall_stops_memtables: AtomicU64,
+    pub stall_stops_l0: AtomicU64,
+    pub stall_micros: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// One level of the tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelStats {
+    /// Number of table files.
+    pub files: usize,
+    /// Bytes of table files.
+    pub bytes: u64,
+    /// Compaction score (`>= 1` means the level is due).
+    pub score: f64,
+}
+
+/// A copy of the engine's counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DbStats {
+    /// Per level L0..L6.
+    pub levels: Vec<LevelStats>,
+    /// Bytes of keys and values written by users.
+    pub user_bytes: u64,
+    /// Write batches applied.
+    pub user_writes: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes: u64,
+    /// WAL fdatasyncs.
+    pub wal_syncs: u64,
+    /// Memtables flushed to L0.
+    pub flushes: u64,
+    /// Bytes of tables written by flushes.
+    pub flush_bytes: u64,
+    /// Compactions that rewrote files.
+    pub compactions: u64,
+    /// Compactions that only moved a file down a level.
+    pub trivial_moves: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// `(flush + compaction bytes written) / user bytes`.
+    pub write_amplification: f64,
+    /// Writes delayed because L0 reached the slowdown trigger.
+    pub stall_slowdowns: u64,
+    /// Writes stopped because too many memtables waited for a flush.
+    pub stall_stops_memtables: u64,
+    /// Writes stopped because L0 reached the stop trigger.
+    pub stall_stops_l0: u64,
+    /// Microseconds writers spent stalled.
+    pub stall_micros: u64,
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Bytes in the block cache.
+    pub block_cache_usage: u64,
+    /// Block cache capacity.
+    pub block_cache_capacity: u64,
+    /// Table files open.
+    pub open_tables: u64,
+    /// Bytes of index and filter blocks pinned by open tables.
+    pub pinned_table_memory: u64,
+    /// Bytes of memtable arenas.
+    pub memtable_bytes: u64,
+    /// Immutable memtables waiting for a flush.
+    pub immutable_memtables: u64,
+}
+
+impl DbStats {
+    pub(crate) fn levels_of(version: &Version, scores: &[f64]) -> Vec<LevelStats> {
+        (0..NUM_LEVELS)
+            .map(|l| LevelStats {
+                files: version.num_files(l),
+                bytes: version.level_bytes(l),
+                score: scores.get(l).copied().unwrap_or(0.0),
+            })
+            .collect()
+    }
+
+    pub(crate) fn from_counters(c: &Counters) -> DbStats {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let user = r(&c.user_bytes);
+        let written = r(&c.flush_bytes) + r(&c.compaction_bytes_written);
+        DbStats {
+            levels: Vec::new(),
+            user_bytes: user,
+            user_writes: r(&c.user_writes),
+            wal_bytes: r(&c.wal_bytes),
+            wal_syncs: r(&c.wal_syncs),
+            flushes: r(&c.flushes),
+            flush_bytes: r(&c.flush_bytes),
+            compactions: r(&c.compactions),
+            trivial_moves: r(&c.trivial_moves),
+            compaction_bytes_read: r(&c.compaction_bytes_read),
+            compaction_bytes_written: r(&c.compaction_bytes_written),
+            write_amplification: if user == 0 {
+                0.0
+            } else {
+                written as f64 / user as f64
+            },
+            stall_slowdowns: r(&c.stall_slowdowns),
+            stall_stops_memtables: r(&c.stall_stops_memtables),
+            stall_stops_l0: r(&c.stall_stops_l0),
+            stall_micros: r(&c.stall_micros),
+            block_cache_hits: 0,
+            block_cache_misses: 0,
+            block_cache_usage: 0,
+            block_cache_capacity: 0,
+            open_tables: 0,
+            pinned_table_memory: 0,
+            memtable_bytes: 0,
+            immutable_memtables: 0,
+        }
+    }
+
+    /// A report in the spirit of RocksDB's `rocksdb.stats`.
+    pub fn report(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "** varve stats **");
+        let _ = writeln!(s, "Level  Files   Size(MiB)  Score");
+        for (l, lv) in self.levels.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "L{l:<5} {:>5} {:>11.1} {:>6.2}",
+                lv.files,
+                lv.bytes as f64 / 1048576.0,
+                lv.score
+            );
+        }
+        let mib = |b: u64| b as f64 / 1048576.0;
+        let _ = writeln!(
+            s,
+            "User writes: {} batches, {:.1} MiB; WAL: {:.1} MiB, {} syncs",
+            self.user_writes,
+            mib(self.user_bytes),
+            mib(self.wal_bytes),
+            self.wal_syncs
+        );
+        let _ = writeln!(
+            s,
+            "Flush: {} memtables, {:.1} MiB; Compaction: {} jobs + {} moves, read {:.1} MiB, wrote {:.1} MiB",
+            self.flushes,
+            mib(self.flush_bytes),
+            self.compactions,
+            self.trivial_moves,
+            mib(self.compaction_bytes_read),
+            mib(self.compaction_bytes_written)
+        );
+        let _ = writeln!(s, "Write amplification: {:.2}", self.write_amplification);
+        let _ = writeln!(
+            s,
+            "Stalls: {} slowdowns (L0), {} stops (memtables), {} stops (L0), {:.3} s stalled",
+            self.stall_slowdowns,
+            self.stall_stops_memtables,
+            self.stall_stops_l0,
+            self.stall_micros as f64 / 1e6
+        );
+        let lookups = self.block_cache_hits + self.block_cache_misses;
+        let _ = writeln!(
+            s,
+            "Block cache: {:.1}/{:.1} MiB, {} hits, {} misses ({:.1}% hit)",
+            mib(self.block_cache_usage),
+            mib(self.block_cache_capacity),
+            self.block_cache_hits,
+            self.block_cache_misses,
+            if lookups == 0 {
+                0.0
+            } else {
+                100.0 * self.block_cache_hits as f64 / lookups as f64
+            }
+        );
+        let _ = writeln!(
+            s,
+            "Tables open: {} ({:.1} MiB index+filter pinned); memtables: {:.1} MiB, {} immutable",
+            self.open_tables,
+            mib(self.pinned_table_memory),
+            mib(self.memtable_bytes),
+            self.immutable_memtables
+        );
+        s
+    }
+}

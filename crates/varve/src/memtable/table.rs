@@ -1,0 +1,190 @@
+//! [`MemTable`]: the engine-facing memtable. It encodes each entry as an
+//! internal key (user key + trailer, see [`crate::keys`]) and a value in one
+//! skiplist node, answers point lookups at a sequence number, and provides a
+//! cursor ([`MemTableIterator`]) over the entries in internal-key order.
+//!
+//! Thread-safety: `MemTable` is `Send + Sync`; `add` may run on many threads
+//! at once while any number of `get`s and iterators read, without locks.
+//! Entries are immutable once added, and the arena lives as long as the
+//! memtable, so `get`, `key()` and `value()` borrow straight from the arena.
+//!
+//! Invariants: `memory_usage() <= capacity()`; an `add` that returns
+//! [`MemTableFull`] changed nothing; an `add` of `(k, v)` consumes at most
+//! `entry_charge(k.len(), v.len())` bytes.
+
+use std::sync::Arc;
+
+use super::skiplist::{self, Node, SkipList, Target};
+use crate::iter::InternalIterator;
+use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, TRAILER_LEN, ValueKind};
+
+/// Returned by [`MemTable::add`] when the arena has no room left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("memtable is full")]
+pub struct MemTableFull;
+
+/// A sorted in-memory table of internal entries with a fixed byte capacity.
+pub struct MemTable {
+    list: SkipList,
+}
+
+impl std::fmt::Debug for MemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTable")
+            .field("capacity", &self.capacity())
+            .field("memory_usage", &self.memory_usage())
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl MemTable {
+    /// A memtable whose arena is one allocation of `capacity` bytes.
+    ///
+    /// The capacity is clamped to the range the arena supports: at least
+    /// the head node (a few dozen bytes, which count as used) and at most
+    /// `u32::MAX` bytes (arena offsets are `u32`).
+    pub fn new(capacity: usize) -> Self {
+        MemTable {
+            list: SkipList::new(capacity),
+        }
+    }
+
+    /// Upper bound of the arena bytes one `add` of a `user_key_len`-byte key
+    /// and a `value_len`-byte value uses (tallest node, length words,
+    /// trailer, alignment padding). An `add` never uses more.
+    ///
+    /// The bound also covers the head node, so a fresh `MemTable::new(n)`
+    /// with `n >=` the sum of the charges of some entries accepts them all
+    /// (up to the `u32::MAX` capacity limit). This costs one head node
+    /// (a few dozen bytes) of slack when deciding to switch memtables.
+    pub fn entry_charge(user_key_len: usize, value_len: usize) -> usize {
+        SkipList::node_charge(user_key_len.saturating_add(TRAILER_LEN), value_len)
+            .saturating_add(SkipList::HEAD_SIZE)
+    }
+
+    /// Arena capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.list.capacity()
+    }
+
+    /// Arena bytes handed out so far: the head node and every entry,
+    /// alignment padding included.
+    pub fn memory_usage(&self) -> usize {
+        self.list.memory_usage()
+    }
+
+    /// Arena bytes still free.
+    pub fn remaining(&self) -> usize {
+        self.capacity().saturating_sub(self.memory_usage())
+    }
+
+    /// Inserts an entry. Safe to call from many threads at once.
+    ///
+    /// Returns [`MemTableFull`], changing nothing, when the entry does not
+    /// fit in the remaining arena. `seq` must be at most
+    /// [`keys::MAX_SEQUENCE`]. Adding an internal key `(user_key, seq, kind)`
+    /// that is already present (the engine never does: sequence numbers are
+    /// unique) keeps both entries side by side; `get` and iteration then see
+    /// either one first, and `prev` from one skips the other.
+    pub fn add(
+        &self,
+        seq: SequenceNumber,
+        kind: ValueKind,
+        user_key: &[u8],
+        value: &[u8],
+    ) -> Result<(), MemTableFull> {
+        let target = Target {
+            user_key,
+            trailer: keys::pack_trailer(seq, kind),
+        };
+        self.list
+            .insert(target, value, skiplist::random_height(user_key))
+    }
+
+    /// The newest entry of `user_key` with sequence `<= seq` (a `seq` above
+    /// [`keys::MAX_SEQUENCE`] means "any"), borrowed from the arena.
+    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, &[u8])> {
+        let target = Target {
+            user_key,
+            trailer: keys::pack_trailer(seq.min(MAX_SEQUENCE), ValueKind::FOR_SEEK),
+        };
+        let node = self.list.seek_ge(target)?;
+        let parsed = keys::parse_internal_key(self.list.key(node))?;
+        (parsed.user_key == user_key).then(|| (parsed.kind, self.list.value(node)))
+    }
+
+    /// Number of entries (completed `add`s).
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A cursor over the entries that keeps the memtable alive. It starts
+    /// unpositioned; entries added while it exists may or may not be seen.
+    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+        MemTableIterator {
+            mem: Arc::clone(self),
+            node: None,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) -> usize {
+        self.list.check_invariants()
+    }
+}
+
+/// Cursor over a memtable; implements [`InternalIterator`]. `next` is O(1),
+/// seeks and `prev` are O(log n) searches.
+pub struct MemTableIterator {
+    mem: Arc<MemTable>,
+    /// Current node; always a node of `mem.list`.
+    node: Option<Node>,
+}
+
+impl std::fmt::Debug for MemTableIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemTableIterator")
+            .field("mem", &self.mem)
+            .field("valid", &self.valid())
+            .finish()
+    }
+}
+
+impl InternalIterator for MemTableIterator {
+    fn valid(&self) -> bool {
+        self.node.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        self.node = self.mem.list.first();
+    }
+    fn seek_to_last(&mut self) {
+        self.node = self.mem.list.last();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.node = self.mem.list.seek_ge(Target::from_internal_key(target));
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.node = self.mem.list.seek_le(Target::from_internal_key(target));
+    }
+    fn next(&mut self) {
+        self.node = self.node.and_then(|n| self.mem.list.next(n));
+    }
+    fn prev(&mut self) {
+        let list = &self.mem.list;
+        self.node = self
+            .node
+            .and_then(|n| list.seek_lt(Target::from_internal_key(list.key(n))));
+    }
+    fn key(&self) -> &[u8] {
+        self.node.map_or(&[], |n| self.mem.list.key(n))
+    }
+    fn value(&self) -> &[u8] {
+        self.node.map_or(&[], |n| self.mem.list.value(n))
+    }
+}

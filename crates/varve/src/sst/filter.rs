@@ -1,0 +1,152 @@
+//! The per-table bloom filter over user keys (see `docs/sst-format.md`).
+//!
+//! Layout: `bitmap (nbits / 8 bytes) | k u8`. A key's probes come from
+//! `h = xxh3_64(user_key)` by double hashing: with `h1 = h & 0xffff_ffff`,
+//! `h2 = h >> 32`, probe `i` (0..k) tests bit `(h1 + i * h2) mod nbits`
+//! (bit `b` is bit `b % 8` of byte `b / 8`). `k = round(bits_per_key * ln 2)`
+//! clamped to 1..=30; `nbits = max(64, n * bits_per_key)` rounded up to a
+//! multiple of 8. [`FilterBuilder`] is single-threaded; [`BloomFilter`] is
+//! immutable and shared. Invariant: no false negatives.
+
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Hash of a user key, as stored in the filter.
+pub fn filter_hash(user_key: &[u8]) -> u64 {
+    xxh3_64(user_key)
+}
+
+/// Largest number of probes a version-1 filter may use.
+pub const MAX_PROBES: u8 = 30;
+
+/// Collects the hashes of a table's distinct user keys.
+#[derive(Debug)]
+pub struct FilterBuilder {
+    bits_per_key: u32,
+    hashes: Vec<u64>,
+}
+
+impl FilterBuilder {
+    /// A builder with `bits_per_key` (> 0) bits of filter per key.
+    pub fn new(bits_per_key: u32) -> Self {
+        FilterBuilder {
+            bits_per_key: bits_per_key.max(1),
+            hashes: Vec::new(),
+        }
+    }
+
+    /// Adds a user key (callers skip consecutive duplicates).
+    pub fn add(&mut self, user_key: &[u8]) {
+        self.hashes.push(filter_hash(user_key));
+    }
+
+    /// Number of keys added.
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// True when no key was added.
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
+    /// Encodes the filter block contents.
+    pub fn finish(&self) -> Vec<u8> {
+        let k = ((f64::from(self.bits_per_key) * std::f64::consts::LN_2).round() as u64)
+            .clamp(1, u64::from(MAX_PROBES)) as u8;
+        let nbits = (self.hashes.len() as u64 * u64::from(self.bits_per_key))
+            .max(64)
+            .next_multiple_of(8);
+        let mut out = vec![0u8; (nbits / 8) as usize];
+        for &h in &self.hashes {
+            let (h1, h2) = (h & 0xffff_ffff, h >> 32);
+            for i in 0..u64::from(k) {
+                let bit = (h1 + i * h2) % nbits;
+                out[(bit / 8) as usize] |= 1 << (bit % 8);
+            }
+        }
+        out.push(k);
+        out
+    }
+}
+
+/// A decoded bloom filter.
+#[derive(Debug)]
+pub struct BloomFilter {
+    bits: Vec<u8>,
+    k: u8,
+}
+
+impl BloomFilter {
+    /// Decodes filter block contents; `Err(reason)` if malformed.
+    pub fn decode(mut data: Vec<u8>) -> Result<BloomFilter, String> {
+        let k = data.pop().ok_or("empty filter block")?;
+        if k == 0 || k > MAX_PROBES {
+            return Err(format!("filter has {k} probes (allowed 1..={MAX_PROBES})"));
+        }
+        if data.is_empty() {
+            return Err("filter has no bitmap".into());
+        }
+        Ok(BloomFilter { bits: data, k })
+    }
+
+    /// False only if the key is certainly absent.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.may_contain_hash(filter_hash(user_key))
+    }
+
+    /// [`may_contain`](Self::may_contain) for a precomputed [`filter_hash`].
+    pub fn may_contain_hash(&self, h: u64) -> bool {
+        let nbits = self.bits.len() as u64 * 8;
+        let (h1, h2) = (h & 0xffff_ffff, h >> 32);
+        (0..u64::from(self.k)).all(|i| {
+            let bit = (h1 + i * h2) % nbits;
+            self.bits
+                .get((bit / 8) as usize)
+                .is_some_and(|b| b & (1 << (bit % 8)) != 0)
+        })
+    }
+
+    /// Bytes held in memory.
+    pub fn memory(&self) -> usize {
+        self.bits.capacity() + std::mem::size_of::<Self>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(n: u32, bits: u32) -> BloomFilter {
+        let mut b = FilterBuilder::new(bits);
+        for i in 0..n {
+            b.add(format!("key{i:08}").as_bytes());
+        }
+        BloomFilter::decode(b.finish()).unwrap()
+    }
+
+    #[test]
+    fn no_false_negatives_and_low_fp_rate() {
+        let f = build(10_000, 10);
+        for i in 0..10_000u32 {
+            assert!(f.may_contain(format!("key{i:08}").as_bytes()));
+        }
+        let fp = (0..10_000u32)
+            .filter(|i| f.may_contain(format!("absent{i:08}").as_bytes()))
+            .count();
+        let rate = fp as f64 / 10_000.0;
+        assert!(rate < 0.03, "false-positive rate {rate}");
+        assert!(rate > 0.001, "suspiciously low false-positive rate {rate}");
+    }
+
+    #[test]
+    fn empty_and_small_filters() {
+        let f = build(0, 10);
+        assert!(!f.may_contain(b"x"));
+        let f = build(1, 1);
+        assert!(f.may_contain(b"key00000000"));
+        assert!(BloomFilter::decode(vec![]).is_err());
+        assert!(BloomFilter::decode(vec![0]).is_err());
+        assert!(BloomFilter::decode(vec![0xff, 31]).is_err());
+        assert!(BloomFilter::decode(vec![0xff, 0]).is_err());
+    }
+}

@@ -1,0 +1,353 @@
+//! An open table: reads and checks the footer, properties, index and filter
+//! once at [`Table::open`] and keeps them in memory (pinned) for the
+//! table's life; data blocks come from the block cache or the file.
+//!
+//! `Table` is immutable after open, `Send + Sync`, shared via `Arc`; reads
+//! are positional (`read_at`), so any number of threads may call
+//! [`Table::get`] and iterate at once. Invariants established at open: the
+//! blocks tile the file exactly (data blocks contiguous from 0, then filter,
+//! index, properties, footer), every index entry decodes to the handle of the
+//! next data block, and the properties agree with that layout. Every failed
+//! check is `Error::Corruption` naming the file and the block's offset.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cache::BlockCache;
+use crate::io::RandomAccessFile;
+use crate::iter::InternalIterator;
+use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key, parse_internal_key};
+use crate::{Error, Result};
+
+use super::block::Block;
+use super::filter::BloomFilter;
+use super::format::{
+    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, check_handle, decode_block,
+    read_block,
+};
+use super::properties::TableProperties;
+use super::table_iter::TableIterator;
+
+/// How a table is read.
+#[derive(Clone)]
+pub struct TableReadOptions {
+    /// Shared cache for data blocks (`None`: no caching).
+    pub cache: Option<Arc<BlockCache>>,
+    /// This table's key in the cache, unique per table (the file number).
+    pub cache_id: u64,
+    /// Verify data block checksums on read (default true). Blocks read at
+    /// open are always verified.
+    pub verify_checksums: bool,
+}
+
+impl Default for TableReadOptions {
+    fn default() -> Self {
+        TableReadOptions {
+            cache: None,
+            cache_id: 0,
+            verify_checksums: true,
+        }
+    }
+}
+
+impl fmt::Debug for TableReadOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableReadOptions")
+            .field("cache", &self.cache.is_some())
+            .field("cache_id", &self.cache_id)
+            .field("verify_checksums", &self.verify_checksums)
+            .finish()
+    }
+}
+
+/// An open, read-only table file.
+pub struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    /// End of the last data block (= offset of the first meta block).
+    data_end: u64,
+    index_offset: u64,
+    cache: Option<Arc<BlockCache>>,
+    cache_id: u64,
+    verify_checksums: bool,
+    index: Arc<Block>,
+    filter: Option<BloomFilter>,
+    props: TableProperties,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_size", &self.props.file_size)
+            .field("num_entries", &self.props.num_entries)
+            .field("cache_id", &self.cache_id)
+            .finish()
+    }
+}
+
+impl Table {
+    /// Opens the table in `file` of `file_size` bytes: reads and verifies
+    /// the footer, properties, index and filter, and pins them in memory.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_size: u64,
+        opts: TableReadOptions,
+    ) -> Result<Arc<Table>> {
+        let path = file.path().to_path_buf();
+        let corrupt = |offset: u64, reason: &str| Error::corruption(&path, offset, reason);
+        let footer_start = file_size
+            .checked_sub(FOOTER_LEN as u64)
+            .ok_or_else(|| corrupt(0, "file too short to be a table"))?;
+        let mut buf = vec![0u8; FOOTER_LEN];
+        let got = file.read_at(&mut buf, footer_start)?;
+        buf.truncate(got);
+        let footer = Footer::decode(&buf, &path, footer_start)?;
+
+        // The blocks must tile the file: data | filter | index | properties | footer.
+        let end_of = |h: BlockHandle| h.end().unwrap_or(u64::MAX);
+        if end_of(footer.properties) != footer_start
+            || end_of(footer.index) != footer.properties.offset
+        {
+            return Err(corrupt(
+                footer_start,
+                "footer handles do not match the file layout",
+            ));
+        }
+        let data_end = if footer.filter.size == 0 {
+            if footer.filter.offset != 0 {
+                return Err(corrupt(footer_start, "bad empty filter handle"));
+            }
+            footer.index.offset
+        } else {
+            if end_of(footer.filter) != footer.index.offset {
+                return Err(corrupt(
+                    footer_start,
+                    "filter handle does not match the file layout",
+                ));
+            }
+            footer.filter.offset
+        };
+
+        // One read for all meta blocks; each is then checked on its own.
+        let mut meta = vec![0u8; (footer_start - data_end) as usize];
+        let got = file.read_at(&mut meta, data_end)?;
+        if got != meta.len() {
+            return Err(corrupt(data_end, "short read of the meta blocks"));
+        }
+        let read = |h: BlockHandle| -> Result<Vec<u8>> {
+            check_handle(h, data_end, footer_start, &path)?;
+            let start = (h.offset - data_end) as usize;
+            let buf = meta[start..start + h.size as usize + BLOCK_TRAILER_LEN].to_vec();
+            decode_block(buf, h.offset, &path, true)
+        };
+        let mut props = TableProperties::decode(&read(footer.properties)?)
+            .map_err(|r| corrupt(footer.properties.offset, &r))?;
+        props.format_version = FORMAT_VERSION;
+        props.file_size = file_size;
+        let index = Arc::new(Block::parse(
+            read(footer.index)?,
+            &path,
+            footer.index.offset,
+        )?);
+        let filter = if footer.filter.size == 0 {
+            None
+        } else {
+            let f = BloomFilter::decode(read(footer.filter)?)
+                .map_err(|r| corrupt(footer.filter.offset, &r))?;
+            Some(f)
+        };
+
+        check_index(&index, data_end, &props).map_err(|r| corrupt(footer.index.offset, &r))?;
+        let trailer = BLOCK_TRAILER_LEN as u64;
+        let filter_bytes = if filter.is_some() {
+            footer.filter.size + trailer
+        } else {
+            0
+        };
+        if props.data_bytes != data_end
+            || props.index_bytes != footer.index.size + trailer
+            || props.filter_bytes != filter_bytes
+        {
+            return Err(corrupt(
+                footer.properties.offset,
+                "properties disagree with the file layout",
+            ));
+        }
+        Ok(Arc::new(Table {
+            file,
+            path,
+            data_end,
+            index_offset: footer.index.offset,
+            cache: opts.cache,
+            cache_id: opts.cache_id,
+            verify_checksums: opts.verify_checksums,
+            index,
+            filter,
+            props,
+        }))
+    }
+
+    /// The newest entry of `user_key` with sequence `<= seq`, if the table
+    /// has one (a tombstone comes back as `ValueKind::Deletion`).
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let target = lookup_key(user_key, seq.min(MAX_SEQUENCE));
+        let mut idx = self.index.iter();
+        idx.seek(&target);
+        if !idx.valid() {
+            return idx.status().map_err(|_| self.bad_index()).map(|()| None);
+        }
+        let handle = self.decode_handle(idx.value())?;
+        let block = self.read_data_block(handle)?;
+        let mut it = block.iter();
+        it.seek(&target);
+        if !it.valid() {
+            return it
+                .status()
+                .map_err(|_| self.bad_block(handle.offset))
+                .map(|()| None);
+        }
+        let parsed = parse_internal_key(it.key()).ok_or_else(|| {
+            Error::corruption(&self.path, handle.offset, "bad internal key in block")
+        })?;
+        if parsed.user_key != user_key {
+            return Ok(None);
+        }
+        Ok(Some((parsed.kind, it.value().to_vec())))
+    }
+
+    /// False only if the bloom filter says `user_key` is absent.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// A cursor over all entries (two-level: index, then data blocks).
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(Arc::clone(self))
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &TableProperties {
+        &self.props
+    }
+
+    /// Bytes held in memory for the table's life (index, filter, properties).
+    pub fn pinned_memory(&self) -> usize {
+        self.index.charge()
+            + self.filter.as_ref().map_or(0, BloomFilter::memory)
+            + self.props.memory()
+    }
+
+    /// Approximate file offset where entries `>= internal_key` start (from
+    /// the index; no data IO). Past the last key: the end of the data blocks.
+    pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
+        let mut idx = self.index.iter();
+        idx.seek(internal_key);
+        if idx.valid()
+            && let Some(h) = BlockHandle::decode_exact(idx.value())
+        {
+            return h.offset;
+        }
+        self.data_end
+    }
+
+    /// Each data block's index separator (an internal key `>=` every key of
+    /// the block and `<` every key of the next) and the offset where the block
+    /// ends. No data IO.
+    pub fn index_samples(&self) -> Vec<(Vec<u8>, u64)> {
+        let mut out = Vec::with_capacity(self.props.num_data_blocks as usize);
+        let mut idx = self.index.iter();
+        idx.seek_to_first();
+        while idx.valid() {
+            if let Some(end) = BlockHandle::decode_exact(idx.value()).and_then(|h| h.end()) {
+                out.push((idx.key().to_vec(), end));
+            }
+            idx.next();
+        }
+        out
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn index_block(&self) -> &Arc<Block> {
+        &self.index
+    }
+
+    pub(crate) fn decode_handle(&self, value: &[u8]) -> Result<BlockHandle> {
+        BlockHandle::decode_exact(value).ok_or_else(|| self.bad_index())
+    }
+
+    pub(crate) fn bad_index(&self) -> Error {
+        Error::corruption(&self.path, self.index_offset, "malformed index entry")
+    }
+
+    pub(crate) fn bad_block(&self, offset: u64) -> Error {
+        Error::corruption(&self.path, offset, "malformed block entry")
+    }
+
+    /// The data block at `handle`, from the cache or the file (then cached).
+    pub(crate) fn read_data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        if let Some(cache) = &self.cache
+            && let Some(b) = cache.get(self.cache_id, handle.offset)
+        {
+            return Ok(b);
+        }
+        let data = read_block(
+            self.file.as_ref(),
+            handle,
+            self.data_end,
+            self.verify_checksums,
+        )?;
+        let block = Arc::new(Block::parse(data, &self.path, handle.offset)?);
+        if let Some(cache) = &self.cache {
+            cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
+        }
+        Ok(block)
+    }
+}
+
+/// Checks that the index entries are parsable internal keys mapping to
+/// contiguous data blocks `[0, data_end)`, one per counted data block.
+fn check_index(
+    index: &Arc<Block>,
+    data_end: u64,
+    props: &TableProperties,
+) -> std::result::Result<(), String> {
+    let mut it = index.iter();
+    it.seek_to_first();
+    let (mut expected, mut count) = (0u64, 0u64);
+    while it.valid() {
+        if parse_internal_key(it.key()).is_none() {
+            return Err(format!("index entry {count} has a bad internal key"));
+        }
+        let h = BlockHandle::decode_exact(it.value())
+            .ok_or_else(|| format!("index entry {count} has a bad handle"))?;
+        if h.offset != expected {
+            return Err(format!(
+                "index entry {count} points to {} instead of {expected}",
+                h.offset
+            ));
+        }
+        expected = h.end().ok_or("index handle overflows")?;
+        count += 1;
+        it.next();
+    }
+    if expected != data_end || count != props.num_data_blocks {
+        return Err(format!(
+            "index covers {expected} bytes in {count} blocks; expected {data_end} bytes in {} blocks",
+            props.num_data_blocks
+        ));
+    }
+    Ok(())
+}
