@@ -9,6 +9,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 
 use anyhow::{Context, Result};
 
@@ -68,6 +69,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
     let version = opened.engine.version();
     writeln!(out, "{}", report::header(flags, &version, &path, seed))?;
     let mut results = Vec::new();
+    let threads_started = AtomicU64::new(0);
     for name in &names {
         let fresh = workloads::is_fresh(name);
         if fresh && flags.use_existing_db {
@@ -91,6 +93,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
             flags,
             engine,
             seed,
+            threads_started: &threads_started,
             latency: flags.histogram || flags.json.is_some(),
             progress: progress::bar(name, workloads::expected_ops(name, flags)),
         };

@@ -35,7 +35,7 @@ pub fn run(ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
         disable_wal: f.disable_wal,
     };
     let write = run_threads(ctx, t, |tid, st| {
-        let mut rng = Rng::new(ctx.seed.wrapping_add(tid as u64));
+        let mut rng = ctx.thread_rng();
         let mut values = ValueGen::new(VALUE, f.compression_ratio);
         let mut key = Vec::with_capacity(KEY);
         for k in slice_of(num, t, tid, &mut rng) {
@@ -47,7 +47,7 @@ pub fn run(ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
         Ok(())
     })?;
     let read = run_threads(ctx, t, |tid, st| {
-        let mut rng = Rng::new(ctx.seed.wrapping_add(1000 + tid as u64));
+        let mut rng = ctx.thread_rng();
         let mut key = Vec::with_capacity(KEY);
         let (mut reads, mut found) = (0, 0);
         for k in slice_of(num, t, tid, &mut rng) {

@@ -8,13 +8,14 @@
 //! error. Workloads never print; the runner does.
 
 use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Result, bail};
 use indicatif::ProgressBar;
 
 use crate::engine::{Engine, WriteOpts};
 use crate::flags::Flags;
-use crate::keygen::WriteMode;
+use crate::keygen::{Rng, WriteMode};
 use crate::stats::Stats;
 
 pub mod contest;
@@ -29,12 +30,24 @@ pub struct Ctx<'a> {
     pub flags: &'a Flags,
     /// The engine under test.
     pub engine: &'a dyn Engine,
-    /// Seed base; thread `i` seeds its generator with `seed + i`.
+    /// Seed base; the n-th thread of the run seeds its generator with
+    /// `seed + n` (n counts from 1 across workloads, as db_bench's
+    /// `total_thread_count_`, so readrandom does not replay fillrandom's keys).
     pub seed: u64,
+    /// Threads started so far in this run.
+    pub threads_started: &'a AtomicU64,
     /// Record per-operation latency.
     pub latency: bool,
     /// Progress bar to advance, when stderr is a terminal.
     pub progress: Option<ProgressBar>,
+}
+
+impl Ctx<'_> {
+    /// A generator for a newly started thread, seeded as db_bench seeds it.
+    pub fn thread_rng(&self) -> Rng {
+        let n = self.threads_started.fetch_add(1, Ordering::Relaxed) + 1;
+        Rng::new(self.seed.wrapping_add(n))
+    }
 }
 
 /// The result of one (sub-)workload.

@@ -10,14 +10,14 @@
 use anyhow::Result;
 
 use super::{Ctx, Outcome, run_threads};
-use crate::keygen::{Rng, make_key};
+use crate::keygen::make_key;
 use crate::stats::Limit;
 
 /// db_bench's readrandom.
 pub fn read_random(ctx: &Ctx<'_>) -> Result<Outcome> {
     let f = ctx.flags;
-    let stats = run_threads(ctx, f.threads, |tid, st| {
-        let mut rng = Rng::new(ctx.seed.wrapping_add(tid as u64));
+    let stats = run_threads(ctx, f.threads, |_tid, st| {
+        let mut rng = ctx.thread_rng();
         let mut key = Vec::with_capacity(f.key_size);
         let mut limit = Limit::new(f.duration, f.reads());
         let (mut reads, mut found) = (0u64, 0u64);
@@ -41,8 +41,8 @@ pub fn read_random(ctx: &Ctx<'_>) -> Result<Outcome> {
 pub fn multi_read_random(ctx: &Ctx<'_>) -> Result<Outcome> {
     let f = ctx.flags;
     let batch = f.batch_size.max(1);
-    let stats = run_threads(ctx, f.threads, |tid, st| {
-        let mut rng = Rng::new(ctx.seed.wrapping_add(tid as u64));
+    let stats = run_threads(ctx, f.threads, |_tid, st| {
+        let mut rng = ctx.thread_rng();
         let mut bufs: Vec<Vec<u8>> = vec![Vec::with_capacity(f.key_size); batch];
         let mut limit = Limit::new(f.duration, f.reads());
         let (mut reads, mut found) = (0u64, 0u64);

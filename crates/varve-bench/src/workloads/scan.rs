@@ -9,7 +9,7 @@
 use anyhow::Result;
 
 use super::{Ctx, Outcome, run_threads};
-use crate::keygen::{Rng, make_key};
+use crate::keygen::make_key;
 use crate::stats::Limit;
 
 /// readseq (`reverse == false`) or readreverse.
@@ -43,8 +43,8 @@ pub fn read_seq(ctx: &Ctx<'_>, reverse: bool) -> Result<Outcome> {
 /// seekrandom with `--seek_nexts`.
 pub fn seek_random(ctx: &Ctx<'_>) -> Result<Outcome> {
     let f = ctx.flags;
-    let stats = run_threads(ctx, f.threads, |tid, st| {
-        let mut rng = Rng::new(ctx.seed.wrapping_add(tid as u64));
+    let stats = run_threads(ctx, f.threads, |_tid, st| {
+        let mut rng = ctx.thread_rng();
         let mut c = ctx.engine.cursor()?;
         let mut key = Vec::with_capacity(f.key_size);
         let mut limit = Limit::new(f.duration, f.reads());

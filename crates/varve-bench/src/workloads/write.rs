@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::{Ctx, Outcome, run_threads};
 use crate::engine::WriteOpts;
-use crate::keygen::{KeyGen, Rng, WriteMode, make_key};
+use crate::keygen::{KeyGen, WriteMode, make_key};
 use crate::stats::Limit;
 use crate::valuegen::ValueGen;
 
@@ -31,8 +31,8 @@ pub fn fill(
     } else {
         0
     };
-    let stats = run_threads(ctx, threads, |tid, st| {
-        let mut rng = Rng::new(ctx.seed.wrapping_add(tid as u64));
+    let stats = run_threads(ctx, threads, |_tid, st| {
+        let mut rng = ctx.thread_rng();
         let mut keys = KeyGen::new(mode, num, &mut rng);
         let mut values = ValueGen::new(f.value_size, f.compression_ratio);
         let mut key_bufs: Vec<Vec<u8>> = vec![Vec::with_capacity(f.key_size); batch];
