@@ -119,38 +119,37 @@ impl Engine for Rocks {
                 for (k, v) in batch {
                     b.put(k, v);
                 }
-                self.db.write_opt(&b, wo)
+                self.db.write_opt(b, wo)
             }
         })?;
         Ok(())
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self
-            .db
-            .get_pinned_opt(key, &self.read_options())?
-            .map(|v| v.len()))
+        let v = self.with_read_options(|ro| self.db.get_pinned_opt(key, ro))?;
+        Ok(v.map(|v| v.len()))
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
-        let ro = self.read_options();
-        if self.batched {
-            let cf = self
-                .db
-                .cf_handle("default")
-                .context("default column family")?;
-            self.db
-                .batched_multi_get_cf_opt(cf, keys.iter().copied(), false, &ro)
-                .into_iter()
-                .map(|r| Ok(r?.map(|v| v.len())))
-                .collect()
-        } else {
-            self.db
-                .multi_get_opt(keys.iter(), &ro)
-                .into_iter()
-                .map(|r| Ok(r?.map(|v| v.len())))
-                .collect()
-        }
+        let cf = self
+            .db
+            .cf_handle("default")
+            .context("default column family")?;
+        self.with_read_options(|ro| {
+            if self.batched {
+                self.db
+                    .batched_multi_get_cf_opt(cf, keys.iter().copied(), false, ro)
+                    .into_iter()
+                    .map(|r| Ok(r?.map(|v| v.len())))
+                    .collect()
+            } else {
+                self.db
+                    .multi_get_opt(keys.iter(), ro)
+                    .into_iter()
+                    .map(|r| Ok(r?.map(|v| v.len())))
+                    .collect()
+            }
+        })
     }
 
     fn native_multi_get(&self) -> bool {
