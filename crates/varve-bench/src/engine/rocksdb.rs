@@ -48,7 +48,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         table.set_bloom_filter(f64::from(flags.bloom_bits), false);
     }
     opts.set_block_based_table_factory(&table);
-    let db = DB::open(&opts, path)
+    // Opened with the default column family named, so `cf_handle("default")`
+    // serves the batched MultiGet API.
+    let db = DB::open_cf(&opts, path, [rocksdb::DEFAULT_COLUMN_FAMILY_NAME])
         .with_context(|| format!("opening RocksDB database at {}", path.display()))?;
     let mut ignored = Vec::new();
     if flags.async_io {
@@ -131,12 +133,12 @@ impl Engine for Rocks {
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
-        let cf = self
-            .db
-            .cf_handle("default")
-            .context("default column family")?;
         self.with_read_options(|ro| {
             if self.batched {
+                let cf = self
+                    .db
+                    .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                    .context("default column family")?;
                 self.db
                     .batched_multi_get_cf_opt(cf, keys.iter().copied(), false, ro)
                     .into_iter()
