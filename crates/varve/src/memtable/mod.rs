@@ -14,7 +14,7 @@
 //! # Model checking with loom
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=/work/wt-memtable/target-loom \
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
 //!     cargo test -p varve --release --lib memtable
 //! ```
 //!
