@@ -29,7 +29,7 @@
 //! Release/Acquire edge shows up as a zero length); afterwards every key is
 //! found, every level is sorted, the count is right and backward iteration
 //! agrees. They run with a preemption bound of 3 (`LOOM_MAX_PREEMPTIONS`
-//! overrides it), in about 1.5 minutes. Checked by mutation: weakening the
+//! overrides it), in under a minute (release). Checked by mutation: weakening the
 //! linking CAS to Relaxed, or the readers' link loads to Relaxed, makes them
 //! fail.
 //!
