@@ -217,3 +217,56 @@ fn loom_direct_record_among_slot_writers() {
         w.finish(records);
     });
 }
+
+#[test]
+fn loom_ring_wraps_while_slots_are_written() {
+    loom::model(|| {
+        // One byte per slot: every record closes its slot, so four records
+        // cycle the two slots twice and writers join a slot right after its
+        // previous incarnation was written.
+        let config = SlotConfig {
+            slots: 2,
+            capacity: 1,
+            close_at: 1,
+            max_join: 1,
+        };
+        let w = World::new(config);
+        let handles: Vec<_> = (0..2u8)
+            .map(|t| {
+                let w = w.clone();
+                thread::spawn(move || vec![w.put(rec(2 * t + 1, 1)), w.put(rec(2 * t + 2, 1))])
+            })
+            .collect();
+        let records = handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect();
+        w.finish(records);
+    });
+}
+
+#[test]
+fn loom_two_records_per_slot_ring_wraps() {
+    loom::model(|| {
+        // Two one-byte records per slot, five records: slot 0 is reused
+        // while other writers may still be copying into slot 1.
+        let config = SlotConfig {
+            slots: 2,
+            capacity: 2,
+            close_at: 2,
+            max_join: 1,
+        };
+        let w = World::new(config);
+        let a = {
+            let w = w.clone();
+            thread::spawn(move || vec![w.put(rec(1, 1)), w.put(rec(2, 1)), w.put(rec(3, 1))])
+        };
+        let b = {
+            let w = w.clone();
+            thread::spawn(move || vec![w.put(rec(4, 1)), w.put(rec(5, 1))])
+        };
+        let mut records = a.join().unwrap();
+        records.extend(b.join().unwrap());
+        w.finish(records);
+    });
+}
