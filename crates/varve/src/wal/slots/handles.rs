@@ -173,10 +173,13 @@ impl<'p> WriteJob<'p> {
     }
 
     /// Writes the bytes through `sink`, then [`complete`](Self::complete)s.
-    /// On error the job is dropped uncompleted: the written position never
-    /// passes this range, and the caller must poison the log.
+    /// On error the job is dropped uncompleted (the written position never
+    /// passes this range) and the pool is poisoned.
     pub fn write_to<S: SlotSink + ?Sized>(self, sink: &S) -> io::Result<()> {
-        self.with_bytes(|bytes| sink.write_at_log_offset(self.log_offset, bytes))?;
+        if let Err(e) = self.with_bytes(|bytes| sink.write_at_log_offset(self.log_offset, bytes)) {
+            self.pool.poison();
+            return Err(e);
+        }
         self.complete();
         Ok(())
     }
@@ -230,7 +233,10 @@ impl<'p> DirectReservation<'p> {
             self.len,
             "record length differs from the reservation"
         );
-        sink.write_at_log_offset(self.log_offset, record)?;
+        if let Err(e) = sink.write_at_log_offset(self.log_offset, record) {
+            self.pool.poison();
+            return Err(e);
+        }
         self.complete();
         Ok(())
     }

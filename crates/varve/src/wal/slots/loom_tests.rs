@@ -98,7 +98,7 @@ impl World {
                 d.write_to(&self.sink, &rec).unwrap();
                 (at, rec)
             }
-            Join::Empty => unreachable!("models use non-empty records"),
+            Join::Empty | Join::Poisoned => unreachable!("non-empty records, no failures"),
         }
     }
 

@@ -21,7 +21,7 @@ use super::shim::{Lock, backoff};
 use super::sink::SlotSink;
 use super::slot::{CloseAttempt, JoinAttempt, Slot};
 use super::state::{self, MAX_CAPACITY};
-use crate::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::{Error, Result};
 
 /// Shape of a [`SlotPool`].
@@ -79,7 +79,15 @@ pub enum Join<'p> {
     TooLarge,
     /// A zero-length record: nothing to place (it has no log range).
     Empty,
+    /// The pool was poisoned by a failed write ([`SlotPool::poison`]):
+    /// nothing more can reach the log.
+    Poisoned,
 }
+
+/// Keeps a hot shared word on its own cache lines.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
 
 /// State changed only under the switch lock.
 #[derive(Debug)]
@@ -96,10 +104,13 @@ struct Switch {
 #[derive(Debug)]
 pub struct SlotPool {
     slots: Box<[Slot]>,
-    /// Index of the open slot, or of the slot that will open next.
-    active: AtomicUsize,
+    /// Index of the open slot, or of the slot that will open next. Read by
+    /// every join, written once per switch.
+    active: Padded<AtomicUsize>,
     /// End of the contiguous written prefix of the log.
-    written: AtomicU64,
+    written: Padded<AtomicU64>,
+    /// Set by [`SlotPool::poison`]; joins refuse to start or keep waiting.
+    poisoned: AtomicBool,
     close_at: u32,
     max_join: usize,
     switch: Lock<Switch>,
@@ -115,8 +126,9 @@ impl SlotPool {
         slots[0].activate(start);
         Ok(SlotPool {
             slots,
-            active: AtomicUsize::new(0),
-            written: AtomicU64::new(start),
+            active: Padded(AtomicUsize::new(0)),
+            written: Padded(AtomicU64::new(start)),
+            poisoned: AtomicBool::new(false),
             close_at: config.close_at as u32,
             max_join: config.max_join,
             switch: Lock::new(Switch {
@@ -132,8 +144,13 @@ impl SlotPool {
     /// slot and opens the next one before returning.
     ///
     /// Do not call this while holding an uncompleted [`WriteJob`]: the pool
-    /// may be waiting for exactly that write to open a slot.
+    /// may be waiting for exactly that write to open a slot. Returns
+    /// [`Join::Poisoned`] instead of starting (or continuing) to wait once
+    /// the pool is poisoned.
     pub fn join(&self, len: usize) -> Join<'_> {
+        if self.is_poisoned() {
+            return Join::Poisoned;
+        }
         if len == 0 {
             return Join::Empty;
         }
@@ -143,7 +160,7 @@ impl SlotPool {
         let len32 = len as u32; // max_join <= capacity <= MAX_CAPACITY
         let mut round = 0;
         loop {
-            let i = self.active.load(Ordering::Acquire);
+            let i = self.active.0.load(Ordering::Acquire);
             let slot = &self.slots[i];
             match slot.join(len32, self.close_at) {
                 JoinAttempt::Joined { offset, closed_it } => {
@@ -160,7 +177,12 @@ impl SlotPool {
                         self, i, offset, len32, log_offset, generation,
                     ));
                 }
-                JoinAttempt::NotOpen => backoff(&mut round),
+                JoinAttempt::NotOpen => {
+                    if self.is_poisoned() {
+                        return Join::Poisoned;
+                    }
+                    backoff(&mut round);
+                }
                 JoinAttempt::DoesNotFit => unreachable!("close_at + max_join <= capacity + 1"),
             }
         }
@@ -175,7 +197,7 @@ impl SlotPool {
         if sw.waiting {
             return None;
         }
-        let i = self.active.load(Ordering::Relaxed);
+        let i = self.active.0.load(Ordering::Relaxed);
         let slot = &self.slots[i];
         if slot.state.load(Ordering::Acquire) == state::OPEN_EMPTY {
             return None;
@@ -204,7 +226,7 @@ impl SlotPool {
                 let (piece, start) = sw.order.push(len64);
                 return (DirectReservation::new(self, piece, start, len64), None);
             }
-            let i = self.active.load(Ordering::Relaxed);
+            let i = self.active.0.load(Ordering::Relaxed);
             let slot = &self.slots[i];
             let start = sw.order.reserved_end();
             if slot.restart_if_empty(start + len64) {
@@ -228,18 +250,31 @@ impl SlotPool {
         }
     }
 
+    /// Marks the pool failed: a slot or direct write did not reach the log,
+    /// so the written position will never pass it and the ring may never
+    /// open another slot. Later joins return [`Join::Poisoned`]; handles
+    /// already out can still be stepped (their bytes are simply never
+    /// reported written). Called by the handles' `write_to` on a sink error.
+    pub fn poison(&self) {
+        self.poisoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`SlotPool::poison`] was called.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Relaxed)
+    }
+
     /// The log offset up to which every byte has been written (reported by
     /// `WriteJob::complete` / `DirectReservation::complete`). Advances in log
     /// order only, even though slots finish out of order.
     pub fn written_position(&self) -> u64 {
-        self.written.load(Ordering::Acquire)
+        self.written.0.load(Ordering::Acquire)
     }
 
     /// Places one record in the log and, if this call ends up owning a slot
     /// write (or the direct record), performs it through `sink`. Returns the
-    /// record's log offset (`None` for an empty record). On a sink error the
-    /// failed range is never reported written and the pool must be treated
-    /// as poisoned.
+    /// record's log offset (`None` for an empty record). A sink error poisons
+    /// the pool; a poisoned pool fails every later call.
     pub fn append<S: SlotSink + ?Sized>(
         &self,
         sink: &S,
@@ -247,6 +282,9 @@ impl SlotPool {
     ) -> std::io::Result<Option<u64>> {
         match self.join(record.len()) {
             Join::Empty => Ok(None),
+            Join::Poisoned => Err(std::io::Error::other(
+                "WAL slot pool poisoned by an earlier write failure",
+            )),
             Join::Slot(mut r) => {
                 let at = r.log_offset();
                 r.copy_from(record);
@@ -287,7 +325,7 @@ impl SlotPool {
     /// tail if it is free, else leaves `waiting` for its write to finish.
     fn advance_locked(&self, sw: &mut Switch, i: usize) {
         let next = (i + 1) % self.slots.len();
-        self.active.store(next, Ordering::Release);
+        self.active.0.store(next, Ordering::Release);
         if self.slots[next].is_free() {
             self.slots[next].activate(sw.order.reserved_end());
         } else {
@@ -301,9 +339,9 @@ impl SlotPool {
         let mut sw = self.switch.lock();
         let piece = sw.slot_piece[i];
         let written = sw.order.complete(piece);
-        self.written.store(written, Ordering::Release);
+        self.written.0.store(written, Ordering::Release);
         self.slots[i].free();
-        if sw.waiting && self.active.load(Ordering::Relaxed) == i {
+        if sw.waiting && self.active.0.load(Ordering::Relaxed) == i {
             sw.waiting = false;
             self.slots[i].activate(sw.order.reserved_end());
         }
@@ -313,6 +351,6 @@ impl SlotPool {
     pub(super) fn direct_written(&self, piece: u64) {
         let mut sw = self.switch.lock();
         let written = sw.order.complete(piece);
-        self.written.store(written, Ordering::Release);
+        self.written.0.store(written, Ordering::Release);
     }
 }

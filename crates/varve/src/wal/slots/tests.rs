@@ -315,6 +315,7 @@ fn stress(threads: u64, per_thread: u64, config: SlotConfig, max_len: usize) {
 fn manual_append(pool: &SlotPool, sink: &MemSink, rec: &[u8]) -> Option<u64> {
     match pool.join(rec.len()) {
         Join::Empty => None,
+        Join::Poisoned => panic!("nothing failed"),
         Join::Slot(mut r) => {
             let at = r.log_offset();
             let half = rec.len() / 2;
@@ -364,4 +365,36 @@ fn stress_close_when_full() {
 #[test]
 fn stress_larger_slots_many_direct() {
     stress(12, 2000, SlotConfig::new(8, 256), 400);
+}
+
+/// A sink whose every write fails.
+struct FailSink;
+
+impl SlotSink for FailSink {
+    fn write_at_log_offset(&self, _: u64, _: &[u8]) -> io::Result<()> {
+        Err(io::Error::other("disk on fire"))
+    }
+}
+
+#[test]
+fn failed_write_poisons_and_frees_waiting_joiners() {
+    let pool = SlotPool::new(SlotConfig::new(1, 4), 0).unwrap();
+    // Closes the only slot: the ring now waits for its write.
+    let Join::Slot(mut r) = pool.join(2) else {
+        panic!()
+    };
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| matches!(pool.join(1), Join::Poisoned));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        r.copy_from(b"xy");
+        let job = r.release().expect("sole writer of a closed slot");
+        assert!(job.write_to(&FailSink).is_err());
+        assert!(pool.is_poisoned());
+        assert!(waiter.join().unwrap(), "waiting joiner gets Poisoned");
+    });
+    assert!(matches!(pool.join(1), Join::Poisoned));
+    assert!(pool.append(&MemSink::default(), b"z").is_err());
+    let (d, _) = pool.reserve_direct(9);
+    assert!(d.write_to(&FailSink, &[0; 9]).is_err());
+    assert_eq!(pool.written_position(), 0, "nothing reported written");
 }
