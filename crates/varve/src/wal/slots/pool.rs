@@ -5,8 +5,9 @@
 //! The join path is lock-free: read `active`, CAS the slot's state word;
 //! a CAS loser retries with the value it saw. A thread that finds no open
 //! slot (a switch in progress, or the next slot of the ring still being
-//! written) spin-waits with [`backoff`] (a few CPU spins, then
-//! `yield_now`). The switch lock is taken once per slot switch, per direct
+//! written) spins briefly ([`spin`]: CPU hints, then `yield_now`) and then
+//! parks on the switch lock's condition variable, which every slot
+//! activation notifies. The switch lock is taken once per slot switch, per direct
 //! record, per close and per finished write — never per joined record.
 //!
 //! Invariants: at most one slot is `Open`, and it is `slots[active]`; slots
@@ -17,10 +18,10 @@
 
 use super::handles::{DirectReservation, Reservation, WriteJob};
 use super::order::LogOrder;
-use super::shim::{Lock, backoff};
+use super::shim::{Lock, spin};
 use super::sink::SlotSink;
 use super::slot::{CloseAttempt, JoinAttempt, Slot};
-use super::state::{self, MAX_CAPACITY};
+use super::state::{self, MAX_CAPACITY, Phase};
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::{Error, Result};
 
@@ -178,10 +179,13 @@ impl SlotPool {
                     ));
                 }
                 JoinAttempt::NotOpen => {
+                    if !spin(&mut round) {
+                        self.wait_for_open();
+                        round = 0;
+                    }
                     if self.is_poisoned() {
                         return Join::Poisoned;
                     }
-                    backoff(&mut round);
                 }
                 JoinAttempt::DoesNotFit => unreachable!("close_at + max_join <= capacity + 1"),
             }
@@ -219,9 +223,8 @@ impl SlotPool {
     /// complete, that slot's write job.
     pub fn reserve_direct(&self, len: usize) -> (DirectReservation<'_>, Option<WriteJob<'_>>) {
         let len64 = len as u64;
-        let mut round = 0;
+        let mut sw = self.switch.lock();
         loop {
-            let mut sw = self.switch.lock();
             if sw.waiting {
                 let (piece, start) = sw.order.push(len64);
                 return (DirectReservation::new(self, piece, start, len64), None);
@@ -230,14 +233,14 @@ impl SlotPool {
             let slot = &self.slots[i];
             let start = sw.order.reserved_end();
             if slot.restart_if_empty(start + len64) {
+                self.switch.notify_all();
                 let (piece, _) = sw.order.push(len64);
                 return (DirectReservation::new(self, piece, start, len64), None);
             }
             match slot.close() {
                 CloseAttempt::NotOpen => {
-                    // A joiner closed it and is about to switch: let it.
-                    drop(sw);
-                    backoff(&mut round);
+                    // A joiner closed it and is about to switch: wait for it.
+                    sw = self.switch.wait(sw);
                 }
                 CloseAttempt::Closed { joined, complete } => {
                     self.retire_locked(&mut sw, i, joined);
@@ -256,7 +259,9 @@ impl SlotPool {
     /// already out can still be stepped (their bytes are simply never
     /// reported written). Called by the handles' `write_to` on a sink error.
     pub fn poison(&self) {
+        let _sw = self.switch.lock();
         self.poisoned.store(true, Ordering::Relaxed);
+        self.switch.notify_all();
     }
 
     /// Whether [`SlotPool::poison`] was called.
@@ -305,6 +310,27 @@ impl SlotPool {
         }
     }
 
+    /// Parks until a slot is open (or the pool is poisoned). Activations
+    /// happen under the switch lock and notify, so checking under the lock
+    /// cannot miss one; a spurious or early wake-up just retries the join.
+    fn wait_for_open(&self) {
+        let mut sw = self.switch.lock();
+        loop {
+            let i = self.active.0.load(Ordering::Relaxed);
+            let open = state::phase(self.slots[i].state.load(Ordering::Acquire)) == Phase::Open;
+            if open || self.is_poisoned() {
+                return;
+            }
+            sw = self.switch.wait(sw);
+        }
+    }
+
+    /// Opens free slot `i` at the log tail and wakes waiting joiners.
+    fn activate_locked(&self, sw: &Switch, i: usize) {
+        self.slots[i].activate(sw.order.reserved_end());
+        self.switch.notify_all();
+    }
+
     /// The slot at `i` (for the handles).
     pub(super) fn slot(&self, i: usize) -> &Slot {
         &self.slots[i]
@@ -327,9 +353,11 @@ impl SlotPool {
         let next = (i + 1) % self.slots.len();
         self.active.0.store(next, Ordering::Release);
         if self.slots[next].is_free() {
-            self.slots[next].activate(sw.order.reserved_end());
+            self.activate_locked(sw, next);
         } else {
             sw.waiting = true;
+            // Direct reservers waiting for this switch can now proceed.
+            self.switch.notify_all();
         }
     }
 
@@ -343,7 +371,7 @@ impl SlotPool {
         self.slots[i].free();
         if sw.waiting && self.active.0.load(Ordering::Relaxed) == i {
             sw.waiting = false;
-            self.slots[i].activate(sw.order.reserved_end());
+            self.activate_locked(&sw, i);
         }
     }
 
