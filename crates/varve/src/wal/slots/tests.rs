@@ -398,3 +398,10 @@ fn failed_write_poisons_and_frees_waiting_joiners() {
     assert!(d.write_to(&FailSink, &[0; 9]).is_err());
     assert_eq!(pool.written_position(), 0, "nothing reported written");
 }
+
+#[test]
+fn stress_one_slot_ring_parks_joiners() {
+    // With a single slot every switch waits for the slot's own write, so
+    // most joiners park on the condition variable.
+    stress(8, 1500, SlotConfig::new(1, 8), 6);
+}
