@@ -270,3 +270,38 @@ fn loom_two_records_per_slot_ring_wraps() {
         w.finish(records);
     });
 }
+
+#[test]
+fn loom_direct_record_races_closer() {
+    loom::model(|| {
+        // A direct record, a slot writer and the idle-timer close all race
+        // to close the same open slot.
+        let config = SlotConfig {
+            slots: 2,
+            capacity: 3,
+            close_at: 3,
+            max_join: 1,
+        };
+        let w = World::new(config);
+        let a = {
+            let w = w.clone();
+            thread::spawn(move || vec![w.put(rec(1, 1)), w.put(rec(2, 1))])
+        };
+        let b = {
+            let w = w.clone();
+            thread::spawn(move || vec![w.put(rec(3, 2))])
+        };
+        let closer = {
+            let w = w.clone();
+            thread::spawn(move || {
+                if let Some(job) = w.pool.close_active() {
+                    w.write(job);
+                }
+            })
+        };
+        let mut records = a.join().unwrap();
+        records.extend(b.join().unwrap());
+        closer.join().unwrap();
+        w.finish(records);
+    });
+}
