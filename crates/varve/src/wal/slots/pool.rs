@@ -195,7 +195,8 @@ impl SlotPool {
     /// Closes the active slot now (idle timer, sync path) so its bytes get
     /// written. Returns the write job if every joined byte is already
     /// released; otherwise the last releaser gets it. Does nothing when the
-    /// slot is empty or already closing.
+    /// slot is empty or already closing. A caller always sees its own
+    /// earlier joins, so a sync writer's record is never left behind.
     pub fn close_active(&self) -> Option<WriteJob<'_>> {
         let mut sw = self.switch.lock();
         if sw.waiting {
