@@ -4,6 +4,10 @@
 //! is there with its value. Run once with `sync = true` and once with
 //! `sync = false` (a write that reached the OS must survive `kill -9`).
 //!
+//! A third mode uses tiny memtables, tables and level targets so that the
+//! child is almost always flushing or compacting when it dies: the manifest
+//! must always open and every acknowledged write must be there.
+//!
 //! `VARVE_CRASH_KILLS=N` sets the number of kills per mode (default 25).
 
 mod common;
@@ -21,7 +25,21 @@ use varve::{Db, Options, WriteBatch, WriteOptions};
 const CHILD_ENV: &str = "VARVE_CRASH_CHILD_DIR";
 const THREADS: usize = 4;
 
-fn options() -> Options {
+fn options(lsm_stress: bool) -> Options {
+    if lsm_stress {
+        // Flushes every 64 KiB and compactions all the time.
+        return Options {
+            write_buffer_size: 64 << 10,
+            block_size: 1024,
+            target_file_size: 32 << 10,
+            max_bytes_for_level_base: 128 << 10,
+            max_bytes_for_level_multiplier: 4,
+            l0_compaction_trigger: 2,
+            l0_slowdown_writes_trigger: 6,
+            l0_stop_writes_trigger: 10,
+            ..Options::default()
+        };
+    }
     Options {
         // Small memtables so kills also land during memtable/WAL switches.
         write_buffer_size: 256 << 10,
@@ -30,8 +48,8 @@ fn options() -> Options {
 }
 
 /// The child: never returns on its own; it writes until it is killed.
-fn child_main(dir: &Path, sync: bool, run: u64) {
-    let db = Arc::new(Db::open(dir.join("db"), options()).expect("child open"));
+fn child_main(dir: &Path, sync: bool, run: u64, lsm_stress: bool) {
+    let db = Arc::new(Db::open(dir.join("db"), options(lsm_stress)).expect("child open"));
     std::thread::scope(|s| {
         for t in 0..THREADS {
             let db = Arc::clone(&db);
@@ -79,10 +97,11 @@ fn crash_child_entry() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    child_main(Path::new(&dir), sync, run);
+    let lsm_stress = std::env::var("VARVE_CRASH_LSM").as_deref() == Ok("1");
+    child_main(Path::new(&dir), sync, run, lsm_stress);
 }
 
-fn spawn_child(dir: &Path, sync: bool, run: u64) -> Child {
+fn spawn_child(dir: &Path, sync: bool, run: u64, lsm_stress: bool) -> Child {
     Command::new(std::env::current_exe().expect("current exe"))
         .args([
             "--exact",
@@ -93,6 +112,7 @@ fn spawn_child(dir: &Path, sync: bool, run: u64) -> Child {
         .env(CHILD_ENV, dir)
         .env("VARVE_CRASH_SYNC", if sync { "1" } else { "0" })
         .env("VARVE_CRASH_RUN", run.to_string())
+        .env("VARVE_CRASH_LSM", if lsm_stress { "1" } else { "0" })
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -121,7 +141,7 @@ fn acknowledged(dir: &Path) -> Vec<String> {
     keys
 }
 
-fn run_crash_loop(sync: bool) {
+fn run_crash_loop(sync: bool, lsm_stress: bool) {
     let kills: u64 = std::env::var("VARVE_CRASH_KILLS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -130,7 +150,7 @@ fn run_crash_loop(sync: bool) {
     let mut rng = Rng(if sync { 7 } else { 11 });
     let mut checked = 0usize;
     for run in 0..kills {
-        let mut child = spawn_child(dir.path(), sync, run);
+        let mut child = spawn_child(dir.path(), sync, run, lsm_stress);
         // Random moment: sometimes during open/recovery, mostly mid-write.
         let wait_ms = if rng.below(5) == 0 {
             rng.below(30)
@@ -144,7 +164,7 @@ fn run_crash_loop(sync: bool) {
         child.kill().expect("SIGKILL");
         child.wait().expect("reap");
 
-        let db = Db::open(dir.path().join("db"), options())
+        let db = Db::open(dir.path().join("db"), options(lsm_stress))
             .unwrap_or_else(|e| panic!("open after kill {run} failed: {e}"));
         let acked = acknowledged(dir.path());
         let mut missing = BTreeMap::new();
@@ -168,7 +188,9 @@ fn run_crash_loop(sync: bool) {
         db.close().expect("close");
     }
     assert!(checked > 0, "the children never acknowledged a write");
-    eprintln!("crash test sync={sync}: {kills} kills, {checked} acknowledged keys verified");
+    eprintln!(
+        "crash test sync={sync} lsm_stress={lsm_stress}: {kills} kills, {checked} acknowledged keys verified"
+    );
 }
 
 #[test]
@@ -176,7 +198,7 @@ fn kill9_with_sync_writes_loses_nothing_acknowledged() {
     if std::env::var(CHILD_ENV).is_ok() {
         return;
     }
-    run_crash_loop(true);
+    run_crash_loop(true, false);
 }
 
 #[test]
@@ -184,5 +206,13 @@ fn kill9_with_async_writes_loses_nothing_acknowledged() {
     if std::env::var(CHILD_ENV).is_ok() {
         return;
     }
-    run_crash_loop(false);
+    run_crash_loop(false, false);
+}
+
+#[test]
+fn kill9_during_flush_and_compaction_loses_nothing_acknowledged() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    run_crash_loop(false, true);
 }

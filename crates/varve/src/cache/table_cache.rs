@@ -33,6 +33,7 @@ pub struct TableCache {
     fs: Arc<dyn FileSystem>,
     block_cache: Option<Arc<BlockCache>>,
     capacity: usize,
+    direct_reads: bool,
     lru: Mutex<Lru>,
 }
 
@@ -51,18 +52,21 @@ pub fn table_path(dir: &std::path::Path, n: u64) -> PathBuf {
 }
 
 impl TableCache {
-    /// A cache for the tables of `dir`, keeping at most `capacity` open.
+    /// A cache for the tables of `dir`, keeping at most `capacity` open,
+    /// reading with O_DIRECT when `direct_reads`.
     pub fn new(
         dir: PathBuf,
         fs: Arc<dyn FileSystem>,
         block_cache: Option<Arc<BlockCache>>,
         capacity: usize,
+        direct_reads: bool,
     ) -> Self {
         TableCache {
             dir,
             fs,
             block_cache,
             capacity: capacity.max(1),
+            direct_reads,
             lru: Mutex::new(Lru {
                 tables: HashMap::new(),
                 by_use: BTreeMap::new(),
@@ -86,7 +90,11 @@ impl TableCache {
             }
         }
         let path = table_path(&self.dir, file.number);
-        let reader = self.fs.open_random_access(&path)?;
+        let reader = if self.direct_reads {
+            self.fs.open_random_access_direct(&path)?
+        } else {
+            self.fs.open_random_access(&path)?
+        };
         let table = Table::open(
             reader,
             file.file_size,

@@ -14,6 +14,7 @@ use super::filter::VersionFilter;
 use super::picker::CompactionPlan;
 use crate::cache::TableCache;
 use crate::cache::table_cache::table_path;
+use crate::flush::create_table_file;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
@@ -38,6 +39,8 @@ pub struct JobContext<'a> {
     pub table_options: TableBuilderOptions,
     /// Output tables are cut at about this size.
     pub target_file_size: u64,
+    /// Write outputs with O_DIRECT.
+    pub direct_writes: bool,
 }
 
 /// What a compaction did.
@@ -143,7 +146,8 @@ fn write_outputs(
             }
             if out.is_none() {
                 let number = new_file_number();
-                let file = ctx.fs.create_writable(&table_path(ctx.dir, number))?;
+                let file =
+                    create_table_file(ctx.fs, &table_path(ctx.dir, number), ctx.direct_writes)?;
                 out = Some(Output {
                     number,
                     builder: TableBuilder::new(file, ctx.table_options.clone()),

@@ -133,6 +133,7 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
         &mut oldest.table.iter(),
         db.snapshots.sequences(),
         db.table_options(),
+        db.options.use_direct_io_for_flush_and_compaction,
     );
     let result = built.and_then(|meta| {
         let mut edit = VersionEdit::default();
@@ -267,6 +268,7 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         snapshots: db.snapshots.sequences(),
         table_options: db.table_options(),
         target_file_size: db.options.target_file_size,
+        direct_writes: db.options.use_direct_io_for_flush_and_compaction,
     };
     let mut outputs = Vec::new();
     let ran = job::run(plan, &ctx, || {

@@ -83,6 +83,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
 
+    if options.use_direct_reads || options.use_direct_io_for_flush_and_compaction {
+        probe_direct_io(fs.as_ref(), dir)?;
+    }
     let info_log = InfoLog::open(dir);
     info_log.log(format!(
         "opening {} ({})",
@@ -105,6 +108,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         Arc::clone(&fs),
         block_cache.clone(),
         options.max_open_files,
+        options.use_direct_reads,
     ));
 
     // Replayed memtables become L0 tables, oldest first.
@@ -118,6 +122,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             &mut mem.iter(),
             Vec::new(),
             table_options(&options),
+            options.use_direct_io_for_flush_and_compaction,
         )?;
         if let Some(meta) = meta {
             info_log.log(format!(
@@ -174,6 +179,26 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     };
     super::obsolete::delete_obsolete_files(&db);
     Ok(db)
+}
+
+/// Fails with a clear error if the file system of `dir` refuses O_DIRECT.
+fn probe_direct_io(fs: &dyn crate::io::FileSystem, dir: &Path) -> Result<()> {
+    let probe = dir.join("DIRECT_IO_PROBE.tmp");
+    let result = (|| {
+        let mut w = fs.create_writable_direct(&probe)?;
+        w.append(&[0u8; crate::io::DIRECT_IO_ALIGN])?;
+        w.sync_data()?;
+        let r = fs.open_random_access_direct(&probe)?;
+        let mut buf = [0u8; 16];
+        r.read_at(&mut buf, 0).map(|_| ())
+    })();
+    let _ = fs.remove_file(&probe);
+    result.map_err(|e| {
+        Error::InvalidArgument(format!(
+            "use_direct_reads / use_direct_io_for_flush_and_compaction: the file system of {} refuses O_DIRECT ({e})",
+            dir.display()
+        ))
+    })
 }
 
 pub(crate) fn destroy(dir: &Path, options: &Options) -> Result<()> {

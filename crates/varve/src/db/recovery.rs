@@ -82,8 +82,7 @@ pub(crate) fn recover(
     }
     logs.sort_unstable();
 
-    let mut memtables: Vec<Arc<MemTable>> =
-        vec![Arc::new(MemTable::new(options.write_buffer_size))];
+    let mut memtables: Vec<Arc<MemTable>> = Vec::new();
     let mut last_sequence = 0u64;
     let mut report = RecoveryReport::default();
     for (i, &number) in logs.iter().enumerate() {

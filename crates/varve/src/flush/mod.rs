@@ -27,10 +27,11 @@ pub fn build_table(
     iter: &mut dyn InternalIterator,
     snapshots: Vec<SequenceNumber>,
     opts: TableBuilderOptions,
+    direct_writes: bool,
 ) -> Result<Option<FileMetaData>> {
     let path = table_path(dir, number);
     let result = (|| {
-        let mut builder = TableBuilder::new(fs.create_writable(&path)?, opts);
+        let mut builder = TableBuilder::new(create_table_file(fs, &path, direct_writes)?, opts);
         let mut filter = VersionFilter::new(snapshots);
         iter.seek_to_first();
         while iter.valid() {
@@ -62,5 +63,19 @@ pub fn build_table(
             let _ = fs.remove_file(&path);
             other
         }
+    }
+}
+
+/// Creates a table file, with O_DIRECT when `direct` (see
+/// `use_direct_io_for_flush_and_compaction`).
+pub fn create_table_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    direct: bool,
+) -> Result<Box<dyn crate::io::WritableFile>> {
+    if direct {
+        fs.create_writable_direct(path)
+    } else {
+        fs.create_writable(path)
     }
 }

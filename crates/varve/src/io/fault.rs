@@ -35,6 +35,7 @@ struct Switches {
     appends: AtomicU64,
     syncs: AtomicU64,
     crashed: AtomicBool,
+    refuse_direct: AtomicBool,
     /// Durability of every file created through the wrapper.
     tracked: Mutex<HashMap<PathBuf, Durability>>,
 }
@@ -65,6 +66,7 @@ impl FaultInjectingFs {
                 appends: AtomicU64::new(0),
                 syncs: AtomicU64::new(0),
                 crashed: AtomicBool::new(false),
+                refuse_direct: AtomicBool::new(false),
                 tracked: Mutex::new(HashMap::new()),
             }),
         }
@@ -84,6 +86,22 @@ impl FaultInjectingFs {
     /// ENOSPC and writes nothing.
     pub fn set_free_space(&self, bytes: u64) {
         self.switches.space_left.store(bytes, Ordering::SeqCst);
+    }
+
+    /// Makes O_DIRECT opens fail with EINVAL, like a file system without
+    /// direct IO.
+    pub fn refuse_direct_io(&self, on: bool) {
+        self.switches.refuse_direct.store(on, Ordering::SeqCst);
+    }
+
+    fn check_direct(&self, path: &Path) -> Result<()> {
+        if self.switches.refuse_direct.load(Ordering::SeqCst) {
+            return Err(Error::io(
+                path,
+                std::io::Error::from_raw_os_error(libc::EINVAL),
+            ));
+        }
+        Ok(())
     }
 
     /// Turns every fault off.
@@ -136,6 +154,26 @@ impl FaultInjectingFs {
             self.inner.truncate(&path, d.synced_len + keep)?;
         }
         Ok(dropped)
+    }
+
+    /// Starts tracking the durability of a file about to be (re)created.
+    fn track_new(&self, path: &Path) -> Result<()> {
+        // A re-created file keeps its durable directory entry.
+        let entry_durable = self.inner.exists(path)?
+            && self
+                .switches
+                .tracked
+                .lock()
+                .get(path)
+                .is_none_or(|d| d.entry_durable);
+        self.switches.tracked.lock().insert(
+            path.to_path_buf(),
+            Durability {
+                entry_durable,
+                ..Durability::default()
+            },
+        );
+        Ok(())
     }
 
     fn check_alive(&self, path: &Path) -> Result<()> {
@@ -265,25 +303,24 @@ impl FileSystem for FaultInjectingFs {
     }
     fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.check_alive(path)?;
-        // A re-created file keeps its durable directory entry.
-        let entry_durable = self.inner.exists(path)?
-            && self
-                .switches
-                .tracked
-                .lock()
-                .get(path)
-                .is_none_or(|d| d.entry_durable);
-        self.switches.tracked.lock().insert(
-            path.to_path_buf(),
-            Durability {
-                entry_durable,
-                ..Durability::default()
-            },
-        );
+        self.track_new(path)?;
         Ok(Box::new(FaultyWritable {
             inner: self.inner.create_writable(path)?,
             switches: Arc::clone(&self.switches),
         }))
+    }
+    fn create_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check_alive(path)?;
+        self.check_direct(path)?;
+        self.track_new(path)?;
+        Ok(Box::new(FaultyWritable {
+            inner: self.inner.create_writable_direct(path)?,
+            switches: Arc::clone(&self.switches),
+        }))
+    }
+    fn open_random_access_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.check_direct(path)?;
+        self.inner.open_random_access_direct(path)
     }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.inner.open_sequential(path)

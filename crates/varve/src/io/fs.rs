@@ -75,6 +75,22 @@ pub trait FileSystem: Send + Sync + Debug {
     fn truncate(&self, path: &Path, len: u64) -> Result<()>;
     /// Makes the directory's entries (creates, renames, removes) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Opens `path` for positional reads that bypass the page cache
+    /// (O_DIRECT). File systems without direct IO return an error.
+    fn open_random_access_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Err(crate::Error::InvalidArgument(format!(
+            "direct IO is not supported by this file system ({})",
+            path.display()
+        )))
+    }
+    /// Creates (or truncates) `path` for appending with O_DIRECT. Appended
+    /// bytes may stay in user space until `sync_data`.
+    fn create_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Err(crate::Error::InvalidArgument(format!(
+            "direct IO is not supported by this file system ({})",
+            path.display()
+        )))
+    }
     /// Takes an exclusive, non-blocking lock on `path` (created if missing).
     /// Returns `Ok(None)` if someone else holds it.
     fn try_lock(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>>;

@@ -5,10 +5,12 @@
 //! [`FaultInjectingFs`] wraps either to fail on command in tests.
 //! Every method returns errors that name the path.
 
+mod direct;
 mod fault;
 mod fs;
 mod posix;
 
+pub use direct::ALIGN as DIRECT_IO_ALIGN;
 pub use fault::FaultInjectingFs;
 pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;

@@ -1,5 +1,6 @@
 //! The real file system: `std::fs`, pread via `FileExt::read_at`,
-//! fdatasync via `File::sync_data`, flock via `File::try_lock`.
+//! fdatasync via `File::sync_data`, flock via `File::try_lock`; O_DIRECT
+//! files come from `direct`.
 //!
 //! flock locks belong to an open file description, so a second `Db::open` of
 //! the same directory fails even inside one process. Thread-safe.
@@ -187,6 +188,14 @@ impl FileSystem for PosixFs {
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let d = File::open(dir).map_err(|e| Error::io(dir, e))?;
         d.sync_all().map_err(|e| Error::io(dir, e))
+    }
+
+    fn open_random_access_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        Ok(Arc::new(super::direct::open_read(path)?))
+    }
+
+    fn create_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(super::direct::create_write(path)?))
     }
 
     fn try_lock(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {

@@ -245,7 +245,8 @@ impl Footer {
     }
 
     /// Decodes a footer read at `offset` of the file at `path`; checks magic,
-    /// then version (`UnsupportedVersion`), then checksum and handles.
+    /// then checksum (over handles and version), then version
+    /// (`UnsupportedVersion`), then handles.
     pub fn decode(buf: &[u8], path: &Path, offset: u64) -> Result<Footer> {
         let corrupt = |reason: &str| Error::corruption(path, offset, reason);
         if buf.len() != FOOTER_LEN {
@@ -254,6 +255,12 @@ impl Footer {
         if &buf[72..80] != MAGIC {
             return Err(corrupt("bad table magic (not a varve SST file)"));
         }
+        // The checksum covers the version: a damaged version is corruption,
+        // an intact one this build does not know is a newer format.
+        let stored = decode_fixed32(&buf[64..68]).unwrap_or(0);
+        if stored != footer_checksum(&buf[..HANDLES_AREA_LEN], &buf[68..72]) {
+            return Err(corrupt("footer checksum mismatch"));
+        }
         let version = decode_fixed32(&buf[68..72]).unwrap_or(0);
         if version != FORMAT_VERSION {
             return Err(Error::UnsupportedVersion {
@@ -261,10 +268,6 @@ impl Footer {
                 found: version,
                 supported: FORMAT_VERSION,
             });
-        }
-        let stored = decode_fixed32(&buf[64..68]).unwrap_or(0);
-        if stored != footer_checksum(&buf[..HANDLES_AREA_LEN], &buf[68..72]) {
-            return Err(corrupt("footer checksum mismatch"));
         }
         let area = &buf[..HANDLES_AREA_LEN];
         let mut pos = 0;
@@ -285,7 +288,7 @@ impl Footer {
     }
 }
 
-fn footer_checksum(handles_area: &[u8], version: &[u8]) -> u32 {
+pub(crate) fn footer_checksum(handles_area: &[u8], version: &[u8]) -> u32 {
     mask(crc32c_extend(crc32c(handles_area), version))
 }
 
@@ -343,11 +346,17 @@ mod tests {
         assert_eq!(Footer::decode(&enc, p, 0).unwrap(), f);
         let mut bad = enc.clone();
         bad[68] = 2;
+        assert!(
+            Footer::decode(&bad, p, 0).unwrap_err().is_corruption(),
+            "a damaged version fails the checksum"
+        );
+        let crc = footer_checksum(&bad[..HANDLES_AREA_LEN], &bad[68..72]);
+        bad[64..68].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(
             Footer::decode(&bad, p, 0),
             Err(Error::UnsupportedVersion { found: 2, .. })
         ));
-        for i in (0..64).chain(72..80) {
+        for i in (0..72).chain(72..80) {
             let mut bad = enc.clone();
             bad[i] ^= 0x40;
             assert!(Footer::decode(&bad, p, 0).unwrap_err().is_corruption());

@@ -12,6 +12,7 @@
 
 pub mod format;
 mod reader;
+pub mod slots;
 mod writer;
 
 #[cfg(test)]

@@ -299,10 +299,20 @@ fn bad_footers() {
             .unwrap_err()
             .is_corruption()
     );
-    // Newer version.
+    // A damaged version byte fails the footer checksum.
+    let mut flipped = bytes.clone();
+    let at = flipped.len() - 12;
+    flipped[at] = 2;
+    assert!(open(flipped).unwrap_err().is_corruption());
+    // A newer version with an intact footer.
     let mut v2 = bytes.clone();
-    let at = v2.len() - 12;
-    v2[at] = 2;
+    let footer = v2.len() - FOOTER_LEN;
+    v2[footer + 68] = 2;
+    let crc = super::super::format::footer_checksum(
+        &v2[footer..footer + 64],
+        &v2[footer + 68..footer + 72],
+    );
+    v2[footer + 64..footer + 68].copy_from_slice(&crc.to_le_bytes());
     match open(v2) {
         Err(Error::UnsupportedVersion {
             found: 2,
