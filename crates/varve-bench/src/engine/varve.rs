@@ -5,8 +5,7 @@
 //! per key (db_bench's -1, no filter, becomes 0), `--compression_type=lz4` →
 //! LZ4 blocks, direct-IO flags → the same-named options. What varve cannot
 //! honor yet is reported by [`open`] as ignored: no MultiGet (multireadrandom
-//! times a loop of `get`), no async IO, and — at the merge this was written
-//! against — the direct-IO options exist but no file is opened with O_DIRECT.
+//! times a loop of `get`) and no async IO.
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
 
 use std::path::Path;
@@ -42,13 +41,6 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         .with_context(|| format!("opening varve database at {}", path.display()))?;
     let mut ignored =
         vec!["multireadrandom: varve has no multi_get yet; a loop of get is used".to_string()];
-    if flags.use_direct_reads || flags.use_direct_io_for_flush_and_compaction {
-        ignored.push(
-            "use_direct_reads/use_direct_io_for_flush_and_compaction: passed to varve::Options, \
-             but varve opens no file with O_DIRECT yet, so reads still go through the page cache"
-                .into(),
-        );
-    }
     if flags.async_io {
         ignored.push(format!(
             "async_io (async_queue_depth={}): varve has no async IO option yet",
