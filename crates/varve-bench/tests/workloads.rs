@@ -209,3 +209,35 @@ fn binary_accepts_db_bench_command_line() {
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("--use_direct_reads") && help.contains("COLD READS"));
 }
+
+/// The flags reach RocksDB's column family, not just the DB options
+/// (a bare `open_cf` once left the family on LZ4 and default tables).
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_gets_the_flags() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    run_with(
+        "rocksdb",
+        &[
+            "--benchmarks=fillseq,flush",
+            "--use_direct_reads=true",
+            "--write_buffer_size=4000000",
+            &format!("--db={}", db.display()),
+        ],
+    );
+    let opts = std::fs::read_dir(&db)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name().to_string_lossy().starts_with("OPTIONS-"))
+        .expect("OPTIONS file");
+    let text = std::fs::read_to_string(opts.path()).unwrap();
+    for want in [
+        "use_direct_reads=true",
+        "compression=kNoCompression",
+        "write_buffer_size=4000000",
+    ] {
+        assert!(text.contains(want), "{want} missing from RocksDB OPTIONS");
+    }
+    assert!(!text.contains("compression=kLZ4Compression"));
+}

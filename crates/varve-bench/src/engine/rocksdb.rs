@@ -15,8 +15,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use rocksdb::{
-    BlockBasedOptions, Cache, DB, DBCompressionType, DBRawIterator, Options, ReadOptions,
-    WaitForCompactOptions, WriteBatch, WriteOptions,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DB, DBCompressionType, DBRawIterator,
+    Options, ReadOptions, WaitForCompactOptions, WriteBatch, WriteOptions,
 };
 
 use super::{Cursor, Engine, Opened, WriteOpts};
@@ -48,9 +48,11 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         table.set_bloom_filter(f64::from(flags.bloom_bits), false);
     }
     opts.set_block_based_table_factory(&table);
-    // Opened with the default column family named, so `cf_handle("default")`
-    // serves the batched MultiGet API.
-    let db = DB::open_cf(&opts, path, [rocksdb::DEFAULT_COLUMN_FAMILY_NAME])
+    // Opened with the default column family described by the same options
+    // (so `cf_handle("default")` serves the batched MultiGet API). A bare
+    // `open_cf` would give that family default options: LZ4, no table config.
+    let cf = ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
+    let db = DB::open_cf_descriptors(&opts, path, vec![cf])
         .with_context(|| format!("opening RocksDB database at {}", path.display()))?;
     let mut ignored = Vec::new();
     if flags.async_io {
