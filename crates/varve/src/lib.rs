@@ -18,6 +18,7 @@ pub mod cache;
 pub mod compaction;
 pub mod db;
 mod error;
+pub(crate) mod filenames;
 pub mod flush;
 pub mod io;
 pub mod iter;

@@ -13,7 +13,6 @@
 //! `last_sequence` is in a memtable of the current [`MemSet`].
 
 mod bg;
-mod filenames;
 mod info_log;
 mod memtables;
 mod obsolete;
