@@ -89,8 +89,10 @@ fn random_range(rng: &mut Rng) -> KeyRange {
     KeyRange::from_bounds(bound(rng), bound(rng))
 }
 
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// What a plain iterator sees with `opts` (snapshot and bounds).
-fn expected(db: &Db, opts: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn expected(db: &Db, opts: &ReadOptions) -> Entries {
     db.iter_opt(opts)
         .collect::<varve::Result<_>>()
         .expect("iterate")
@@ -151,8 +153,7 @@ fn par_scan_matches_iterator_while_writing() {
         let ctx = format!("round {round}: {range:?} opts {opts:?} threads {threads}");
 
         // Unordered: each chunk's keys in order, inside the chunk.
-        let per_chunk: Mutex<BTreeMap<usize, (KeyRange, Vec<(Vec<u8>, Vec<u8>)>)>> =
-            Mutex::new(BTreeMap::new());
+        let per_chunk: Mutex<BTreeMap<usize, (KeyRange, Entries)>> = Mutex::new(BTreeMap::new());
         db.par_scan(&opts, &range, threads, |c, k, v| {
             let mut m = per_chunk.lock();
             let e = m
