@@ -110,7 +110,12 @@ fn read_opts(snap: &varve::Snapshot, range: &KeyRange) -> ReadOptions {
 fn par_scan_matches_iterator_while_writing() {
     let dir = fast_tempdir();
     let db = Arc::new(Db::open(dir.path(), options()).expect("open"));
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    // PAR_SCAN_SEED=n replays another random run.
+    let seed = std::env::var("PAR_SCAN_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x9e37_79b9_7f4a_7c15u64);
+    let mut rng = Rng(seed.max(1));
     fill(&db, &mut rng);
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..2)
@@ -150,7 +155,7 @@ fn par_scan_matches_iterator_while_writing() {
             opts.iterate_upper_bound.clone(),
         ));
         let want = expected(&db, &read_opts(&snap, &effective));
-        let ctx = format!("round {round}: {range:?} opts {opts:?} threads {threads}");
+        let ctx = format!("seed {seed} round {round}: {range:?} opts {opts:?} threads {threads}");
 
         // Unordered: each chunk's keys in order, inside the chunk.
         let per_chunk: Mutex<BTreeMap<usize, (KeyRange, Entries)>> = Mutex::new(BTreeMap::new());
@@ -304,6 +309,28 @@ fn callback_error_stops_the_scan() {
         assert!(matches!(r, Err(ScanError::Stop(50))), "{r:?}");
         assert_eq!(seen, 50);
     }
+}
+
+#[test]
+fn panicking_callback_does_not_hang() {
+    let dir = fast_tempdir();
+    let db = Db::open(dir.path(), options()).expect("open");
+    let mut rng = Rng(8);
+    fill(&db, &mut rng);
+    let opts = ReadOptions::default();
+    let boom = |_: &varve::ChunkInfo, _: &[u8], _: &[u8]| -> Result<(), Error> { panic!("boom") };
+    for threads in [1, 4] {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            db.par_scan(&opts, &KeyRange::all(), threads, boom)
+        }));
+        assert!(r.is_err(), "the panic propagates");
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            db.par_scan_ordered(&opts, &KeyRange::all(), threads, boom)
+        }));
+        assert!(r.is_err(), "the panic propagates");
+    }
+    // The database is still usable.
+    assert!(db.par_count(&opts, &KeyRange::all(), 2).expect("count") > 0);
 }
 
 /// Checks the invariants of anchors for `range` with at most `max`.

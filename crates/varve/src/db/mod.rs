@@ -315,6 +315,29 @@ impl Db {
     /// order, chunks run concurrently. The first error (the engine's,
     /// converted with `From`, or the callback's) stops every thread and is
     /// returned.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use varve::{Db, KeyRange, Options, ReadOptions};
+    ///
+    /// # fn main() -> varve::Result<()> {
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// for i in 0..1000u32 {
+    ///     db.put(format!("key{i:04}"), i.to_le_bytes())?;
+    /// }
+    /// let sum = AtomicU64::new(0);
+    /// let range = KeyRange::new("key0100", "key0200");
+    /// db.par_scan(&ReadOptions::default(), &range, 4, |_chunk, _key, value| {
+    ///     let v = u32::from_le_bytes(value.try_into().expect("4 bytes"));
+    ///     sum.fetch_add(u64::from(v), Ordering::Relaxed);
+    ///     Ok::<(), varve::Error>(())
+    /// })?;
+    /// assert_eq!(sum.into_inner(), (100..200).sum::<u64>());
+    /// assert_eq!(db.par_count(&ReadOptions::default(), &range, 4)?, 100);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn par_scan<E, F>(
         &self,
         opts: &ReadOptions,
