@@ -408,8 +408,25 @@ fn assert_within_25(est: u64, real: f64, what: &str) {
 
 #[test]
 fn anchor_bytes_within_25_percent() {
+    anchor_bytes_within_25_percent_with(options());
+}
+
+/// Files of about a thousand 256-byte blocks: more blocks than a file gives
+/// samples, so blocks are grouped.
+#[test]
+fn anchor_bytes_within_25_percent_large_files() {
+    anchor_bytes_within_25_percent_with(Options {
+        block_size: 256,
+        write_buffer_size: 1 << 20,
+        target_file_size: 1 << 20,
+        max_bytes_for_level_base: 4 << 20,
+        ..options()
+    });
+}
+
+fn anchor_bytes_within_25_percent_with(options: Options) {
     let dir = fast_tempdir();
-    let db = Db::open(dir.path(), options()).expect("open");
+    let db = Db::open(dir.path(), options).expect("open");
     let mut rng = Rng(99);
     fill(&db, &mut rng);
     db.compact_range(None, None).expect("compact");
@@ -417,6 +434,15 @@ fn anchor_bytes_within_25_percent() {
 
     // Whole key space: the table files.
     let files = file_bytes(&db);
+    let n_files: usize = db.stats().levels.iter().map(|l| l.files).sum();
+    let a = db
+        .approximate_key_anchors(&KeyRange::all(), usize::MAX)
+        .expect("anchors");
+    assert!(
+        a.anchors.len() <= 256 * n_files,
+        "{} samples from {n_files} files",
+        a.anchors.len()
+    );
     let est = check_anchors(&db, &KeyRange::all(), 64);
     assert_within_25(est, files as f64, "whole range");
 

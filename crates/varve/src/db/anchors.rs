@@ -18,6 +18,9 @@
 //!   size scaled by `file_size / data_end` so that a file's samples add up to
 //!   its whole size (index, filter and footer included). Only the pinned
 //!   index is read ([`Table::index_samples`](crate::sst::Table::index_samples)).
+//!   A file with more than `MAX_SAMPLES_PER_FILE` (256) blocks gives one
+//!   sample per group of consecutive blocks, keyed by the group's last
+//!   separator, so the samples of a large database stay few.
 //!   A block that straddles the range start counts half; a block that
 //!   straddles the range end counts half, in the remainder after the last
 //!   anchor.
@@ -55,6 +58,9 @@ use crate::Result;
 use crate::iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE};
 use crate::version::{FileMetaData, NUM_LEVELS};
+
+/// Most samples taken from one table file (more blocks are grouped).
+const MAX_SAMPLES_PER_FILE: usize = 256;
 
 /// A range of user keys: `start` inclusive, `end` exclusive; `None` is
 /// unbounded on that side. A range with `start >= end` is empty.
@@ -284,9 +290,13 @@ fn sample_table(
         return Ok(());
     }
     let scale = |b: u64| (u128::from(b) * u128::from(file.file_size) / u128::from(data_end)) as u64;
+    // Consecutive blocks are grouped so a file gives a bounded number of
+    // samples; a group's sample is its last block's separator.
+    let group = blocks.len().div_ceil(MAX_SAMPLES_PER_FILE).max(1);
+    let mut pending: Option<(&[u8], u64)> = None;
     let mut prev_end = 0u64;
     let mut lower: &[u8] = file.smallest_user_key();
-    for (sep, end) in &blocks {
+    for (i, (sep, end)) in blocks.iter().enumerate() {
         let upper = keys::user_key(sep);
         let mut bytes = scale(end.saturating_sub(prev_end));
         prev_end = *end;
@@ -304,7 +314,15 @@ fn sample_table(
             out.tail = out.tail.saturating_add(bytes / 2); // straddles the end
             break;
         }
-        out.points.push((upper.to_vec(), bytes));
+        let sum = pending.map_or(0, |(_, b)| b).saturating_add(bytes);
+        pending = Some((upper, sum));
+        if (i + 1) % group == 0 {
+            out.points.push((upper.to_vec(), sum));
+            pending = None;
+        }
+    }
+    if let Some((key, bytes)) = pending {
+        out.points.push((key.to_vec(), bytes));
     }
     Ok(())
 }
