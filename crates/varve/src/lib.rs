@@ -32,7 +32,7 @@ pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, Snapshot};
+pub use db::{Anchor, Anchors, ChunkInfo, Db, DbIterator, KeyRange, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
 
