@@ -33,7 +33,11 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         let vs = db.versions.lock();
         // Checked under the version-set lock: a checkpoint pauses deletion
         // under the same lock, so no list computed after that is acted on.
-        if db.deletions_paused.load(std::sync::atomic::Ordering::Acquire) > 0 {
+        if db
+            .deletions_paused
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0
+        {
             return;
         }
         vs.obsolete_files(&listing, &pinned)

@@ -160,7 +160,10 @@ pub(crate) fn verify_table(fs: &dyn FileSystem, path: &Path, number: u64) -> Res
 
 enum WalState {
     Good,
-    Damaged { records: Vec<Vec<u8>>, error: String },
+    Damaged {
+        records: Vec<Vec<u8>>,
+        error: String,
+    },
 }
 
 /// Replays WAL `n`, checking every batch; on mid-log damage returns the
