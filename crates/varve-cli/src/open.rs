@@ -31,11 +31,29 @@ pub fn open_at(path: &Path, create: bool) -> Result<Db> {
             path.display()
         );
     }
+    if !create && !path.join("CURRENT").exists() && has_db_files(path) {
+        let e = Error::corruption(
+            path.join("CURRENT"),
+            0,
+            "CURRENT is missing but the directory holds database files",
+        );
+        return Err(explain(path.to_path_buf(), e));
+    }
     let options = Options {
         create_if_missing: create,
         ..Options::default()
     };
     Db::open(path, options).map_err(|e| explain(path.to_path_buf(), e))
+}
+
+/// True if `dir` holds tables, WALs or manifests.
+fn has_db_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.filter_map(|e| e.ok()).any(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.ends_with(".sst") || n.ends_with(".log") || n.starts_with("MANIFEST-")
+        })
+    })
 }
 
 fn explain(path: PathBuf, e: Error) -> anyhow::Error {
