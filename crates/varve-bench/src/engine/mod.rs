@@ -1,0 +1,126 @@
+//! The storage engines under test, behind one small trait.
+//!
+//! Every workload talks to an [`Engine`] and its per-thread [`Cursor`]s, so
+//! the same driver, key generator, value generator and timing serve varve,
+//! RocksDB and fjall alike. An engine is opened once per database lifetime
+//! and shared by all workload threads (`Send + Sync`); a cursor belongs to one
+//! thread. [`open`] maps the flags onto each engine's options and returns the
+//! list of flags the engine cannot honor, which the caller prints and records.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::flags::Flags;
+
+#[cfg(feature = "fjall")]
+pub mod fjall;
+pub mod memory;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
+pub mod varve;
+
+/// Per-write options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOpts {
+    /// Make the write durable before returning.
+    pub sync: bool,
+    /// Skip the write-ahead log.
+    pub disable_wal: bool,
+}
+
+/// A positioned iterator over one engine, owned by one thread.
+pub trait Cursor {
+    /// Positions at the first key.
+    fn seek_to_first(&mut self) -> Result<()>;
+    /// Positions at the last key.
+    fn seek_to_last(&mut self) -> Result<()>;
+    /// Positions at the first key `>= key`.
+    fn seek(&mut self, key: &[u8]) -> Result<()>;
+    /// Whether the cursor is at an entry.
+    fn valid(&self) -> bool;
+    /// The current key (only when valid).
+    fn key(&self) -> &[u8];
+    /// The current value (only when valid).
+    fn value(&self) -> &[u8];
+    /// Moves to the next key.
+    fn next(&mut self) -> Result<()>;
+    /// Moves to the previous key.
+    fn prev(&mut self) -> Result<()>;
+}
+
+/// A storage engine under test.
+pub trait Engine: Send + Sync {
+    /// Writes the pairs atomically (one WriteBatch; a single put when one pair).
+    fn write(&self, batch: &[(&[u8], &[u8])], opts: WriteOpts) -> Result<()>;
+    /// Reads `key`; returns the value's length when found.
+    fn get(&self, key: &[u8]) -> Result<Option<usize>>;
+    /// Reads many keys; returns each value's length when found.
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+    /// Whether `multi_get` is the engine's own batched API (not a loop of gets).
+    fn native_multi_get(&self) -> bool {
+        false
+    }
+    /// A new cursor over the current state.
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>>;
+    /// Flushes memtables to disk; returns a note when it does something else.
+    fn flush(&self) -> Result<Option<String>>;
+    /// Compacts the whole key range; returns a note when it does something else.
+    fn compact(&self) -> Result<Option<String>>;
+    /// Waits for background compaction; returns a note when it cannot.
+    fn wait_for_compaction(&self) -> Result<Option<String>>;
+    /// The engine's statistics as text.
+    fn stats(&self) -> String;
+    /// Closes the database, making everything written durable.
+    fn close(self: Box<Self>) -> Result<()>;
+    /// The engine's name and version, for the header.
+    fn version(&self) -> String;
+}
+
+/// An opened engine plus the flags it could not honor.
+pub struct Opened {
+    /// The engine.
+    pub engine: Box<dyn Engine>,
+    /// One line per ignored flag, e.g. `cache_size: varve has no block cache yet`.
+    pub ignored: Vec<String>,
+}
+
+/// The engines this binary was built with.
+pub fn available() -> Vec<&'static str> {
+    let mut v = vec!["varve", "memory"];
+    if cfg!(feature = "rocksdb") {
+        v.push("rocksdb");
+    }
+    if cfg!(feature = "fjall") {
+        v.push("fjall");
+    }
+    v
+}
+
+/// Opens (creating if needed) the engine named by `--engine` at `path`.
+pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
+    match flags.engine.as_str() {
+        "varve" => varve::open(flags, path),
+        "memory" => memory::open(flags, path),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => rocksdb::open(flags, path),
+        #[cfg(feature = "fjall")]
+        "fjall" => fjall::open(flags, path),
+        other => anyhow::bail!(
+            "engine `{other}` is not built into this binary (available: {}; \
+             rocksdb and fjall need `cargo build --features rocksdb,fjall`)",
+            available().join(", ")
+        ),
+    }
+}
+
+/// Removes the database at `path` (for fresh-DB workloads).
+pub fn destroy(flags: &Flags, path: &Path) -> Result<()> {
+    let _ = flags;
+    if path.exists() {
+        std::fs::remove_dir_all(path)?;
+    }
+    Ok(())
+}

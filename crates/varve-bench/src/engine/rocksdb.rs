@@ -1,0 +1,247 @@
+//! The `rocksdb` engine (cargo feature `rocksdb`): RocksDB built from the
+//! `rocksdb` crate's bundled source, configured as db_bench configures it.
+//!
+//! Block-based tables with an LRU block cache of `--cache_size`, a bloom
+//! filter of `--bloom_bits` bits per key when non-negative (db_bench's -1 means
+//! none), `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`,
+//! `--compression_type` (none by default), `--write_buffer_size`; writes honour
+//! sync/disable_wal; reads honour `--async_io`. Everything else is RocksDB's
+//! default, as in db_bench. `DB` is `Send + Sync`; the crate's `ReadOptions`
+//! and `WriteOptions` are not `Sync`, so each thread keeps its own (like
+//! db_bench's per-benchmark options) instead of allocating one per call.
+
+use std::cell::RefCell;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rocksdb::{
+    BlockBasedOptions, Cache, DB, DBCompressionType, DBRawIterator, Options, ReadOptions,
+    WaitForCompactOptions, WriteBatch, WriteOptions,
+};
+
+use super::{Cursor, Engine, Opened, WriteOpts};
+use crate::flags::Flags;
+
+/// RocksDB behind the benchmark trait.
+pub struct Rocks {
+    db: DB,
+    async_io: bool,
+    batched: bool,
+    path: String,
+}
+
+/// Opens (creating if missing) a RocksDB database at `path`.
+pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.set_write_buffer_size(flags.write_buffer_size);
+    opts.set_use_direct_reads(flags.use_direct_reads);
+    opts.set_use_direct_io_for_flush_and_compaction(flags.use_direct_io_for_flush_and_compaction);
+    opts.set_compression_type(match flags.compression_type.as_str() {
+        "lz4" => DBCompressionType::Lz4,
+        _ => DBCompressionType::None,
+    });
+    let mut table = BlockBasedOptions::default();
+    let cache = Cache::new_lru_cache(flags.cache_size as usize);
+    table.set_block_cache(&cache);
+    if flags.bloom_bits >= 0 {
+        table.set_bloom_filter(f64::from(flags.bloom_bits), false);
+    }
+    opts.set_block_based_table_factory(&table);
+    let db = DB::open(&opts, path)
+        .with_context(|| format!("opening RocksDB database at {}", path.display()))?;
+    let mut ignored = Vec::new();
+    if flags.async_io {
+        ignored.push(format!(
+            "async_queue_depth={}: the rocksdb crate exposes no such option; RocksDB's default is used",
+            flags.async_queue_depth
+        ));
+    }
+    Ok(Opened {
+        engine: Box::new(Rocks {
+            db,
+            async_io: flags.async_io,
+            batched: flags.multiread_batched,
+            path: path.display().to_string(),
+        }),
+        ignored,
+    })
+}
+
+thread_local! {
+    /// This thread's read options, tagged with the async_io they were built for.
+    static READ_OPTS: RefCell<Option<(bool, ReadOptions)>> = const { RefCell::new(None) };
+    /// This thread's write options, tagged with their (sync, disable_wal).
+    static WRITE_OPTS: RefCell<Option<((bool, bool), WriteOptions)>> = const { RefCell::new(None) };
+}
+
+impl Rocks {
+    fn read_options(&self) -> ReadOptions {
+        let mut ro = ReadOptions::default();
+        if self.async_io {
+            ro.set_async_io(true);
+        }
+        ro
+    }
+
+    fn with_read_options<R>(&self, f: impl FnOnce(&ReadOptions) -> R) -> R {
+        READ_OPTS.with(|c| {
+            let mut c = c.borrow_mut();
+            if !matches!(&*c, Some((a, _)) if *a == self.async_io) {
+                *c = Some((self.async_io, self.read_options()));
+            }
+            f(&c.as_ref().expect("just set").1)
+        })
+    }
+}
+
+fn with_write_options<R>(opts: WriteOpts, f: impl FnOnce(&WriteOptions) -> R) -> R {
+    let tag = (opts.sync, opts.disable_wal);
+    WRITE_OPTS.with(|c| {
+        let mut c = c.borrow_mut();
+        if !matches!(&*c, Some((t, _)) if *t == tag) {
+            let mut wo = WriteOptions::default();
+            wo.set_sync(opts.sync);
+            wo.disable_wal(opts.disable_wal);
+            *c = Some((tag, wo));
+        }
+        f(&c.as_ref().expect("just set").1)
+    })
+}
+
+impl Engine for Rocks {
+    fn write(&self, batch: &[(&[u8], &[u8])], opts: WriteOpts) -> Result<()> {
+        with_write_options(opts, |wo| {
+            if let [(k, v)] = batch {
+                self.db.put_opt(k, v, wo)
+            } else {
+                let mut b = WriteBatch::default();
+                for (k, v) in batch {
+                    b.put(k, v);
+                }
+                self.db.write_opt(&b, wo)
+            }
+        })?;
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self
+            .db
+            .get_pinned_opt(key, &self.read_options())?
+            .map(|v| v.len()))
+    }
+
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
+        let ro = self.read_options();
+        if self.batched {
+            let cf = self
+                .db
+                .cf_handle("default")
+                .context("default column family")?;
+            self.db
+                .batched_multi_get_cf_opt(cf, keys.iter().copied(), false, &ro)
+                .into_iter()
+                .map(|r| Ok(r?.map(|v| v.len())))
+                .collect()
+        } else {
+            self.db
+                .multi_get_opt(keys.iter(), &ro)
+                .into_iter()
+                .map(|r| Ok(r?.map(|v| v.len())))
+                .collect()
+        }
+    }
+
+    fn native_multi_get(&self) -> bool {
+        true
+    }
+
+    fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        Ok(Box::new(RocksCursor {
+            it: self.db.raw_iterator_opt(self.read_options()),
+        }))
+    }
+
+    fn flush(&self) -> Result<Option<String>> {
+        self.db.flush()?;
+        Ok(None)
+    }
+
+    fn compact(&self) -> Result<Option<String>> {
+        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
+        Ok(None)
+    }
+
+    fn wait_for_compaction(&self) -> Result<Option<String>> {
+        self.db
+            .wait_for_compact(&WaitForCompactOptions::default())?;
+        Ok(None)
+    }
+
+    fn stats(&self) -> String {
+        self.db
+            .property_value("rocksdb.stats")
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| "rocksdb.stats unavailable\n".into())
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        let path = self.path.clone();
+        self.db
+            .flush_wal(true)
+            .with_context(|| format!("closing RocksDB database at {path}"))?;
+        drop(self);
+        Ok(())
+    }
+
+    fn version(&self) -> String {
+        "RocksDB (rocksdb crate 0.25, librocksdb-sys 0.19.0+11.8.1, bundled)".into()
+    }
+}
+
+struct RocksCursor<'a> {
+    it: DBRawIterator<'a>,
+}
+
+impl RocksCursor<'_> {
+    fn check(&self) -> Result<()> {
+        if !self.it.valid() {
+            self.it.status()?;
+        }
+        Ok(())
+    }
+}
+
+impl Cursor for RocksCursor<'_> {
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.it.seek_to_first();
+        self.check()
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.it.seek_to_last();
+        self.check()
+    }
+    fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.it.seek(key);
+        self.check()
+    }
+    fn valid(&self) -> bool {
+        self.it.valid()
+    }
+    fn key(&self) -> &[u8] {
+        self.it.key().unwrap_or(&[])
+    }
+    fn value(&self) -> &[u8] {
+        self.it.value().unwrap_or(&[])
+    }
+    fn next(&mut self) -> Result<()> {
+        self.it.next();
+        self.check()
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.it.prev();
+        self.check()
+    }
+}

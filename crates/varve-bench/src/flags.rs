@@ -1,0 +1,404 @@
+//! Command-line flags: db_bench's names, meanings and defaults, plus ours.
+//!
+//! Parsing is clap (derive), preceded by [`normalize_args`], which rewrites
+//! db_bench's gflags spellings (`-num=10`, `-histogram`) into clap's
+//! (`--num=10`, `--histogram`), so a db_bench command line runs unchanged.
+//! Boolean flags take `=true|false|1|0|yes|no`, or no value for `true`.
+//! Flags db_bench knows but this tool does not are dropped with one line on
+//! stderr each (never silently). [`Flags`] is plain data, serialised whole into
+//! every JSON record.
+
+use clap::{CommandFactory, Parser};
+use serde::Serialize;
+
+const ABOUT: &str = "db_bench-compatible benchmark for varve, with RocksDB and fjall side by side";
+
+const LONG_ABOUT: &str = "\
+db_bench-compatible benchmark for varve, with RocksDB and fjall side by side.
+
+Takes RocksDB db_bench's flags (both `--num=10` and db_bench's `-num=10`) and
+prints db_bench's result lines, so the same command line measures varve,
+RocksDB (--engine=rocksdb, cargo feature `rocksdb`) and fjall (--engine=fjall,
+cargo feature `fjall`). Every engine runs through the same key generator,
+value generator, timing and output code.
+
+COLD READS: a fair cold-read measurement needs --use_direct_reads=true and a
+small --cache_size (e.g. 8388608), so that neither the OS page cache nor a
+large block cache hides the IO. Without direct reads, a second run reads from
+RAM, whatever the engine.";
+
+const AFTER_HELP: &str = "\
+Workloads (comma list in --benchmarks, run in order):
+  fillseq           write --num keys in ascending order (fresh DB)
+  fillrandom        write --num random keys, with repeats (fresh DB)
+  filluniquerandom  write a random permutation of --num keys (fresh DB, 1 thread)
+  overwrite         write --num random keys into the existing DB
+  fillsync          like fillrandom with sync=true; as in db_bench 7.8.3 it does
+                    --writes (default --num) writes over a key space of num/1000
+  readrandom        --reads random point reads, reports (found of reads)
+  multireadrandom   --reads random point reads in batches of --batch_size
+  readseq           iterate forward over up to --reads entries
+  readreverse       iterate backward over up to --reads entries
+  seekrandom        --reads random seeks, each followed by --seek_nexts nexts
+  flush             flush memtables
+  compact           compact the whole key range
+  waitforcompaction wait until background compaction is done
+  stats             print the engine's statistics
+  count             count every key (ours; --scan_threads once varve has par_count)
+  contest           ours: PolarDB-contest shape (8 B keys, 4 KiB values):
+                    --threads writers each write num/threads unique keys, then
+                    read them back at random, then each does a full scan
+
+Default --benchmarks is fillseq,fillrandom,overwrite,readrandom,multireadrandom,
+readseq,readreverse,seekrandom (db_bench's default list also contains fillsync,
+which does --num synchronous writes, and many workloads this tool lacks).
+
+Differences from db_bench: --compression_type defaults to none (db_bench:
+snappy); the (X of Y found) message sums all threads (db_bench shows thread
+0's); flush and waitforcompaction also print a result line.
+
+Examples:
+  varve-bench --benchmarks=fillseq,readrandom --num=1000000
+  varve-bench -benchmarks=fillrandom,readrandom -num=200000 -engine=rocksdb
+  # cold reads: build once, then read through direct IO and a small cache
+  varve-bench --benchmarks=fillrandom --db=/data/b --num=10000000
+  varve-bench --benchmarks=readrandom --db=/data/b --use_existing_db=true \\
+      --use_direct_reads=true --cache_size=8388608 --num=10000000 --reads=100000
+  varve-bench --benchmarks=fillseq,readrandom --json=results.jsonl --histogram";
+
+/// Every flag of one run. Field names are the flag names.
+#[derive(Debug, Clone, Parser, Serialize)]
+#[command(
+    name = "varve-bench",
+    rename_all = "snake_case",
+    args_override_self = true,
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    after_help = AFTER_HELP
+)]
+pub struct Flags {
+    /// Comma-separated list of workloads to run, in order (see below).
+    #[arg(
+        long,
+        default_value = "fillseq,fillrandom,overwrite,readrandom,multireadrandom,readseq,readreverse,seekrandom"
+    )]
+    pub benchmarks: String,
+
+    /// Database directory, kept at exit. Default: a fresh directory under
+    /// $TMPDIR, removed at exit.
+    #[arg(long)]
+    pub db: Option<String>,
+
+    /// Number of key/values to place in the database (the key space).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: i64,
+
+    /// Number of read operations per thread. Negative: --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub reads: i64,
+
+    /// Number of write operations per thread. Negative: --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub writes: i64,
+
+    /// Size of each key in bytes (8-byte big-endian number, padded with '0').
+    #[arg(long, default_value_t = 16)]
+    pub key_size: usize,
+
+    /// Size of each value in bytes.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+
+    /// Values shrink to this fraction of their size when compressed.
+    #[arg(long, default_value_t = 0.5)]
+    pub compression_ratio: f64,
+
+    /// Number of concurrent threads; each does the full operation count.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+
+    /// Writes per WriteBatch; keys per multireadrandom batch.
+    #[arg(long, default_value_t = 1)]
+    pub batch_size: usize,
+
+    /// Use the existing database instead of creating a new one; fill
+    /// workloads are then skipped, as in db_bench.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+
+    /// Bypass the OS page cache for reads (O_DIRECT). Needed for fair cold reads.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_reads: bool,
+
+    /// Bypass the OS page cache for flush and compaction IO.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub use_direct_io_for_flush_and_compaction: bool,
+
+    /// Block cache size in bytes (db_bench default: 8 MiB).
+    #[arg(long, default_value_t = 8 << 20)]
+    pub cache_size: u64,
+
+    /// Bytes to buffer in a memtable before it is flushed.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+
+    /// Bloom filter bits per key; negative means no filter (db_bench's default).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub bloom_bits: i32,
+
+    /// Block compression: none or lz4.
+    #[arg(long, default_value = "none", value_parser = ["none", "lz4"])]
+    pub compression_type: String,
+
+    /// Sync every write (fdatasync of the log before the write returns).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub sync: bool,
+
+    /// Write without the write-ahead log.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub disable_wal: bool,
+
+    /// How many times to call Next() after each Seek() in seekrandom.
+    #[arg(long, default_value_t = 0)]
+    pub seek_nexts: usize,
+
+    /// Seconds the random workloads run for; 0: --num/--reads/--writes decide.
+    #[arg(long, default_value_t = 0)]
+    pub duration: u64,
+
+    /// Seed base for the per-thread random generators; 0: from the clock.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Print latency percentiles of every workload.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub histogram: bool,
+
+    /// Asynchronous IO for scans and MultiGet (RocksDB ReadOptions::async_io).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub async_io: bool,
+
+    /// Queue depth for asynchronous IO (recorded; no engine maps it yet).
+    #[arg(long, default_value_t = 64)]
+    pub async_queue_depth: usize,
+
+    /// Use the batched MultiGet API in multireadrandom.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub multiread_batched: bool,
+
+    /// Engine to measure: varve, rocksdb (feature `rocksdb`), fjall (feature
+    /// `fjall`), or memory (a locked BTreeMap: the harness's own cost).
+    #[arg(long, default_value = "varve")]
+    pub engine: String,
+
+    /// Threads for `count` (through the parallel-scan API once it exists).
+    #[arg(long, default_value_t = 1)]
+    pub scan_threads: usize,
+
+    /// Append one JSON object per workload to this file (newline-delimited).
+    #[arg(long)]
+    pub json: Option<String>,
+}
+
+impl Flags {
+    /// Parses a full argv (program name first), accepting db_bench spellings.
+    pub fn parse_from_args<I, S>(args: I) -> Result<Flags, clap::Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let args: Vec<String> = args.into_iter().map(Into::into).collect();
+        let (args, dropped) = normalize_args(&args);
+        for d in dropped {
+            eprintln!("varve-bench: ignoring flag {d} (not a varve-bench flag)");
+        }
+        Flags::try_parse_from(args)
+    }
+
+    /// Reads per thread (`--reads`, or `--num` when negative).
+    pub fn reads(&self) -> u64 {
+        if self.reads < 0 {
+            self.num.max(0) as u64
+        } else {
+            self.reads as u64
+        }
+    }
+
+    /// Writes per thread (`--writes`, or `--num` when negative).
+    pub fn writes(&self) -> u64 {
+        if self.writes < 0 {
+            self.num.max(0) as u64
+        } else {
+            self.writes as u64
+        }
+    }
+
+    /// The key space, `--num`.
+    pub fn num(&self) -> u64 {
+        self.num.max(0) as u64
+    }
+
+    /// The workload names in order.
+    pub fn benchmark_list(&self) -> Vec<String> {
+        self.benchmarks
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    }
+}
+
+/// Parses db_bench/gflags booleans.
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "y" | "t" | "on" => Ok(true),
+        "false" | "0" | "no" | "n" | "f" | "off" => Ok(false),
+        _ => Err(format!("`{s}` is not a boolean (true|false|1|0)")),
+    }
+}
+
+/// Rewrites gflags spellings to clap's and drops unknown long flags.
+///
+/// `-name=value` and `-name` become `--name=value` and `--name`; single-letter
+/// short flags (`-h`, `-V`) are left alone. `--noname` (gflags' negation of a
+/// boolean) becomes `--name=false`. Returns the rewritten argv and the flags it
+/// dropped because this tool does not know them.
+pub fn normalize_args(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let cmd = Flags::command();
+    let known: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .chain(["help".to_string(), "version".to_string()])
+        .collect();
+    let mut out = Vec::with_capacity(args.len());
+    let mut dropped = Vec::new();
+    for (i, arg) in args.iter().enumerate() {
+        if i == 0 {
+            out.push(arg.clone());
+            continue;
+        }
+        let body = if let Some(rest) = arg.strip_prefix("--") {
+            rest
+        } else if let Some(rest) = arg.strip_prefix('-') {
+            if rest.len() <= 1 || rest.starts_with(|c: char| c.is_ascii_digit()) {
+                // `-h`, `-V`, or a negative number value.
+                out.push(arg.clone());
+                continue;
+            }
+            rest
+        } else {
+            out.push(arg.clone());
+            continue;
+        };
+        if body.is_empty() {
+            out.push(arg.clone());
+            continue;
+        }
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        if known.iter().any(|k| k == name) {
+            out.push(match value {
+                Some(v) => format!("--{name}={v}"),
+                None => format!("--{name}"),
+            });
+        } else if let (Some(base), None) = (name.strip_prefix("no"), value)
+            && known.iter().any(|k| k == base)
+        {
+            out.push(format!("--{base}=false"));
+        } else {
+            dropped.push(arg.clone());
+        }
+    }
+    (out, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Flags {
+        let mut v = vec!["varve-bench"];
+        v.extend_from_slice(args);
+        Flags::parse_from_args(v).expect("parses")
+    }
+
+    #[test]
+    fn defaults_match_db_bench() {
+        let f = parse(&[]);
+        assert_eq!(f.num, 1_000_000);
+        assert_eq!(f.key_size, 16);
+        assert_eq!(f.value_size, 100);
+        assert_eq!(f.threads, 1);
+        assert_eq!(f.batch_size, 1);
+        assert_eq!(f.cache_size, 8 << 20);
+        assert_eq!(f.bloom_bits, -1);
+        assert_eq!(f.reads(), 1_000_000);
+        assert_eq!(f.writes(), 1_000_000);
+        assert_eq!(f.engine, "varve");
+        assert!(!f.sync && !f.histogram && !f.use_direct_reads);
+    }
+
+    #[test]
+    fn both_spellings() {
+        let a = parse(&["-num=10", "-benchmarks=fillseq,readrandom", "-reads=5"]);
+        let b = parse(&["--num=10", "--benchmarks=fillseq,readrandom", "--reads=5"]);
+        assert_eq!(a.num, 10);
+        assert_eq!(b.num, 10);
+        assert_eq!(a.reads(), 5);
+        assert_eq!(a.benchmark_list(), vec!["fillseq", "readrandom"]);
+        assert_eq!(a.benchmark_list(), b.benchmark_list());
+        let c = parse(&["--num", "12", "--engine", "varve"]);
+        assert_eq!(c.num, 12);
+        assert_eq!(
+            parse(&["-num=1", "--num=3"]).num,
+            3,
+            "last wins, as in gflags"
+        );
+    }
+
+    #[test]
+    fn bool_forms() {
+        for (arg, want) in [
+            ("-histogram", true),
+            ("--histogram", true),
+            ("-histogram=1", true),
+            ("--histogram=0", false),
+            ("-histogram=true", true),
+            ("--histogram=false", false),
+            ("-nohistogram", false),
+        ] {
+            assert_eq!(parse(&[arg]).histogram, want, "{arg}");
+        }
+        let f = parse(&["-sync=1", "-disable_wal=true", "-use_direct_reads=1"]);
+        assert!(f.sync && f.disable_wal && f.use_direct_reads);
+        let mut v = vec!["varve-bench".to_string(), "--sync=maybe".to_string()];
+        assert!(Flags::parse_from_args(v.clone()).is_err());
+        v[1] = "--compression_type=zstd".into();
+        assert!(Flags::parse_from_args(v).is_err());
+    }
+
+    #[test]
+    fn negative_numbers_and_unknown_flags() {
+        let f = parse(&[
+            "-reads=-1",
+            "-num=7",
+            "-max_background_jobs=4",
+            "--statistics",
+        ]);
+        assert_eq!(f.reads(), 7);
+        let (_, dropped) =
+            normalize_args(&["x".into(), "-max_background_jobs=4".into(), "-num=3".into()]);
+        assert_eq!(dropped, vec!["-max_background_jobs=4".to_string()]);
+    }
+}

@@ -1,0 +1,17 @@
+//! varve-bench: a db_bench-compatible benchmark for varve, RocksDB and fjall.
+//!
+//! The binary (`main.rs`) parses flags ([`flags`]) and calls
+//! [`runner::run`]; everything else is a library so tests drive the same
+//! code path. Data flows: flags → runner (database lifetime, reporting) →
+//! workloads (threads, key/value generation, timing) → engine trait → the
+//! engine under test.
+
+pub mod engine;
+pub mod flags;
+pub mod keygen;
+pub mod progress;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod valuegen;
+pub mod workloads;

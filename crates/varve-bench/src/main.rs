@@ -1,0 +1,25 @@
+//! `varve-bench`: db_bench's flags and result lines, for varve, RocksDB and fjall.
+//!
+//! Parses argv (db_bench's `-flag=value` spelling included), runs the
+//! workloads, prints results on stdout and notes on stderr; exits non-zero
+//! with the error chain (naming the database path) on failure.
+
+use std::process::ExitCode;
+
+use varve_bench::flags::Flags;
+
+fn main() -> ExitCode {
+    let flags = match Flags::parse_from_args(std::env::args()) {
+        Ok(f) => f,
+        Err(e) => e.exit(),
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match varve_bench::runner::run(&flags, &mut out) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("varve-bench: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

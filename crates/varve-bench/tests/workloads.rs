@@ -1,0 +1,211 @@
+//! Every workload runs on a tiny database, for every engine built in, through
+//! the same library path the binary uses; found counts must make sense.
+
+use varve_bench::flags::Flags;
+use varve_bench::runner::{RunResult, run};
+
+fn run_with(engine: &str, extra: &[&str]) -> (Vec<RunResult>, String) {
+    let mut args = vec![
+        "varve-bench".to_string(),
+        format!("--engine={engine}"),
+        "-num=200".into(),
+        "-seed=42".into(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let flags = Flags::parse_from_args(args).expect("flags parse");
+    let mut out = Vec::new();
+    let results = run(&flags, &mut out).expect("run succeeds");
+    (results, String::from_utf8(out).expect("utf8"))
+}
+
+fn get<'a>(r: &'a [RunResult], name: &str) -> &'a RunResult {
+    r.iter()
+        .find(|x| x.name == name)
+        .unwrap_or_else(|| panic!("{name} ran"))
+}
+
+fn every_workload(engine: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("out.jsonl");
+    let db = dir.path().join("db");
+    let list = "fillseq,readrandom,multireadrandom,readseq,readreverse,seekrandom,count,\
+                flush,compact,waitforcompaction,stats,fillrandom,overwrite,filluniquerandom,\
+                readrandom,fillsync,contest";
+    let (r, out) = run_with(
+        engine,
+        &[
+            &format!("--benchmarks={list}"),
+            "-batch_size=8",
+            "-seek_nexts=3",
+            "-histogram=1",
+            "-threads=2",
+            &format!("--db={}", db.display()),
+            &format!("--json={}", json.display()),
+        ],
+    );
+    // fillseq writes every key 0..200 (each of 2 threads writes all of them).
+    assert_eq!(get(&r, "fillseq").summary.ops, 400);
+    let rr = &r.iter().find(|x| x.name == "readrandom").unwrap().summary;
+    assert_eq!(
+        (rr.found, rr.reads),
+        (Some(400), Some(400)),
+        "all keys found after fillseq"
+    );
+    let mr = &get(&r, "multireadrandom").summary;
+    assert_eq!((mr.found, mr.reads), (Some(400), Some(400)));
+    assert_eq!(
+        get(&r, "readseq").summary.ops,
+        400,
+        "each thread reads all 200"
+    );
+    assert_eq!(get(&r, "readreverse").summary.ops, 400);
+    let sr = &get(&r, "seekrandom").summary;
+    assert_eq!(sr.found, Some(400));
+    assert!(sr.bytes > 0, "seek_nexts read entries");
+    assert_eq!(get(&r, "count").message, "(200 keys)");
+    // After filluniquerandom every key exists again.
+    let last_rr = &r
+        .iter()
+        .rev()
+        .find(|x| x.name == "readrandom")
+        .unwrap()
+        .summary;
+    assert_eq!(last_rr.found, Some(400));
+    let fs = get(&r, "fillsync");
+    assert_eq!(
+        fs.summary.ops, 400,
+        "fillsync does --writes ops, as db_bench 7.8.3"
+    );
+    assert_eq!(fs.message, "(0 ops)", "over a key space of num/1000");
+    let cr = &get(&r, "contest.read").summary;
+    assert_eq!((cr.found, cr.reads), (Some(200), Some(200)));
+    assert_eq!(get(&r, "contest.range").summary.ops, 400);
+    // Output: a header, then db_bench lines.
+    assert!(out.contains("Entries:    200"));
+    assert!(out.contains("fillseq      : "));
+    assert!(out.contains("(400 of 400 found)"));
+    assert!(out.contains("Microseconds per read:"));
+    // JSON: one record per result line, with the measured fields.
+    let text = std::fs::read_to_string(&json).expect("json written");
+    let recs: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("valid json"))
+        .collect();
+    assert_eq!(recs.len(), r.len());
+    for (rec, res) in recs.iter().zip(&r) {
+        assert_eq!(rec["name"], res.name.as_str());
+        assert_eq!(rec["engine"], engine);
+        for field in [
+            "ops_per_sec",
+            "micros_per_op",
+            "seconds",
+            "ops",
+            "p50_us",
+            "p99_us",
+            "p999_us",
+            "peak_rss_bytes",
+            "flags",
+            "line",
+            "seed",
+        ] {
+            assert!(!rec[field].is_null(), "{field} in {}", res.name);
+        }
+        assert_eq!(rec["flags"]["num"], 200);
+        assert_eq!(rec["seed"], 42);
+    }
+    assert!(recs[0]["mb_per_sec"].as_f64().unwrap() > 0.0);
+    assert_eq!(recs[1]["found"], 400);
+    if engine == "memory" {
+        return; // keeps nothing on disk
+    }
+    // Reopen the kept database: use_existing_db skips fills and reads it
+    // (the contest wrote 8-byte keys 0..200).
+    let (r2, out2) = run_with(
+        engine,
+        &[
+            "--benchmarks=fillseq,readrandom",
+            "--key_size=8",
+            "--use_existing_db",
+            &format!("--db={}", db.display()),
+        ],
+    );
+    assert!(out2.contains("fillseq      : skipped (--use_existing_db is true)"));
+    assert_eq!(
+        get(&r2, "readrandom").summary.found,
+        Some(200),
+        "contest keys survive reopen"
+    );
+}
+
+#[test]
+fn every_workload_varve() {
+    every_workload("varve");
+}
+
+#[test]
+fn every_workload_memory() {
+    every_workload("memory");
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn every_workload_rocksdb() {
+    every_workload("rocksdb");
+}
+
+#[cfg(feature = "fjall")]
+#[test]
+fn every_workload_fjall() {
+    every_workload("fjall");
+}
+
+#[test]
+fn duration_caps_a_run() {
+    let (r, _) = run_with(
+        "varve",
+        &["--benchmarks=fillrandom", "--duration=1", "-num=1000000000"],
+    );
+    let s = &get(&r, "fillrandom").summary;
+    assert!(s.seconds >= 1.0 && s.seconds < 5.0, "{}", s.seconds);
+}
+
+#[test]
+fn unknown_benchmark_is_an_error() {
+    let flags = Flags::parse_from_args(["x", "--benchmarks=nope"]).unwrap();
+    let err = run(&flags, &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("unknown benchmark `nope`"));
+}
+
+#[test]
+fn binary_accepts_db_bench_command_line() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_varve-bench"))
+        .args([
+            "-benchmarks=fillseq,readrandom",
+            "-num=100",
+            "-histogram=0",
+            "-statistics",
+        ])
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("readrandom"))
+        .expect("result line");
+    assert!(
+        line.contains(" micros/op ") && line.ends_with("(100 of 100 found)"),
+        "{line}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ignoring flag -statistics"));
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_varve-bench"))
+        .arg("--help")
+        .output()
+        .expect("help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--use_direct_reads") && help.contains("COLD READS"));
+}
