@@ -23,6 +23,13 @@ tables. A database another process has open cannot be opened: stop that
 process, or have it call Db::checkpoint and point varve at the copy.
 check, dump-wal, dump-sst and dump-manifest read files without opening.";
 
+/// The exit-code line every subcommand's help ends with.
+macro_rules! exits {
+    () => {
+        "\n\nExit codes: 0 success, 1 corruption found, 2 error (bad arguments, missing or locked database, IO), 3 key not found (get)."
+    };
+}
+
 /// Inspect and administer a varve database.
 #[derive(Debug, Parser)]
 #[command(
@@ -54,7 +61,7 @@ pub struct Cli {
 pub enum Command {
     /// Print the value of a key (exit code 3 if it is absent).
     #[command(
-        after_help = "Example:\n  varve --db /data/db get user:1\n  varve --db /data/db get 0x00ff --hex"
+        after_help = concat!("Example:\n  varve --db /data/db get user:1\n  varve --db /data/db get 0x00ff --hex", exits!())
     )]
     Get {
         /// The key.
@@ -62,7 +69,7 @@ pub enum Command {
     },
     /// Set a key to a value.
     #[command(
-        after_help = "Example:\n  varve --db /data/db put user:1 alice\n  varve --db /data/db put 'line\\n' 0xdeadbeef"
+        after_help = concat!("Example:\n  varve --db /data/db put user:1 alice\n  varve --db /data/db put 'line\\n' 0xdeadbeef", exits!())
     )]
     Put {
         /// The key.
@@ -74,23 +81,23 @@ pub enum Command {
         sync: bool,
     },
     /// Delete a key (not an error if it is absent).
-    #[command(after_help = "Example:\n  varve --db /data/db delete user:1")]
+    #[command(after_help = concat!("Example:\n  varve --db /data/db delete user:1", exits!()))]
     Delete {
         /// The key.
         key: String,
     },
     /// List keys (and values) in order.
     #[command(
-        after_help = "Example:\n  varve --db /data/db scan --from user: --to user; --limit 10\n  varve --db /data/db scan --reverse --keys-only\n  varve --db /data/db scan --count"
+        after_help = concat!("Example:\n  varve --db /data/db scan --from user: --to user; --limit 10\n  varve --db /data/db scan --reverse --keys-only\n  varve --db /data/db scan --count", exits!())
     )]
     Scan(ScanArgs),
     /// Print the levels table, sizes, amplification, cache and stall counters.
     #[command(
-        after_help = "Example:\n  varve --db /data/db stats\n  varve --db /data/db stats --json"
+        after_help = concat!("Example:\n  varve --db /data/db stats\n  varve --db /data/db stats --json", exits!())
     )]
     Stats,
     /// Print N-1 keys that split the key space into N parts of similar size.
-    #[command(after_help = "Example:\n  varve --db /data/db anchors --parts 8")]
+    #[command(after_help = concat!("Example:\n  varve --db /data/db anchors --parts 8", exits!()))]
     Anchors {
         /// Number of parts.
         #[arg(long, default_value_t = 4)]
@@ -99,13 +106,13 @@ pub enum Command {
     /// Verify every checksum of every file (CURRENT, manifest, tables,
     /// WALs) without opening the database; exit code 1 if anything is damaged.
     #[command(
-        after_help = "Example:\n  varve --db /data/db check\n  varve --db /data/db check --json"
+        after_help = concat!("Example:\n  varve --db /data/db check\n  varve --db /data/db check --json", exits!())
     )]
     Check,
     /// Decode a WAL file (nnnnnn.log) into its write batches.
     #[command(
         name = "dump-wal",
-        after_help = "Example:\n  varve dump-wal /data/db/000012.log\n  varve dump-wal /data/db/000012.log --json"
+        after_help = concat!("Example:\n  varve dump-wal /data/db/000012.log\n  varve dump-wal /data/db/000012.log --json", exits!())
     )]
     DumpWal {
         /// The WAL file.
@@ -114,7 +121,7 @@ pub enum Command {
     /// Decode a table file (nnnnnn.sst): footer, properties, entries.
     #[command(
         name = "dump-sst",
-        after_help = "Example:\n  varve dump-sst /data/db/000007.sst --limit 20"
+        after_help = concat!("Example:\n  varve dump-sst /data/db/000007.sst --limit 20", exits!())
     )]
     DumpSst {
         /// The table file.
@@ -130,7 +137,7 @@ pub enum Command {
     /// manifest of --db (named by CURRENT).
     #[command(
         name = "dump-manifest",
-        after_help = "Example:\n  varve --db /data/db dump-manifest\n  varve dump-manifest /data/db/MANIFEST-000005 --json"
+        after_help = concat!("Example:\n  varve --db /data/db dump-manifest\n  varve dump-manifest /data/db/MANIFEST-000005 --json", exits!())
     )]
     DumpManifest {
         /// The manifest file.
@@ -138,7 +145,7 @@ pub enum Command {
     },
     /// Compact a key range (default: everything) down the levels.
     #[command(
-        after_help = "Example:\n  varve --db /data/db compact\n  varve --db /data/db compact --from a --to m"
+        after_help = concat!("Example:\n  varve --db /data/db compact\n  varve --db /data/db compact --from a --to m", exits!())
     )]
     Compact {
         /// First key of the range (inclusive).
@@ -150,7 +157,7 @@ pub enum Command {
     },
     /// Write a consistent, openable copy of the database into DIR (hard
     /// links for tables). DIR must not exist or be empty.
-    #[command(after_help = "Example:\n  varve --db /data/db checkpoint /backup/db-2026-01-01")]
+    #[command(after_help = concat!("Example:\n  varve --db /data/db checkpoint /backup/db-2026-01-01", exits!()))]
     Checkpoint {
         /// The new directory.
         dir: PathBuf,
@@ -158,7 +165,7 @@ pub enum Command {
     /// Rebuild the manifest from the tables and WALs present; damaged files
     /// go to lost/. Run on a closed database.
     #[command(
-        after_help = "Example:\n  varve --db /data/db repair\n  varve --db /data/db get some-key"
+        after_help = concat!("Example:\n  varve --db /data/db repair\n  varve --db /data/db get some-key", exits!())
     )]
     Repair,
 }

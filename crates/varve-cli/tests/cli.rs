@@ -297,3 +297,41 @@ fn missing_and_locked_database_errors() {
     assert_eq!(varve(&db, &["check"]).status.code(), Some(0));
     drop(d);
 }
+
+#[test]
+fn every_command_has_help_with_an_example_and_exit_codes() {
+    let run = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_varve"))
+            .args(args)
+            .output()
+            .expect("run varve");
+        assert!(o.status.success(), "{args:?}");
+        String::from_utf8(o.stdout).expect("utf-8")
+    };
+    let top = run(&["--help"]);
+    assert!(
+        top.contains("Exit codes") && top.contains("checkpoint"),
+        "{top}"
+    );
+    for cmd in [
+        "get",
+        "put",
+        "delete",
+        "scan",
+        "stats",
+        "anchors",
+        "check",
+        "dump-wal",
+        "dump-sst",
+        "dump-manifest",
+        "compact",
+        "checkpoint",
+        "repair",
+    ] {
+        let h = run(&[cmd, "--help"]);
+        assert!(
+            h.contains("Example:") && h.contains("Exit codes"),
+            "{cmd}: {h}"
+        );
+    }
+}

@@ -199,3 +199,78 @@ fn rewrite_wal(fs: &dyn FileSystem, dir: &Path, n: u64, records: &[Vec<u8>]) -> 
     log.sync()?;
     fs.sync_dir(dir)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Db, Options};
+
+    fn flip(path: &Path, offset: usize) {
+        let mut b = std::fs::read(path).expect("read");
+        b[offset] ^= 0x20;
+        std::fs::write(path, b).expect("write");
+    }
+
+    fn ext_files(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == ext))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn bad_table_goes_to_lost_and_damaged_wal_keeps_its_good_prefix() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path();
+        {
+            let db = Db::open(dir, Options::default()).expect("open");
+            db.put(b"t1", b"table one").expect("put");
+            db.flush().expect("flush");
+            db.put(b"t2", b"table two").expect("put");
+            db.flush().expect("flush");
+            for i in 0..10 {
+                db.put(format!("w{i}"), b"wal").expect("put");
+            }
+            db.close().expect("close");
+        }
+        let tables = ext_files(dir, "sst");
+        assert_eq!(tables.len(), 2);
+        flip(&tables[0], 3);
+        // Damage the 6th WAL record: five good records before, four after.
+        let wal = ext_files(dir, "log").pop().expect("wal");
+        let dump = crate::tools::dump_wal(&crate::io::PosixFs, &wal).expect("dump");
+        flip(&wal, dump.records[5].offset as usize + 10);
+
+        let r = Db::repair(dir).expect("repair");
+        assert_eq!(r.tables.len(), 1);
+        assert_eq!(r.wals_salvaged.len(), 1);
+        assert_eq!(r.wals_salvaged[0].1, 5);
+        let lost: Vec<&str> = r.lost.iter().map(|(f, _)| f.as_str()).collect();
+        assert!(lost.iter().any(|f| f.ends_with(".sst")), "{lost:?}");
+        assert!(lost.iter().any(|f| f.ends_with(".log")), "{lost:?}");
+        assert!(dir.join(LOST_DIR).join("CURRENT").exists());
+
+        let db = Db::open(dir, Options::default()).expect("open after repair");
+        assert_eq!(db.get(b"t1").expect("get"), None, "its table was damaged");
+        assert_eq!(db.get(b"t2").expect("get"), Some(b"table two".to_vec()));
+        for i in 0..10 {
+            let want = (i < 5).then(|| b"wal".to_vec());
+            assert_eq!(db.get(format!("w{i}")).expect("get"), want, "w{i}");
+        }
+        // New writes do not reuse sequence numbers of the kept data.
+        db.put(b"t2", b"newer").expect("put");
+        assert_eq!(db.get(b"t2").expect("get"), Some(b"newer".to_vec()));
+    }
+
+    #[test]
+    fn repair_refuses_an_open_database() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let db = Db::open(tmp.path(), Options::default()).expect("open");
+        let e = Db::repair(tmp.path()).expect_err("locked");
+        assert!(matches!(e, Error::Locked { .. }), "{e}");
+        drop(db);
+    }
+}
