@@ -60,6 +60,13 @@ fn checkpoint_while_four_threads_write_is_a_prefix() {
         w.join().expect("writer");
     }
     for (target, before) in targets {
+        let names: Vec<String> = std::fs::read_dir(&target)
+            .expect("target")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().any(|n| n.ends_with(".sst")), "{names:?}");
+        assert!(names.iter().any(|n| n.ends_with(".log")), "{names:?}");
+        assert!(names.iter().any(|n| n == "CURRENT"), "{names:?}");
         let cp = Db::open(&target, small()).expect("checkpoint opens");
         for (t, &min) in before.iter().enumerate() {
             let mut n = 0u64;
