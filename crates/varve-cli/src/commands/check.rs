@@ -1,5 +1,7 @@
 //! `check`: verify every file of the database without opening it.
 
+use std::io::IsTerminal;
+
 use anyhow::Result;
 use serde_json::json;
 use varve::io::PosixFs;
@@ -25,7 +27,24 @@ pub fn check(cli: &Cli) -> Result<Outcome> {
     if !dir.is_dir() {
         anyhow::bail!("no database at {}: not a directory", dir.display());
     }
-    let files = with_path(check_db(&PosixFs, dir, |_| {}), "checking", dir)?;
+    // A spinner naming the file being checked, only on a terminal.
+    let bar = std::io::stderr()
+        .is_terminal()
+        .then(indicatif::ProgressBar::new_spinner);
+    let files = with_path(
+        check_db(&PosixFs, dir, |p| {
+            if let Some(b) = &bar {
+                b.set_message(format!("checking {}", p.display()));
+                b.tick();
+            }
+        }),
+        "checking",
+        dir,
+    );
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let files = files?;
     let damaged = files.iter().filter(|f| f.problem.is_some()).count();
     if cli.json {
         let rows: Vec<_> = files
