@@ -96,12 +96,20 @@ pub enum Command {
         after_help = concat!("Example:\n  varve --db /data/db stats\n  varve --db /data/db stats --json", exits!())
     )]
     Stats,
-    /// Print N-1 keys that split the key space into N parts of similar size.
-    #[command(after_help = concat!("Example:\n  varve --db /data/db anchors --parts 8", exits!()))]
+    /// Print the parts that N-1 anchor keys cut the key space (or a range)
+    /// into, of about equal bytes (Db::split_range): one `[start .. end)`
+    /// per line. Fewer parts when the range holds too little data.
+    #[command(after_help = concat!("Example:\n  varve --db /data/db anchors --parts 8\n  varve --db /data/db anchors --parts 4 --from user: --to user; --json", exits!()))]
     Anchors {
         /// Number of parts.
         #[arg(long, default_value_t = 4)]
         parts: usize,
+        /// Start of the range (inclusive).
+        #[arg(long)]
+        from: Option<String>,
+        /// End of the range (exclusive).
+        #[arg(long)]
+        to: Option<String>,
     },
     /// Verify every checksum of every file (CURRENT, manifest, tables,
     /// WALs) without opening the database; exit code 1 if anything is damaged.

@@ -53,7 +53,9 @@ fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Delete { key } => kv::delete(cli, key),
         Command::Scan(a) => kv::scan(cli, a),
         Command::Stats => stats::stats(cli),
-        Command::Anchors { parts } => stats::anchors(cli, *parts),
+        Command::Anchors { parts, from, to } => {
+            stats::anchors(cli, *parts, from.as_deref(), to.as_deref())
+        }
         Command::Check => check::check(cli),
         Command::DumpWal { file } => dump::wal(cli, file),
         Command::DumpSst {

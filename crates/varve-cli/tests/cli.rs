@@ -335,3 +335,40 @@ fn every_command_has_help_with_an_example_and_exit_codes() {
         );
     }
 }
+
+#[test]
+fn anchors_split_the_key_space() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = &tmp.path().join("db");
+    {
+        let d = Db::open(
+            db,
+            Options {
+                block_size: 512,
+                ..Options::default()
+            },
+        )
+        .expect("open");
+        for i in 0..5000 {
+            d.put(format!("key{i:05}"), [b'v'; 64]).expect("put");
+        }
+        d.flush().expect("flush");
+        d.close().expect("close");
+    }
+    let a = json(db, &["anchors", "--parts", "4"]);
+    let parts = a["parts"].as_array().expect("parts");
+    assert!((2..=4).contains(&parts.len()), "{a}");
+    assert!(parts[0]["start"].is_null() && parts[parts.len() - 1]["end"].is_null());
+    for w in parts.windows(2) {
+        assert_eq!(w[0]["end"], w[1]["start"], "{a}");
+    }
+    assert_eq!(
+        a["anchors"].as_array().expect("anchors").len(),
+        parts.len() - 1
+    );
+    let text = ok(db, &["anchors", "--parts", "2"]);
+    assert!(
+        text.starts_with("[-inf .. ") && text.trim_end().ends_with(" .. +inf)"),
+        "{text}"
+    );
+}

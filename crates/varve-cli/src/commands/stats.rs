@@ -1,11 +1,13 @@
 //! `stats` and `anchors`: the shape of the tree and the engine's counters.
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_json::json;
+use varve::KeyRange;
 
 use super::print_json;
 use crate::Outcome;
 use crate::args::Cli;
+use crate::bytes::{parse, show};
 use crate::open::open_existing;
 
 /// `stats`.
@@ -81,8 +83,34 @@ fn space_amp(s: &varve::db::DbStats) -> f64 {
     }
 }
 
-/// `anchors --parts N`.
-pub fn anchors(cli: &Cli, parts: usize) -> Result<Outcome> {
-    let _ = (cli, parts);
-    bail!("anchors is not available in this build: the engine has no Db::split_range yet")
+/// `anchors --parts N [--from K] [--to K]`: the sub-ranges of
+/// `Db::split_range`, i.e. the N-1 keys that cut the range into parts of
+/// about equal bytes.
+pub fn anchors(cli: &Cli, parts: usize, from: Option<&str>, to: Option<&str>) -> Result<Outcome> {
+    let range = KeyRange::from_bounds(from.map(parse).transpose()?, to.map(parse).transpose()?);
+    let db = open_existing(cli)?;
+    let ranges = db.split_range(&range, parts)?;
+    db.close()?;
+    let bound = |b: &Option<Vec<u8>>| b.as_deref().map(|k| show(k, cli.hex));
+    let cuts: Vec<String> = ranges
+        .iter()
+        .skip(1)
+        .filter_map(|r| bound(&r.start))
+        .collect();
+    if cli.json {
+        let parts: Vec<_> = ranges
+            .iter()
+            .map(|r| json!({"start": bound(&r.start), "end": bound(&r.end)}))
+            .collect();
+        print_json(&json!({"anchors": cuts, "parts": parts}));
+    } else {
+        for r in &ranges {
+            println!(
+                "[{} .. {})",
+                bound(&r.start).unwrap_or_else(|| "-inf".into()),
+                bound(&r.end).unwrap_or_else(|| "+inf".into())
+            );
+        }
+    }
+    Ok(Outcome::Ok)
 }

@@ -14,7 +14,7 @@ use super::filter::VersionFilter;
 use super::picker::CompactionPlan;
 use crate::cache::TableCache;
 use crate::cache::table_cache::table_path;
-use crate::flush::create_table_file;
+use crate::flush::{create_table_file, file_meta};
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
@@ -177,14 +177,6 @@ fn finish(o: Output, result: &mut CompactionResult) -> Result<()> {
     }
     let props = o.builder.finish()?;
     result.bytes_written += props.file_size;
-    result.outputs.push(FileMetaData {
-        number: o.number,
-        file_size: props.file_size,
-        smallest: props.smallest_key.clone(),
-        largest: props.largest_key.clone(),
-        smallest_seq: props.smallest_seq,
-        largest_seq: props.largest_seq,
-        num_entries: props.num_entries,
-    });
+    result.outputs.push(file_meta(o.number, &props));
     Ok(())
 }

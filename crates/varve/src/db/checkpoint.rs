@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
-use super::filenames::{self, FileKind, wal_path};
+use crate::filenames::{self, FileKind, wal_path};
 use crate::io::FileSystem;
 use crate::version::manifest::{self, ManifestWriter};
 use crate::version::{NUM_LEVELS, Version, VersionEdit};

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use super::DbInner;
-use super::filenames::{self, FileKind};
+use crate::filenames::{self, FileKind};
 
 /// Deletes every obsolete file in the database directory.
 pub(crate) fn delete_obsolete_files(db: &DbInner) {

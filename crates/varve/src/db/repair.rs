@@ -20,7 +20,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::filenames::{self, FileKind, LOCK, wal_path};
+use crate::filenames::{self, FileKind, LOCK, wal_path};
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::sst::{Table, TableReadOptions};

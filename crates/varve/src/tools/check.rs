@@ -72,7 +72,7 @@ fn tail_problem(tail: TailStatus) -> Option<Problem> {
 /// Checks one file of kind `kind` (see the module docs).
 pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> CheckedFile {
     let problem = match kind {
-        FileCheckKind::Table => super::file_number(path, "", ".sst")
+        FileCheckKind::Table => super::file_number(path, super::table, "nnnnnn.sst")
             .and_then(|n| verify_table(fs, path, n))
             .err()
             .map(problem),
@@ -146,18 +146,16 @@ pub fn check_db(
     }
     for name in &names {
         let path = dir.join(name);
-        let kind = if name.ends_with(".sst") && super::file_number(&path, "", ".sst").is_ok() {
-            FileCheckKind::Table
-        } else if name.ends_with(".log") && super::file_number(&path, "", ".log").is_ok() {
-            FileCheckKind::Wal
-        } else {
-            continue;
+        let kind = match crate::filenames::parse(name) {
+            Some(crate::filenames::FileKind::Table(_)) => FileCheckKind::Table,
+            Some(crate::filenames::FileKind::Wal(_)) => FileCheckKind::Wal,
+            _ => continue,
         };
         progress(&path);
         let mut c = check_file(fs, &path, kind);
         if c.problem.is_none()
             && kind == FileCheckKind::Table
-            && let Ok(n) = super::file_number(&path, "", ".sst")
+            && let Some(crate::filenames::FileKind::Table(n)) = crate::filenames::parse(name)
             && let Some(&want) = live.get(&n)
         {
             let size = fs.file_size(&path)?;

@@ -32,7 +32,7 @@ pub struct ManifestDump {
 
 /// Decodes the manifest at `path` (named `MANIFEST-nnnnnn`).
 pub fn dump_manifest(fs: &dyn FileSystem, path: &Path) -> Result<ManifestDump> {
-    let number = super::file_number(path, "MANIFEST-", "")?;
+    let number = super::file_number(path, super::manifest, "MANIFEST-nnnnnn")?;
     let dir = path.parent().ok_or_else(|| {
         Error::InvalidArgument(format!("{} has no parent directory", path.display()))
     })?;

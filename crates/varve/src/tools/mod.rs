@@ -21,22 +21,52 @@ pub use wal_dump::{WalDump, WalOp, WalRecord, dump_wal};
 
 use std::path::Path;
 
+use crate::filenames::{self, FileKind};
 use crate::{Error, Result};
 
-/// The number in a file name `nnnnnn<suffix>` or `<prefix>nnnnnn`
-/// (e.g. `000012.log`, `MANIFEST-000003`), or `InvalidArgument` naming it.
-pub(crate) fn file_number(path: &Path, prefix: &str, suffix: &str) -> Result<u64> {
-    let bad = || {
-        Error::InvalidArgument(format!(
-            "{} is not named {prefix}nnnnnn{suffix}; the number in the name is needed to read it",
-            path.display()
-        ))
-    };
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(bad)?;
-    let digits = name
-        .strip_prefix(prefix)
-        .and_then(|n| n.strip_suffix(suffix))
-        .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(bad)?;
-    digits.parse().map_err(|_| bad())
+/// The number of the file at `path` if its name is of the kind `want`
+/// picks (`FileKind::Wal`, `Table` or `Manifest`), else `InvalidArgument`
+/// naming the file and the expected `pattern`.
+pub(crate) fn file_number(
+    path: &Path,
+    want: fn(FileKind) -> Option<u64>,
+    pattern: &str,
+) -> Result<u64> {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(filenames::parse)
+        .and_then(want)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{} is not named {pattern}; the number in the name is needed to read it",
+                path.display()
+            ))
+        })
+}
+
+/// `Some(n)` for `nnnnnn.log`.
+pub(crate) fn wal(k: FileKind) -> Option<u64> {
+    if let FileKind::Wal(n) = k {
+        Some(n)
+    } else {
+        None
+    }
+}
+
+/// `Some(n)` for `nnnnnn.sst`.
+pub(crate) fn table(k: FileKind) -> Option<u64> {
+    if let FileKind::Table(n) = k {
+        Some(n)
+    } else {
+        None
+    }
+}
+
+/// `Some(n)` for `MANIFEST-nnnnnn`.
+pub(crate) fn manifest(k: FileKind) -> Option<u64> {
+    if let FileKind::Manifest(n) = k {
+        Some(n)
+    } else {
+        None
+    }
 }

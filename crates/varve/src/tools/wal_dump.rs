@@ -47,7 +47,7 @@ pub struct WalDump {
 
 /// Decodes the WAL at `path` (named `nnnnnn.log`).
 pub fn dump_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
-    let log_number = super::file_number(path, "", ".log")?;
+    let log_number = super::file_number(path, super::wal, "nnnnnn.log")?;
     let mut records = Vec::new();
     let outcome = wal::replay(fs, path, log_number, |payload, offset| {
         let batch = WriteBatch::from_encoded(payload).map_err(|reason| {
