@@ -27,6 +27,7 @@ pub mod memtable;
 mod options;
 pub mod sst;
 pub(crate) mod sync;
+pub mod tools;
 pub mod util;
 pub mod version;
 pub mod wal;

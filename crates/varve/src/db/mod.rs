@@ -14,6 +14,7 @@
 
 mod anchors;
 mod bg;
+mod checkpoint;
 mod info_log;
 mod memtables;
 mod obsolete;
@@ -21,13 +22,14 @@ mod open;
 mod par_scan;
 mod read;
 mod recovery;
+pub mod repair;
 mod snapshot;
 mod stats;
 mod write;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
@@ -126,6 +128,8 @@ pub(crate) struct DbInner {
     closed: AtomicBool,
     pub(crate) info_log: InfoLog,
     recovery: RecoveryReport,
+    /// Checkpoints in progress; while non-zero no obsolete file is deleted.
+    pub(crate) deletions_paused: AtomicUsize,
 }
 
 impl DbInner {
@@ -459,6 +463,39 @@ impl Db {
     /// [`stats`](Self::stats) as a human-readable report.
     pub fn stats_report(&self) -> String {
         self.stats().report()
+    }
+
+    /// Writes a consistent, openable copy of this database into `target`
+    /// while writers continue: tables are hard-linked (copied where links
+    /// are impossible), the live WALs and a fresh manifest are copied and
+    /// written, everything is fsynced. The copy holds every write
+    /// acknowledged before the call (except `disable_wal` writes still in
+    /// a memtable) and a sequence-order prefix of later ones.
+    ///
+    /// Errors: `InvalidArgument` if `target` exists and is not an empty
+    /// directory (or is this database); IO errors name the file.
+    pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<()> {
+        checkpoint::checkpoint(&self.inner, target.as_ref())
+    }
+
+    /// Rebuilds the manifest of the (closed) database in `path` from the
+    /// table and WAL files present, moving whatever fails its checksums to
+    /// `path/lost/` (see [`repair`]). Open the database afterwards to
+    /// replay the WALs.
+    ///
+    /// Errors: `Locked` if the database is open, `NotFound` if `path` is
+    /// not a directory, IO errors naming the file.
+    pub fn repair(path: impl AsRef<Path>) -> Result<repair::RepairReport> {
+        repair::repair(Arc::clone(&Options::default().fs), path.as_ref())
+    }
+
+    /// Numbers of the table files in each level of the current version
+    /// (index = level), with their sizes in bytes.
+    pub fn live_tables(&self) -> Vec<Vec<(u64, u64)>> {
+        let v = self.inner.super_version().version.clone();
+        (0..crate::version::NUM_LEVELS)
+            .map(|l| v.files(l).iter().map(|f| (f.number, f.file_size)).collect())
+            .collect()
     }
 
     /// The highest sequence number visible to reads.

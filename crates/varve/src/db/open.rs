@@ -175,6 +175,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         closed: AtomicBool::new(false),
         info_log,
         recovery: recovered.report,
+        deletions_paused: std::sync::atomic::AtomicUsize::new(0),
         options,
     };
     super::obsolete::delete_obsolete_files(&db);
