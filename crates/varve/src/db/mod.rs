@@ -10,7 +10,7 @@
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it with an `Arc`. Reads never
 //! block writes. Invariant: every entry with a sequence number `<=`
-//! `last_sequence` is in a memtable of the current [`MemSet`].
+//! `last_sequence` is in a memtable or table of the current read state (`SuperVersion`).
 
 mod anchors;
 mod bg;

@@ -1,11 +1,11 @@
 //! Flush: writing a sorted stream of entries (an immutable memtable) into a
 //! new table file.
 //!
-//! [`build_table`] drops versions no reader can see (see
-//! [`VersionFilter`](crate::compaction::filter::VersionFilter); tombstones
-//! are kept since deeper levels may hold the key), writes the table, syncs
-//! it and its directory entry, and returns its metadata for the version edit. A failed build removes
-//! its partial file. Thread-safe (no shared state).
+//! [`build_table`] drops versions no reader can see (see [`VersionFilter`];
+//! tombstones are kept since deeper levels may hold the key), writes the
+//! table, syncs it and its directory entry, and returns its metadata for the
+//! version edit. A failed build removes its partial file. Thread-safe (no
+//! shared state).
 
 use std::path::Path;
 
