@@ -18,6 +18,7 @@ pub mod cache;
 pub mod compaction;
 pub mod db;
 mod error;
+pub(crate) mod filenames;
 pub mod flush;
 pub mod io;
 pub mod iter;
@@ -26,12 +27,13 @@ pub mod memtable;
 mod options;
 pub mod sst;
 pub(crate) mod sync;
+pub mod tools;
 pub mod util;
 pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIterator, Snapshot};
+pub use db::{Anchor, Anchors, ChunkInfo, Db, DbIterator, KeyRange, Snapshot};
 pub use error::{Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
 

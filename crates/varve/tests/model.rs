@@ -117,6 +117,7 @@ fn options() -> Options {
         l0_slowdown_writes_trigger: 8,
         l0_stop_writes_trigger: 12,
         cache_size: 256 << 10,
+        max_subcompactions: 3,
         ..Options::default()
     }
 }
@@ -398,4 +399,9 @@ fn several_levels_match_the_model() {
         stats.report()
     );
     assert!(stats.compactions > 0, "{}", stats.report());
+    assert!(
+        stats.subcompactions > stats.compactions,
+        "sub-compactions ran:\n{}",
+        stats.report()
+    );
 }

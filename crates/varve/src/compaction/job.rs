@@ -2,7 +2,9 @@
 //! write output tables of about `target_file_size` into the next level.
 //!
 //! Outputs never split one user key across two files, so the next level
-//! stays non-overlapping by user key. Tombstones are dropped only where no
+//! stays non-overlapping by user key. A large compaction is cut into up to
+//! `max_subcompactions` user-key spans at its input tables' index separators
+//! (no data IO), which run in parallel, each writing its own outputs. Tombstones are dropped only where no
 //! deeper level can hold the key. On failure every output written so far is
 //! removed and the version is untouched. Runs on one background thread;
 //! reads input tables through the shared table cache.
@@ -14,11 +16,11 @@ use super::filter::VersionFilter;
 use super::picker::CompactionPlan;
 use crate::cache::TableCache;
 use crate::cache::table_cache::table_path;
-use crate::flush::create_table_file;
+use crate::flush::{create_table_file, file_meta};
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
-use crate::keys::{self, SequenceNumber};
+use crate::keys::{self, SequenceNumber, compare_internal_keys};
 use crate::sst::{TableBuilder, TableBuilderOptions};
 use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::{Error, Result};
@@ -54,27 +56,131 @@ pub struct CompactionResult {
     pub entries_dropped: u64,
     /// Output files.
     pub outputs: Vec<FileMetaData>,
+    /// Parts the compaction ran in.
+    pub subcompactions: usize,
 }
 
-/// Runs `plan`; `new_file_number` hands out output file numbers.
-/// Returns the edit that installs the result (not yet applied).
+/// A user-key range `[start, end)` of a sub-compaction (`None`: unbounded).
+pub type KeySpan = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Cuts `plan` into at most `parts` user-key spans of about equal size, at
+/// the index separators of its input tables (no data IO). Returns one
+/// unbounded span when the plan is small or `parts <= 1`.
+pub fn split_plan(
+    plan: &CompactionPlan,
+    ctx: &JobContext<'_>,
+    parts: usize,
+) -> Result<Vec<KeySpan>> {
+    let whole = vec![(None, None)];
+    if parts <= 1 || plan.input_bytes() < 2 * ctx.target_file_size.min(32 << 20) {
+        return Ok(whole);
+    }
+    let mut samples: Vec<Vec<u8>> = Vec::new();
+    for f in plan.inputs.iter().flatten() {
+        let table = ctx.table_cache.get(f)?;
+        samples.extend(
+            table
+                .index_samples()
+                .into_iter()
+                .map(|(k, _)| keys::user_key(&k).to_vec()),
+        );
+    }
+    samples.sort_unstable();
+    samples.dedup();
+    if samples.len() < parts * 2 {
+        return Ok(whole);
+    }
+    let mut cuts: Vec<Vec<u8>> = (1..parts)
+        .map(|i| samples[i * samples.len() / parts].clone())
+        .collect();
+    cuts.dedup();
+    let mut spans = Vec::with_capacity(cuts.len() + 1);
+    let mut start = None;
+    for cut in cuts {
+        spans.push((start, Some(cut.clone())));
+        start = Some(cut);
+    }
+    spans.push((start, None));
+    Ok(spans)
+}
+
+/// Runs `plan`, split into up to `parts` sub-compactions that run in
+/// parallel on their own threads; `new_file_number` hands out output file
+/// numbers. Returns the edit that installs the result (not yet applied).
+/// On failure every output of every part is removed.
 pub fn run(
     plan: &CompactionPlan,
     ctx: &JobContext<'_>,
-    mut new_file_number: impl FnMut() -> u64,
+    parts: usize,
+    new_file_number: &(dyn Fn() -> u64 + Sync),
 ) -> Result<(VersionEdit, CompactionResult)> {
+    let spans = split_plan(plan, ctx, parts)?;
+    let results: Vec<Result<CompactionResult>> = if spans.len() == 1 {
+        vec![run_span(plan, ctx, &spans[0], new_file_number)]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = spans
+                .iter()
+                .map(|span| s.spawn(move || run_span(plan, ctx, span, new_file_number)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::InvalidArgument("sub-compaction panicked".into()))
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut result = CompactionResult {
+        bytes_read: plan.input_bytes(),
+        subcompactions: spans.len(),
+        ..CompactionResult::default()
+    };
+    let mut first_error = None;
+    for r in results {
+        match r {
+            Ok(part) => {
+                result.bytes_written += part.bytes_written;
+                result.entries_dropped += part.entries_dropped;
+                result.outputs.extend(part.outputs);
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        for out in &result.outputs {
+            let _ = ctx.fs.remove_file(&table_path(ctx.dir, out.number));
+        }
+        return Err(e);
+    }
+    // The manifest edit that will name the outputs must not outlive them.
+    ctx.fs.sync_dir(ctx.dir)?;
     let mut edit = VersionEdit::default();
     for (i, files) in plan.inputs.iter().enumerate() {
         for f in files {
             edit.delete_file(plan.level + i, f.number);
         }
     }
-    let output_level = plan.output_level();
-    let mut result = CompactionResult {
-        bytes_read: plan.input_bytes(),
-        ..CompactionResult::default()
-    };
+    result
+        .outputs
+        .sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
+    for out in &result.outputs {
+        edit.add_file(plan.output_level(), out.clone());
+    }
+    Ok((edit, result))
+}
 
+/// One sub-compaction: the plan's entries whose user keys lie in `span`.
+fn run_span(
+    plan: &CompactionPlan,
+    ctx: &JobContext<'_>,
+    span: &KeySpan,
+    new_file_number: &(dyn Fn() -> u64 + Sync),
+) -> Result<CompactionResult> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.level == 0 {
         for f in &plan.inputs[0] {
@@ -87,12 +193,13 @@ pub fn run(
         children.push(ctx.table_cache.files_iterator(&plan.inputs[1]));
     }
     let mut input = MergingIterator::new(children);
-
+    let mut result = CompactionResult::default();
     let outcome = write_outputs(
         &mut input,
         ctx,
-        output_level,
-        &mut new_file_number,
+        plan.output_level(),
+        span,
+        new_file_number,
         &mut result,
     );
     if let Err(e) = outcome {
@@ -101,10 +208,7 @@ pub fn run(
         }
         return Err(e);
     }
-    for out in &result.outputs {
-        edit.add_file(output_level, out.clone());
-    }
-    Ok((edit, result))
+    Ok(result)
 }
 
 fn bottommost(version: &Version, output_level: usize, user_key: &[u8]) -> bool {
@@ -124,15 +228,24 @@ fn write_outputs(
     input: &mut MergingIterator,
     ctx: &JobContext<'_>,
     output_level: usize,
-    new_file_number: &mut impl FnMut() -> u64,
+    span: &KeySpan,
+    new_file_number: &(dyn Fn() -> u64 + Sync),
     result: &mut CompactionResult,
 ) -> Result<()> {
     let mut filter = VersionFilter::new(ctx.snapshots.clone());
     let mut out: Option<Output> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
-    input.seek_to_first();
+    match &span.0 {
+        Some(start) => input.seek(&keys::lookup_key(start, keys::MAX_SEQUENCE)),
+        None => input.seek_to_first(),
+    }
     while input.valid() {
         let key = input.key();
+        if let Some(end) = &span.1
+            && keys::user_key(key) >= end.as_slice()
+        {
+            break;
+        }
         let keep = filter.keep(key, |uk| bottommost(ctx.version, output_level, uk));
         if keep {
             let user_key = keys::user_key(key);
@@ -165,8 +278,6 @@ fn write_outputs(
     if let Some(o) = out.take() {
         finish(o, result)?;
     }
-    // The manifest edit that will name the outputs must not outlive them.
-    ctx.fs.sync_dir(ctx.dir)?;
     result.entries_dropped = filter.dropped();
     Ok(())
 }
@@ -177,14 +288,6 @@ fn finish(o: Output, result: &mut CompactionResult) -> Result<()> {
     }
     let props = o.builder.finish()?;
     result.bytes_written += props.file_size;
-    result.outputs.push(FileMetaData {
-        number: o.number,
-        file_size: props.file_size,
-        smallest: props.smallest_key.clone(),
-        largest: props.largest_key.clone(),
-        smallest_seq: props.smallest_seq,
-        largest_seq: props.largest_seq,
-        num_entries: props.num_entries,
-    });
+    result.outputs.push(file_meta(o.number, &props));
     Ok(())
 }

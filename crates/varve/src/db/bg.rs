@@ -270,13 +270,14 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         target_file_size: db.options.target_file_size,
         direct_writes: db.options.use_direct_io_for_flush_and_compaction,
     };
-    let mut outputs = Vec::new();
-    let ran = job::run(plan, &ctx, || {
+    let outputs = Mutex::new(Vec::new());
+    let new_file_number = || {
         let n = db.versions.lock().new_file_number();
         db.pending_outputs.lock().insert(n);
-        outputs.push(n);
+        outputs.lock().push(n);
         n
-    });
+    };
+    let ran = job::run(plan, &ctx, db.options.max_subcompactions, &new_file_number);
     let installed = ran.and_then(|(mut edit, stats)| {
         if let Some(last) = plan.inputs[0].iter().map(|f| &f.largest).max() {
             edit.compact_pointers.push((level, last.clone()));
@@ -289,23 +290,25 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         });
         drop(vs);
         Counters::add(&db.counters.compactions, 1);
+        Counters::add(&db.counters.subcompactions, stats.subcompactions as u64);
         Counters::add(&db.counters.compaction_bytes_read, stats.bytes_read);
         Counters::add(&db.counters.compaction_bytes_written, stats.bytes_written);
         db.info_log.log(format!(
-            "compacted L{level}->L{}: {} + {} files, read {} B, wrote {} B in {} files, dropped {} entries ({})",
+            "compacted L{level}->L{}: {} + {} files, read {} B, wrote {} B in {} files ({} sub-compactions), dropped {} entries ({})",
             level + 1,
             plan.inputs[0].len(),
             plan.inputs[1].len(),
             stats.bytes_read,
             stats.bytes_written,
             stats.outputs.len(),
+            stats.subcompactions,
             stats.entries_dropped,
             plan.reason
         ));
         Ok(())
     });
     let mut pending = db.pending_outputs.lock();
-    for n in outputs {
+    for n in outputs.into_inner() {
         pending.remove(&n);
     }
     drop(pending);

@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
-use super::filenames::{INFO_LOG, INFO_LOG_OLD};
+use crate::filenames::{INFO_LOG, INFO_LOG_OLD};
 
 /// Appends lines to `LOG`.
 #[derive(Debug)]

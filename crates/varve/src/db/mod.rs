@@ -10,28 +10,33 @@
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it with an `Arc`. Reads never
 //! block writes. Invariant: every entry with a sequence number `<=`
-//! `last_sequence` is in a memtable of the current [`MemSet`].
+//! `last_sequence` is in a memtable or table of the current read state (`SuperVersion`).
 
+mod anchors;
 mod bg;
-mod filenames;
+mod checkpoint;
 mod info_log;
 mod memtables;
 mod obsolete;
 mod open;
+mod par_scan;
 mod read;
 mod recovery;
+pub mod repair;
 mod snapshot;
 mod stats;
 mod write;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
 pub use crate::iter::db_iter::DbIterator;
+pub use anchors::{Anchor, Anchors, KeyRange};
+pub use par_scan::{CHUNKS_PER_THREAD, ChunkInfo, MAX_CHUNK_BYTES, MAX_CHUNKS};
 pub use recovery::{RecoveryReport, TruncatedTail};
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelStats};
@@ -123,6 +128,8 @@ pub(crate) struct DbInner {
     closed: AtomicBool,
     pub(crate) info_log: InfoLog,
     recovery: RecoveryReport,
+    /// Checkpoints in progress; while non-zero no obsolete file is deleted.
+    pub(crate) deletions_paused: AtomicUsize,
 }
 
 impl DbInner {
@@ -281,6 +288,97 @@ impl Db {
         read::iter(&self.inner, opts)
     }
 
+    /// Anchor keys of `range`: sorted, distinct keys strictly inside it
+    /// (after its start, before its end), at most `max_anchors`, each with
+    /// the approximate bytes since the previous anchor, plus the bytes after
+    /// the last one. Sampled from the index of every overlapping table on
+    /// every level and from the memtables; no data block is read.
+    ///
+    /// Errors: only if a table cannot be opened.
+    pub fn approximate_key_anchors(&self, range: &KeyRange, max_anchors: usize) -> Result<Anchors> {
+        anchors::approximate_key_anchors(&self.inner, range, max_anchors)
+    }
+
+    /// Cuts `range` into `parts` contiguous sub-ranges of about equal bytes,
+    /// at anchor keys: the first starts at `range.start`, the last ends at
+    /// `range.end`, each ends where the next starts. Fewer parts (at least
+    /// one) when the range has too few anchors, e.g. when it is empty or
+    /// small; `parts == 0` counts as 1.
+    pub fn split_range(&self, range: &KeyRange, parts: usize) -> Result<Vec<KeyRange>> {
+        anchors::split_range(&self.inner, range, parts)
+    }
+
+    /// Calls `f(chunk, key, value)` for every key of `range` (intersected
+    /// with the bounds of `opts`) visible in one snapshot (`opts.snapshot`
+    /// or one taken now), on `threads` threads (0: one per CPU), the
+    /// caller's included.
+    ///
+    /// The range is cut into many more chunks than threads, handed out
+    /// largest first from a shared cursor; within a chunk keys come in
+    /// order, chunks run concurrently. The first error (the engine's,
+    /// converted with `From`, or the callback's) stops every thread and is
+    /// returned.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use varve::{Db, KeyRange, Options, ReadOptions};
+    ///
+    /// # fn main() -> varve::Result<()> {
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let db = Db::open(dir.path(), Options::default())?;
+    /// for i in 0..1000u32 {
+    ///     db.put(format!("key{i:04}"), i.to_le_bytes())?;
+    /// }
+    /// let sum = AtomicU64::new(0);
+    /// let range = KeyRange::new("key0100", "key0200");
+    /// db.par_scan(&ReadOptions::default(), &range, 4, |_chunk, _key, value| {
+    ///     let v = u32::from_le_bytes(value.try_into().expect("4 bytes"));
+    ///     sum.fetch_add(u64::from(v), Ordering::Relaxed);
+    ///     Ok::<(), varve::Error>(())
+    /// })?;
+    /// assert_eq!(sum.into_inner(), (100..200).sum::<u64>());
+    /// assert_eq!(db.par_count(&ReadOptions::default(), &range, 4)?, 100);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn par_scan<E, F>(
+        &self,
+        opts: &ReadOptions,
+        range: &KeyRange,
+        threads: usize,
+        f: F,
+    ) -> std::result::Result<(), E>
+    where
+        E: From<Error> + Send,
+        F: Fn(&ChunkInfo, &[u8], &[u8]) -> std::result::Result<(), E> + Sync,
+    {
+        par_scan::par_scan(self, opts, range, threads, f)
+    }
+
+    /// [`par_scan`](Self::par_scan) delivering every key in key order to `f`
+    /// on the caller's thread, while `threads` workers read chunks ahead (at
+    /// most `2 * threads` chunks buffered).
+    pub fn par_scan_ordered<E, F>(
+        &self,
+        opts: &ReadOptions,
+        range: &KeyRange,
+        threads: usize,
+        f: F,
+    ) -> std::result::Result<(), E>
+    where
+        E: From<Error> + Send,
+        F: FnMut(&ChunkInfo, &[u8], &[u8]) -> std::result::Result<(), E>,
+    {
+        par_scan::par_scan_ordered(self, opts, range, threads, f)
+    }
+
+    /// Number of keys of `range` (intersected with the bounds of `opts`)
+    /// visible in one snapshot, counted on `threads` threads like
+    /// [`par_scan`](Self::par_scan); values are never copied.
+    pub fn par_count(&self, opts: &ReadOptions, range: &KeyRange, threads: usize) -> Result<u64> {
+        par_scan::par_count(self, opts, range, threads)
+    }
+
     /// Writes every memtable to L0 table files and waits for it; afterwards
     /// every write so far is in a table and no WAL is needed to recover it.
     pub fn flush(&self) -> Result<()> {
@@ -365,6 +463,39 @@ impl Db {
     /// [`stats`](Self::stats) as a human-readable report.
     pub fn stats_report(&self) -> String {
         self.stats().report()
+    }
+
+    /// Writes a consistent, openable copy of this database into `target`
+    /// while writers continue: tables are hard-linked (copied where links
+    /// are impossible), the live WALs and a fresh manifest are copied and
+    /// written, everything is fsynced. The copy holds every write
+    /// acknowledged before the call (except `disable_wal` writes still in
+    /// a memtable) and a sequence-order prefix of later ones.
+    ///
+    /// Errors: `InvalidArgument` if `target` exists and is not an empty
+    /// directory (or is this database); IO errors name the file.
+    pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<()> {
+        checkpoint::checkpoint(&self.inner, target.as_ref())
+    }
+
+    /// Rebuilds the manifest of the (closed) database in `path` from the
+    /// table and WAL files present, moving whatever fails its checksums to
+    /// `path/lost/` (see [`repair`]). Open the database afterwards to
+    /// replay the WALs.
+    ///
+    /// Errors: `Locked` if the database is open, `NotFound` if `path` is
+    /// not a directory, IO errors naming the file.
+    pub fn repair(path: impl AsRef<Path>) -> Result<repair::RepairReport> {
+        repair::repair(Arc::clone(&Options::default().fs), path.as_ref())
+    }
+
+    /// Numbers of the table files in each level of the current version
+    /// (index = level), with their sizes in bytes.
+    pub fn live_tables(&self) -> Vec<Vec<(u64, u64)>> {
+        let v = self.inner.super_version().version.clone();
+        (0..crate::version::NUM_LEVELS)
+            .map(|l| v.files(l).iter().map(|f| (f.number, f.file_size)).collect())
+            .collect()
     }
 
     /// The highest sequence number visible to reads.

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use super::DbInner;
-use super::filenames::{self, FileKind};
+use crate::filenames::{self, FileKind};
 
 /// Deletes every obsolete file in the database directory.
 pub(crate) fn delete_obsolete_files(db: &DbInner) {
@@ -29,7 +29,19 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
             pinned.extend(v.live_file_numbers());
         }
     }
-    let names = db.versions.lock().obsolete_files(&listing, &pinned);
+    let names = {
+        let vs = db.versions.lock();
+        // Checked under the version-set lock: a checkpoint pauses deletion
+        // under the same lock, so no list computed after that is acted on.
+        if db
+            .deletions_paused
+            .load(std::sync::atomic::Ordering::Acquire)
+            > 0
+        {
+            return;
+        }
+        vs.obsolete_files(&listing, &pinned)
+    };
     for name in names {
         let path = db.dir.join(&name);
         match db.fs.remove_file(&path) {

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use parking_lot::{Mutex, RwLock};
 
 use super::bg::Background;
-use super::filenames::{self, FileKind, LOCK, wal_path};
 use super::info_log::InfoLog;
 use super::memtables::{Mem, SuperVersion};
 use super::snapshot::SnapshotList;
@@ -24,6 +23,7 @@ use super::stats::Counters;
 use super::write::WriteQueue;
 use super::{DbInner, recovery, table_options};
 use crate::cache::{BlockCache, TableCache};
+use crate::filenames::{self, FileKind, LOCK, wal_path};
 use crate::flush::build_table;
 use crate::memtable::MemTable;
 use crate::version::{VersionEdit, VersionSet};
@@ -175,6 +175,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         closed: AtomicBool::new(false),
         info_log,
         recovery: recovered.report,
+        deletions_paused: std::sync::atomic::AtomicUsize::new(0),
         options,
     };
     super::obsolete::delete_obsolete_files(&db);

@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::filenames::{self, FileKind, wal_path};
 use super::info_log::InfoLog;
 use super::memtables::{batch_charge, insert_batch};
+use crate::filenames::{self, FileKind, wal_path};
 use crate::io::FileSystem;
 use crate::memtable::MemTable;
 use crate::version::VersionSet;

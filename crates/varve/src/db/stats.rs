@@ -19,6 +19,7 @@ pub(crate) struct Counters {
     pub flushes: AtomicU64,
     pub flush_bytes: AtomicU64,
     pub compactions: AtomicU64,
+    pub subcompactions: AtomicU64,
     pub trivial_moves: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
@@ -64,6 +65,9 @@ pub struct DbStats {
     pub flush_bytes: u64,
     /// Compactions that rewrote files.
     pub compactions: u64,
+    /// Parts compactions ran in (equal to `compactions` without
+    /// sub-compactions).
+    pub subcompactions: u64,
     /// Compactions that only moved a file down a level.
     pub trivial_moves: u64,
     /// Bytes read by compactions.
@@ -122,6 +126,7 @@ impl DbStats {
             flushes: r(&c.flushes),
             flush_bytes: r(&c.flush_bytes),
             compactions: r(&c.compactions),
+            subcompactions: r(&c.subcompactions),
             trivial_moves: r(&c.trivial_moves),
             compaction_bytes_read: r(&c.compaction_bytes_read),
             compaction_bytes_written: r(&c.compaction_bytes_written),
@@ -170,10 +175,11 @@ impl DbStats {
         );
         let _ = writeln!(
             s,
-            "Flush: {} memtables, {:.1} MiB; Compaction: {} jobs + {} moves, read {:.1} MiB, wrote {:.1} MiB",
+            "Flush: {} memtables, {:.1} MiB; Compaction: {} jobs ({} parts) + {} moves, read {:.1} MiB, wrote {:.1} MiB",
             self.flushes,
             mib(self.flush_bytes),
             self.compactions,
+            self.subcompactions,
             self.trivial_moves,
             mib(self.compaction_bytes_read),
             mib(self.compaction_bytes_written)

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::DbInner;
-use super::filenames::wal_path;
 use super::memtables::{Mem, SuperVersion, batch_charge, insert_batch};
 use super::stats::Counters;
 use crate::batch::BatchOp;
+use crate::filenames::wal_path;
 use crate::keys::MAX_SEQUENCE;
 use crate::memtable::MemTable;
 use crate::wal::LogWriter;

@@ -1,11 +1,11 @@
 //! Flush: writing a sorted stream of entries (an immutable memtable) into a
 //! new table file.
 //!
-//! [`build_table`] drops versions no reader can see (see
-//! [`VersionFilter`](crate::compaction::filter::VersionFilter); tombstones
-//! are kept since deeper levels may hold the key), writes the table, syncs
-//! it and its directory entry, and returns its metadata for the version edit. A failed build removes
-//! its partial file. Thread-safe (no shared state).
+//! [`build_table`] drops versions no reader can see (see [`VersionFilter`];
+//! tombstones are kept since deeper levels may hold the key), writes the
+//! table, syncs it and its directory entry, and returns its metadata for the
+//! version edit. A failed build removes its partial file. Thread-safe (no
+//! shared state).
 
 use std::path::Path;
 
@@ -15,7 +15,7 @@ use crate::compaction::filter::VersionFilter;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::keys::SequenceNumber;
-use crate::sst::{TableBuilder, TableBuilderOptions};
+use crate::sst::{TableBuilder, TableBuilderOptions, TableProperties};
 use crate::version::FileMetaData;
 
 /// Writes every visible entry of `iter` into table `number` of `dir`.
@@ -47,15 +47,7 @@ pub fn build_table(
         let props = builder.finish()?;
         // The manifest edit that will name this table must not outlive it.
         fs.sync_dir(dir)?;
-        Ok(Some(FileMetaData {
-            number,
-            file_size: props.file_size,
-            smallest: props.smallest_key.clone(),
-            largest: props.largest_key.clone(),
-            smallest_seq: props.smallest_seq,
-            largest_seq: props.largest_seq,
-            num_entries: props.num_entries,
-        }))
+        Ok(Some(file_meta(number, &props)))
     })();
     match result {
         Ok(Some(meta)) => Ok(Some(meta)),
@@ -77,5 +69,18 @@ pub fn create_table_file(
         fs.create_writable_direct(path)
     } else {
         fs.create_writable(path)
+    }
+}
+
+/// The version's record of table `number`, from what its builder reported.
+pub fn file_meta(number: u64, props: &TableProperties) -> FileMetaData {
+    FileMetaData {
+        number,
+        file_size: props.file_size,
+        smallest: props.smallest_key.clone(),
+        largest: props.largest_key.clone(),
+        smallest_seq: props.smallest_seq,
+        largest_seq: props.largest_seq,
+        num_entries: props.num_entries,
     }
 }

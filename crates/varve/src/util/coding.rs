@@ -48,14 +48,24 @@ pub fn varint_len(mut v: u64) -> usize {
 }
 
 /// Decodes a varint64 from the start of `src`: `(value, bytes consumed)`.
+#[inline]
 pub fn decode_varint64(src: &[u8]) -> Option<(u64, usize)> {
+    // Fast path: most lengths in blocks and batches fit in one byte.
+    match src.first() {
+        Some(&b) if b < 0x80 => Some((u64::from(b), 1)),
+        Some(_) => decode_varint64_slow(src),
+        None => None,
+    }
+}
+
+#[inline(never)]
+fn decode_varint64_slow(src: &[u8]) -> Option<(u64, usize)> {
     let mut result = 0u64;
     for (i, &byte) in src.iter().enumerate().take(10) {
-        let shift = 7 * i as u32;
         if i == 9 && byte > 1 {
             return None; // overflows 64 bits
         }
-        result |= u64::from(byte & 0x7f) << shift;
+        result |= u64::from(byte & 0x7f) << (7 * i as u32);
         if byte & 0x80 == 0 {
             return Some((result, i + 1));
         }
@@ -64,6 +74,7 @@ pub fn decode_varint64(src: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// Decodes a varint32 from the start of `src`: `(value, bytes consumed)`.
+#[inline]
 pub fn decode_varint32(src: &[u8]) -> Option<(u32, usize)> {
     let (v, n) = decode_varint64(src)?;
     Some((u32::try_from(v).ok()?, n))

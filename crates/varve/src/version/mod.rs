@@ -16,7 +16,6 @@ mod builder;
 mod edit;
 mod file_meta;
 pub mod manifest;
-mod names;
 #[allow(clippy::module_inception)]
 mod version;
 mod version_set;

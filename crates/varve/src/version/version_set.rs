@@ -19,8 +19,8 @@ use super::NUM_LEVELS;
 use super::builder::Builder;
 use super::edit::VersionEdit;
 use super::manifest::{self, ManifestWriter};
-use super::names::{self, Name};
 use super::version::Version;
+use crate::filenames::{self, FileKind};
 use crate::io::FileSystem;
 use crate::wal::TailStatus;
 use crate::{Error, Result};
@@ -107,8 +107,9 @@ impl VersionSet {
         }
         let mut max = 0;
         for name in fs.list_dir(dir)? {
-            if let Some(Name::Wal(n) | Name::Table(n) | Name::Blob(n) | Name::Manifest(n)) =
-                names::parse(&name)
+            if let Some(
+                FileKind::Wal(n) | FileKind::Table(n) | FileKind::Blob(n) | FileKind::Manifest(n),
+            ) = filenames::parse(&name)
             {
                 max = max.max(n);
             }
@@ -357,11 +358,11 @@ impl VersionSet {
         let manifest = self.manifest.number();
         let mut out: Vec<String> = dir_listing
             .iter()
-            .filter(|name| match names::parse(name) {
-                Some(Name::Wal(n)) => n < self.counters.log_number,
-                Some(Name::Table(n)) => !live.contains(&n) && !pinned.contains(&n),
-                Some(Name::Manifest(n)) => n != manifest,
-                Some(Name::Temp) => !current_temp_newer_than(name, manifest),
+            .filter(|name| match filenames::parse(name) {
+                Some(FileKind::Wal(n)) => n < self.counters.log_number,
+                Some(FileKind::Table(n)) => !live.contains(&n) && !pinned.contains(&n),
+                Some(FileKind::Manifest(n)) => n != manifest,
+                Some(FileKind::Temp) => !current_temp_newer_than(name, manifest),
                 _ => false,
             })
             .cloned()

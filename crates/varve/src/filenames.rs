@@ -1,8 +1,7 @@
-//! Names of the files in a database directory and how to parse them.
-//!
-//! `LOCK` (flock), `LOG` / `LOG.old` (human-readable event log),
-//! `nnnnnn.log` (write-ahead logs, numbered in creation order). Later
-//! formats add `CURRENT`, `MANIFEST-nnnnnn`, `nnnnnn.sst`, `nnnnnn.blob`.
+//! Names of the files in a database directory and how to parse them
+//! (see `docs/db-directory.md`): `LOCK`, `LOG` / `LOG.old`, `CURRENT`,
+//! `MANIFEST-nnnnnn`, `nnnnnn.log`, `nnnnnn.sst`, `nnnnnn.blob`, `*.tmp`.
+//! Shared by the database and the version set.
 //! Pure functions; thread-safe.
 
 use std::path::{Path, PathBuf};

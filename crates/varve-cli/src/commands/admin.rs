@@ -1,0 +1,73 @@
+//! `compact`, `checkpoint`, `repair`: administration.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde_json::json;
+use varve::Db;
+
+use super::print_json;
+use crate::Outcome;
+use crate::args::Cli;
+use crate::bytes::parse;
+use crate::open::{db_path, open_existing, with_path};
+
+/// `compact [--from K] [--to K]`.
+pub fn compact(cli: &Cli, from: Option<&str>, to: Option<&str>) -> Result<Outcome> {
+    let from = from.map(parse).transpose()?;
+    let to = to.map(parse).transpose()?;
+    let db = open_existing(cli)?;
+    db.compact_range(from.as_deref(), to.as_deref())?;
+    let levels: Vec<usize> = db.stats().levels.iter().map(|l| l.files).collect();
+    db.close()?;
+    if cli.json {
+        print_json(&json!({"ok": true, "files_per_level": levels}));
+    } else {
+        println!("compacted; files per level: {levels:?}");
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `checkpoint DIR`.
+pub fn checkpoint(cli: &Cli, dir: &Path) -> Result<Outcome> {
+    let db = open_existing(cli)?;
+    with_path(db.checkpoint(dir), "writing checkpoint", dir)?;
+    db.close()?;
+    if cli.json {
+        print_json(&json!({"ok": true, "checkpoint": dir.display().to_string()}));
+    } else {
+        println!("checkpoint written to {}", dir.display());
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `repair`.
+pub fn repair(cli: &Cli) -> Result<Outcome> {
+    let dir = db_path(cli)?;
+    let r = with_path(Db::repair(dir), "repairing", dir)?;
+    if cli.json {
+        print_json(&json!({
+            "tables": r.tables,
+            "wals": r.wals,
+            "wals_salvaged": r.wals_salvaged.iter().map(|(n, k)| json!({"number": n, "records_kept": k})).collect::<Vec<_>>(),
+            "lost": r.lost.iter().map(|(f, why)| json!({"file": f, "reason": why})).collect::<Vec<_>>(),
+            "manifest_number": r.manifest_number,
+            "last_sequence": r.last_sequence,
+        }));
+    } else {
+        println!(
+            "repaired {}: {} tables into L0, {} WALs kept for replay, new manifest MANIFEST-{:06}",
+            dir.display(),
+            r.tables.len(),
+            r.wals.len(),
+            r.manifest_number
+        );
+        for (n, k) in &r.wals_salvaged {
+            println!("  WAL {n:06}.log damaged: rewrote its first {k} good records");
+        }
+        for (f, why) in &r.lost {
+            println!("  moved {f} to lost/: {why}");
+        }
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,116 @@
+//! `stats` and `anchors`: the shape of the tree and the engine's counters.
+
+use anyhow::Result;
+use serde_json::json;
+use varve::KeyRange;
+
+use super::print_json;
+use crate::Outcome;
+use crate::args::Cli;
+use crate::bytes::{parse, show};
+use crate::open::open_existing;
+
+/// `stats`.
+pub fn stats(cli: &Cli) -> Result<Outcome> {
+    let db = open_existing(cli)?;
+    let s = db.stats();
+    let tables = db.live_tables();
+    let latest = db.latest_sequence();
+    db.close()?;
+    if cli.json {
+        let levels: Vec<_> = s
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(l, lv)| {
+                json!({
+                    "level": l,
+                    "files": lv.files,
+                    "bytes": lv.bytes,
+                    "score": lv.score,
+                    "tables": tables.get(l).map(|t| t.iter().map(|(n, _)| *n).collect::<Vec<_>>()),
+                })
+            })
+            .collect();
+        let total: u64 = s.levels.iter().map(|l| l.bytes).sum();
+        print_json(&json!({
+            "levels": levels,
+            "total_table_bytes": total,
+            "latest_sequence": latest,
+            "user_writes": s.user_writes,
+            "user_bytes": s.user_bytes,
+            "wal_bytes": s.wal_bytes,
+            "wal_syncs": s.wal_syncs,
+            "flushes": s.flushes,
+            "flush_bytes": s.flush_bytes,
+            "compactions": s.compactions,
+            "trivial_moves": s.trivial_moves,
+            "compaction_bytes_read": s.compaction_bytes_read,
+            "compaction_bytes_written": s.compaction_bytes_written,
+            "write_amplification": s.write_amplification,
+            "space_amplification": space_amp(&s),
+            "stall_slowdowns": s.stall_slowdowns,
+            "stall_stops_memtables": s.stall_stops_memtables,
+            "stall_stops_l0": s.stall_stops_l0,
+            "stall_micros": s.stall_micros,
+            "block_cache_hits": s.block_cache_hits,
+            "block_cache_misses": s.block_cache_misses,
+            "block_cache_usage": s.block_cache_usage,
+            "block_cache_capacity": s.block_cache_capacity,
+            "open_tables": s.open_tables,
+            "pinned_table_memory": s.pinned_table_memory,
+            "memtable_bytes": s.memtable_bytes,
+            "immutable_memtables": s.immutable_memtables,
+        }));
+    } else {
+        print!("{}", s.report());
+        println!(
+            "Total table size: {:.1} MiB; space amplification {:.2}; latest sequence {latest}",
+            s.levels.iter().map(|l| l.bytes).sum::<u64>() as f64 / 1048576.0,
+            space_amp(&s)
+        );
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Total table bytes over the bytes of the last non-empty level (1.0 for
+/// a tree in one level), RocksDB's usual estimate.
+fn space_amp(s: &varve::db::DbStats) -> f64 {
+    let total: u64 = s.levels.iter().map(|l| l.bytes).sum();
+    match s.levels.iter().rev().find(|l| l.bytes > 0) {
+        Some(last) => total as f64 / last.bytes as f64,
+        None => 0.0,
+    }
+}
+
+/// `anchors --parts N [--from K] [--to K]`: the sub-ranges of
+/// `Db::split_range`, i.e. the N-1 keys that cut the range into parts of
+/// about equal bytes.
+pub fn anchors(cli: &Cli, parts: usize, from: Option<&str>, to: Option<&str>) -> Result<Outcome> {
+    let range = KeyRange::from_bounds(from.map(parse).transpose()?, to.map(parse).transpose()?);
+    let db = open_existing(cli)?;
+    let ranges = db.split_range(&range, parts)?;
+    db.close()?;
+    let bound = |b: &Option<Vec<u8>>| b.as_deref().map(|k| show(k, cli.hex));
+    let cuts: Vec<String> = ranges
+        .iter()
+        .skip(1)
+        .filter_map(|r| bound(&r.start))
+        .collect();
+    if cli.json {
+        let parts: Vec<_> = ranges
+            .iter()
+            .map(|r| json!({"start": bound(&r.start), "end": bound(&r.end)}))
+            .collect();
+        print_json(&json!({"anchors": cuts, "parts": parts}));
+    } else {
+        for r in &ranges {
+            println!(
+                "[{} .. {})",
+                bound(&r.start).unwrap_or_else(|| "-inf".into()),
+                bound(&r.end).unwrap_or_else(|| "+inf".into())
+            );
+        }
+    }
+    Ok(Outcome::Ok)
+}
