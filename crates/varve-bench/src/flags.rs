@@ -44,7 +44,8 @@ Workloads (comma list in --benchmarks, run in order):
   compact           compact the whole key range
   waitforcompaction wait until background compaction is done
   stats             print the engine's statistics
-  count             count every key (ours; --scan_threads once varve has par_count)
+  count             ours: count every key; on varve through par_count with
+                    --scan_threads threads, elsewhere with one iterator
   contest           ours: PolarDB-contest shape (8 B keys, 4 KiB values):
                     --threads writers each write num/threads unique keys, then
                     read them back at random, then each does a full scan
@@ -200,7 +201,8 @@ pub struct Flags {
     #[arg(long, default_value = "varve")]
     pub engine: String,
 
-    /// Threads for `count` (through the parallel-scan API once it exists).
+    /// Threads for `count` through the engine's parallel-scan API (varve's
+    /// par_count); engines without one count with a single iterator.
     #[arg(long, default_value_t = 1)]
     pub scan_threads: usize,
 

@@ -114,6 +114,16 @@ fn every_workload(engine: &str) {
         assert_eq!(rec["seed"], 42);
     }
     assert!(recs[0]["mb_per_sec"].as_f64().unwrap() > 0.0);
+    let count = recs
+        .iter()
+        .find(|r| r["name"] == "count")
+        .expect("count record");
+    let via_par_count = count["notes"].to_string().contains("par_count");
+    assert_eq!(
+        via_par_count,
+        engine == "varve",
+        "count uses varve's parallel scan"
+    );
     assert_eq!(recs[1]["found"], 400);
     if engine == "memory" {
         return; // keeps nothing on disk

@@ -63,6 +63,12 @@ pub trait Engine: Send + Sync {
     fn native_multi_get(&self) -> bool {
         false
     }
+    /// Counts every key on `threads` threads through the engine's own
+    /// parallel-scan API; `None` when the engine has none.
+    fn par_count(&self, threads: usize) -> Result<Option<u64>> {
+        let _ = threads;
+        Ok(None)
+    }
     /// A new cursor over the current state.
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>>;
     /// Flushes memtables to disk; returns a note when it does something else.

@@ -5,7 +5,7 @@
 //! per key (db_bench's -1, no filter, becomes 0), `--compression_type=lz4` →
 //! LZ4 blocks, direct-IO flags → the same-named options. What varve cannot
 //! honor yet is reported by [`open`] as ignored: no MultiGet (multireadrandom
-//! times a loop of `get`) and no async IO.
+//! times a loop of `get`) and no async IO. `count` uses `par_count`.
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
 
 use std::path::Path;
@@ -76,6 +76,15 @@ impl Engine for Varve {
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
         Ok(self.db.get(key)?.map(|v| v.len()))
+    }
+
+    fn par_count(&self, threads: usize) -> Result<Option<u64>> {
+        let n = self.db.par_count(
+            &varve::ReadOptions::default(),
+            &varve::KeyRange::all(),
+            threads.max(1),
+        )?;
+        Ok(Some(n))
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
