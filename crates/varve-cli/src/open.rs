@@ -1,4 +1,5 @@
-//! Opening the database for a command, with errors an operator can act on:
+//! Opening the database for a command (read-only for the commands that
+//! only read), with errors an operator can act on:
 //! a missing database, a database locked by another process (pointing to
 //! `checkpoint` and to the commands that need no open), a path that is not
 //! a directory. Single-threaded.
@@ -23,21 +24,37 @@ pub fn open_existing(cli: &Cli) -> Result<Db> {
     open_at(path, false)
 }
 
-/// Opens `--db`, creating it if `create` is set.
-pub fn open_at(path: &Path, create: bool) -> Result<Db> {
-    if !create && !path.exists() {
+/// Opens the existing database of `--db` read-only: nothing in the
+/// directory changes (WAL data is replayed into memory only).
+pub fn open_read_only(cli: &Cli) -> Result<Db> {
+    let path = db_path(cli)?;
+    check_openable(path)?;
+    Db::open_read_only(path, Options::default()).map_err(|e| explain(path.to_path_buf(), e))
+}
+
+/// A clear error for a missing database or one that lost its manifest.
+fn check_openable(path: &Path) -> Result<()> {
+    if !path.exists() {
         bail!(
             "no database at {}: the directory does not exist",
             path.display()
         );
     }
-    if !create && !path.join("CURRENT").exists() && has_db_files(path) {
+    if !path.join("CURRENT").exists() && has_db_files(path) {
         let e = Error::corruption(
             path.join("CURRENT"),
             0,
             "CURRENT is missing but the directory holds database files",
         );
         return Err(explain(path.to_path_buf(), e));
+    }
+    Ok(())
+}
+
+/// Opens `--db`, creating it if `create` is set.
+pub fn open_at(path: &Path, create: bool) -> Result<Db> {
+    if !create {
+        check_openable(path)?;
     }
     let options = Options {
         create_if_missing: create,
@@ -59,9 +76,10 @@ fn has_db_files(dir: &Path) -> bool {
 fn explain(path: PathBuf, e: Error) -> anyhow::Error {
     let hint = match &e {
         Error::Locked { .. } => Some(format!(
-            "the database {} is open in another process, and this command must open it. \
-             Stop that process, or have it write a copy with Db::checkpoint and run varve \
-             on the copy; `varve check` and `varve dump-*` read the files without opening",
+            "the database {} is open in another process, and this command must open it \
+             (even read-only: the writer may delete files under it). Stop that process, or \
+             have it write a copy with Db::checkpoint and run varve on the copy; `varve check` \
+             and `varve dump-*` read the files without opening",
             path.display()
         )),
         Error::NotFound(_) => Some(format!(

@@ -372,3 +372,37 @@ fn anchors_split_the_key_space() {
         "{text}"
     );
 }
+
+#[test]
+fn read_commands_leave_the_directory_unchanged() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = tmp.path().join("db");
+    for i in 0..50 {
+        ok(&db, &["put", &format!("key{i:03}"), "value"]);
+    }
+    let snapshot = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry"))
+            .filter(|e| e.file_type().expect("type").is_file())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).expect("read"),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = snapshot(&db);
+    assert_eq!(ok(&db, &["get", "key007"]).trim(), "value");
+    assert!(ok(&db, &["scan", "--count"]).contains("50"));
+    ok(&db, &["stats"]);
+    ok(&db, &["anchors", "--parts", "2"]);
+    assert_eq!(
+        before,
+        snapshot(&db),
+        "a read command changed the database directory"
+    );
+}

@@ -8,12 +8,12 @@ use super::print_json;
 use crate::Outcome;
 use crate::args::{Cli, ScanArgs};
 use crate::bytes::{parse, show};
-use crate::open::{db_path, open_at, open_existing};
+use crate::open::{db_path, open_at, open_existing, open_read_only};
 
 /// `get KEY`.
 pub fn get(cli: &Cli, key: &str) -> Result<Outcome> {
     let k = parse(key)?;
-    let db = open_existing(cli)?;
+    let db = open_read_only(cli)?;
     let v = db.get(&k)?;
     db.close()?;
     if cli.json {
@@ -72,7 +72,7 @@ pub fn scan(cli: &Cli, a: &ScanArgs) -> Result<Outcome> {
         iterate_upper_bound: a.to.as_deref().map(parse).transpose()?,
         ..ReadOptions::default()
     };
-    let db = open_existing(cli)?;
+    let db = open_read_only(cli)?;
     let mut it = db.iter_opt(&opts);
     if a.reverse {
         it.seek_to_last();

@@ -8,11 +8,11 @@ use super::print_json;
 use crate::Outcome;
 use crate::args::Cli;
 use crate::bytes::{parse, show};
-use crate::open::open_existing;
+use crate::open::open_read_only;
 
 /// `stats`.
 pub fn stats(cli: &Cli) -> Result<Outcome> {
-    let db = open_existing(cli)?;
+    let db = open_read_only(cli)?;
     let s = db.stats();
     let tables = db.live_tables();
     let latest = db.latest_sequence();
@@ -88,7 +88,7 @@ fn space_amp(s: &varve::db::DbStats) -> f64 {
 /// about equal bytes.
 pub fn anchors(cli: &Cli, parts: usize, from: Option<&str>, to: Option<&str>) -> Result<Outcome> {
     let range = KeyRange::from_bounds(from.map(parse).transpose()?, to.map(parse).transpose()?);
-    let db = open_existing(cli)?;
+    let db = open_read_only(cli)?;
     let ranges = db.split_range(&range, parts)?;
     db.close()?;
     let bound = |b: &Option<Vec<u8>>| b.as_deref().map(|k| show(k, cli.hex));

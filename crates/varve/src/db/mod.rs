@@ -126,6 +126,8 @@ pub(crate) struct DbInner {
     poisoned: Mutex<Option<String>>,
     is_poisoned: AtomicBool,
     closed: AtomicBool,
+    /// Opened with [`Db::open_read_only`]: every write is refused.
+    pub(crate) read_only: bool,
     pub(crate) info_log: InfoLog,
     recovery: RecoveryReport,
     /// Checkpoints in progress; while non-zero no obsolete file is deleted.
@@ -147,6 +149,12 @@ impl DbInner {
     pub(crate) fn check_writable(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
+        }
+        if self.read_only {
+            return Err(Error::InvalidArgument(format!(
+                "{} is open read-only",
+                self.dir.display()
+            )));
         }
         if self.is_poisoned.load(Ordering::Acquire) {
             let why = self.poisoned.lock().clone().unwrap_or_default();
@@ -208,6 +216,21 @@ impl Db {
         let inner = Arc::new(open::open(path.as_ref(), options)?);
         bg::start(&inner)?;
         Ok(Db { inner })
+    }
+
+    /// Opens an existing database without changing anything in its
+    /// directory: the manifest is read but not rewritten, the WALs are
+    /// replayed into memtables but neither cut nor written to tables, no
+    /// background thread runs and nothing is deleted or logged. Reads,
+    /// iterators, snapshots, scans and stats work; every write, `flush` and
+    /// compaction fails with `InvalidArgument`. The lock is taken as for
+    /// [`open`](Self::open), so a database another process has open fails
+    /// with `Error::Locked` (take a [`checkpoint`](Self::checkpoint) in that
+    /// process instead).
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        Ok(Db {
+            inner: Arc::new(open::open_read_only(path.as_ref(), options)?),
+        })
     }
 
     /// Deletes the database in `path` (its files, then the directory if it
@@ -420,6 +443,9 @@ impl Db {
     /// Waits until no level is due for compaction (the tree is in shape).
     pub fn wait_for_compactions(&self) -> Result<()> {
         let db = &self.inner;
+        if db.read_only {
+            return Ok(()); // nothing ever changes
+        }
         loop {
             db.check_writable()?;
             let due = {

@@ -13,6 +13,9 @@ use crate::filenames::{self, FileKind};
 
 /// Deletes every obsolete file in the database directory.
 pub(crate) fn delete_obsolete_files(db: &DbInner) {
+    if db.read_only {
+        return;
+    }
     let listing = match db.fs.list_dir(&db.dir) {
         Ok(l) => l,
         Err(e) => {

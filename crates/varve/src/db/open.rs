@@ -100,16 +100,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     if let Some(tail) = versions.recovered_tail() {
         info_log.log(format!("recovery: ignored torn manifest tail {tail:?}"));
     }
-    let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions)?;
+    let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions, false)?;
 
-    let block_cache = (options.cache_size > 0).then(|| BlockCache::new(options.cache_size));
-    let table_cache = Arc::new(TableCache::new(
-        dir.to_path_buf(),
-        Arc::clone(&fs),
-        block_cache.clone(),
-        options.max_open_files,
-        options.use_direct_reads,
-    ));
+    let (table_cache, block_cache) = caches(dir, &options);
 
     // Replayed memtables become L0 tables, oldest first.
     let mut edit = VersionEdit::default();
@@ -147,39 +140,180 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         log_path.display()
     ));
 
-    let version = versions.current();
-    let db = DbInner {
-        dir: dir.to_path_buf(),
-        fs: Arc::clone(&fs),
-        lock: Mutex::new(Some(lock)),
-        state: RwLock::new(Arc::new(SuperVersion {
-            mem: Mem {
-                table: Arc::new(MemTable::new(options.write_buffer_size)),
-                wal: log_number,
-            },
-            imms: Vec::new(),
-            version: Arc::clone(&version),
-        })),
-        versions: Mutex::new(versions),
-        live_versions: Mutex::new(vec![Arc::downgrade(&version)]),
-        pending_outputs: Mutex::new(HashSet::new()),
+    let mem = Mem {
+        table: Arc::new(MemTable::new(options.write_buffer_size)),
+        wal: log_number,
+    };
+    let db = assemble(Assembly {
+        dir,
+        lock,
+        versions,
+        mem,
+        imms: Vec::new(),
+        last_sequence,
+        log,
+        info_log,
+        report: recovered.report,
+        options,
         table_cache,
         block_cache,
+        read_only: false,
+    });
+    super::obsolete::delete_obsolete_files(&db);
+    Ok(db)
+}
+
+/// The parts of a `DbInner` that differ between open modes.
+struct Assembly<'a> {
+    dir: &'a Path,
+    lock: Box<dyn crate::io::FileLock>,
+    versions: VersionSet,
+    mem: Mem,
+    imms: Vec<Mem>,
+    last_sequence: u64,
+    log: LogWriter,
+    info_log: InfoLog,
+    report: recovery::RecoveryReport,
+    options: Options,
+    table_cache: Arc<TableCache>,
+    block_cache: Option<Arc<BlockCache>>,
+    read_only: bool,
+}
+
+fn assemble(a: Assembly<'_>) -> DbInner {
+    let version = a.versions.current();
+    DbInner {
+        dir: a.dir.to_path_buf(),
+        fs: Arc::clone(&a.options.fs),
+        lock: Mutex::new(Some(a.lock)),
+        state: RwLock::new(Arc::new(SuperVersion {
+            mem: a.mem,
+            imms: a.imms,
+            version: Arc::clone(&version),
+        })),
+        versions: Mutex::new(a.versions),
+        live_versions: Mutex::new(vec![Arc::downgrade(&version)]),
+        pending_outputs: Mutex::new(HashSet::new()),
+        table_cache: a.table_cache,
+        block_cache: a.block_cache,
         bg: Background::default(),
         counters: Counters::default(),
-        last_sequence: AtomicU64::new(last_sequence),
+        last_sequence: AtomicU64::new(a.last_sequence),
         snapshots: Arc::new(SnapshotList::default()),
-        writes: WriteQueue::new(log),
+        writes: WriteQueue::new(a.log),
         poisoned: Mutex::new(None),
         is_poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),
-        info_log,
-        recovery: recovered.report,
+        read_only: a.read_only,
+        info_log: a.info_log,
+        recovery: a.report,
         deletions_paused: std::sync::atomic::AtomicUsize::new(0),
-        options,
+        options: a.options,
+    }
+}
+
+fn caches(dir: &Path, options: &Options) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
+    let block_cache = (options.cache_size > 0).then(|| BlockCache::new(options.cache_size));
+    let table_cache = Arc::new(TableCache::new(
+        dir.to_path_buf(),
+        Arc::clone(&options.fs),
+        block_cache.clone(),
+        options.max_open_files,
+        options.use_direct_reads,
+    ));
+    (table_cache, block_cache)
+}
+
+/// Opens an existing database without writing anything (see
+/// `Db::open_read_only`): replayed WAL data stays in memtables.
+pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
+    options.validate()?;
+    let fs = Arc::clone(&options.fs);
+    if !fs.is_dir(dir)? {
+        return Err(Error::NotFound(dir.to_path_buf()));
+    }
+    if !fs.exists(&crate::version::manifest::current_path(dir))? {
+        return Err(Error::NotFound(dir.to_path_buf()));
+    }
+    let lock_path = dir.join(LOCK);
+    let lock = fs.try_lock(&lock_path)?.ok_or_else(|| Error::Locked {
+        dir: dir.to_path_buf(),
+        lock_file: lock_path.clone(),
+    })?;
+    let info_log = InfoLog::disabled();
+    let mut versions = VersionSet::recover_read_only(Arc::clone(&fs), dir)?;
+    let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions, true)?;
+    let last_sequence = recovered.last_sequence.max(versions.last_sequence());
+    // The replayed memtables, newest first; the newest is the mutable one
+    // (no write ever reaches it).
+    let mut tables: Vec<Mem> = recovered
+        .memtables
+        .iter()
+        .rev()
+        .map(|t| Mem {
+            table: Arc::clone(t),
+            wal: 0,
+        })
+        .collect();
+    let mem = if tables.is_empty() {
+        Mem {
+            table: Arc::new(MemTable::new(64 << 10)),
+            wal: 0,
+        }
+    } else {
+        tables.remove(0)
     };
-    super::obsolete::delete_obsolete_files(&db);
-    Ok(db)
+    let log = LogWriter::new(Box::new(DiscardFile::new(dir)), 0)?;
+    let (table_cache, block_cache) = caches(dir, &options);
+    Ok(assemble(Assembly {
+        dir,
+        lock,
+        versions,
+        mem,
+        imms: tables,
+        last_sequence,
+        log,
+        info_log,
+        report: recovered.report,
+        options,
+        table_cache,
+        block_cache,
+        read_only: true,
+    }))
+}
+
+/// The WAL of a read-only database: nothing is ever written to it (writes
+/// are refused before they reach the log); what the log's header would be
+/// is dropped.
+#[derive(Debug)]
+struct DiscardFile {
+    path: std::path::PathBuf,
+    len: u64,
+}
+
+impl DiscardFile {
+    fn new(dir: &Path) -> DiscardFile {
+        DiscardFile {
+            path: dir.join("(read-only: no WAL)"),
+            len: 0,
+        }
+    }
+}
+
+impl crate::io::WritableFile for DiscardFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.len += data.len() as u64;
+        Ok(())
+    }
+    fn sync_data(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
 }
 
 /// Fails with a clear error if the file system of `dir` refuses O_DIRECT.

@@ -57,13 +57,15 @@ pub(crate) struct Recovered {
 }
 
 /// Replays the WALs of `dir` numbered `>= versions.log_number()`, marking
-/// every file number seen as used.
+/// every file number seen as used. A torn tail is cut off the file unless
+/// `read_only` (then it is only skipped and reported).
 pub(crate) fn recover(
     fs: &dyn FileSystem,
     dir: &Path,
     options: &Options,
     info_log: &InfoLog,
     versions: &mut VersionSet,
+    read_only: bool,
 ) -> Result<Recovered> {
     let mut logs = Vec::new();
     for name in fs.list_dir(dir)? {
@@ -110,7 +112,9 @@ pub(crate) fn recover(
                 ));
             }
             let size = fs.file_size(&path)?;
-            fs.truncate(&path, offset)?;
+            if !read_only {
+                fs.truncate(&path, offset)?;
+            }
             info_log.log(format!(
                 "recovery: truncated {} at offset {offset} ({} bytes removed): {reason}",
                 path.display(),

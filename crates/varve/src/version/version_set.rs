@@ -53,7 +53,10 @@ pub struct VersionSet {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     current: Arc<Version>,
-    manifest: ManifestWriter,
+    /// The manifest edits are appended to; `None` for a read-only set.
+    manifest: Option<ManifestWriter>,
+    /// Number of the manifest `CURRENT` named when this set was loaded.
+    loaded_manifest: u64,
     counters: Counters,
     compact_pointers: Vec<Option<Vec<u8>>>,
     max_manifest_size: u64,
@@ -127,7 +130,8 @@ impl VersionSet {
             fs,
             dir: dir.to_path_buf(),
             current: Arc::new(current),
-            manifest,
+            manifest: Some(manifest),
+            loaded_manifest: number,
             counters,
             compact_pointers: cps,
             max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
@@ -142,6 +146,16 @@ impl VersionSet {
     /// is ignored (see [`VersionSet::recovered_tail`]); anything else wrong is
     /// `Error::Corruption` naming the file and offset.
     pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        Self::load(fs, dir, false)
+    }
+
+    /// Like [`VersionSet::recover`] but writes nothing: no new manifest, no
+    /// `CURRENT` switch. Every [`VersionSet::log_and_apply`] fails.
+    pub fn recover_read_only(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        Self::load(fs, dir, true)
+    }
+
+    fn load(fs: Arc<dyn FileSystem>, dir: &Path, read_only: bool) -> Result<VersionSet> {
         let old = manifest::read_current(&*fs, dir)?;
         let mut builder = Builder::new(&Version::new());
         let (mut log, mut next, mut last) = (None, None, None);
@@ -176,7 +190,16 @@ impl VersionSet {
             next_file_number: number + 1,
             last_sequence,
         };
-        let manifest = start_manifest(&*fs, dir, number, &snapshot(&current, counters, &cps))?;
+        let manifest = if read_only {
+            None
+        } else {
+            Some(start_manifest(
+                &*fs,
+                dir,
+                number,
+                &snapshot(&current, counters, &cps),
+            )?)
+        };
         let recovered_tail = match outcome.tail {
             TailStatus::Clean => None,
             TailStatus::Truncated { offset, reason } => Some(ManifestTail {
@@ -190,6 +213,7 @@ impl VersionSet {
             dir: dir.to_path_buf(),
             current: Arc::new(current),
             manifest,
+            loaded_manifest: old,
             counters,
             compact_pointers: cps,
             max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
@@ -255,7 +279,12 @@ impl VersionSet {
             cps[*level] = Some(key.clone());
         }
 
-        let roll = self.manifest.file_size() >= self.max_manifest_size;
+        let Some(writer) = self.manifest.as_ref() else {
+            return Err(Error::InvalidArgument(
+                "the database is open read-only".into(),
+            ));
+        };
+        let roll = writer.file_size() >= self.max_manifest_size;
         let number = if roll { self.new_file_number() } else { 0 };
         let counters = Counters {
             log_number,
@@ -265,9 +294,14 @@ impl VersionSet {
         edit.next_file_number = Some(counters.next_file_number);
         let r = if roll {
             let snap = snapshot(&version, counters, &cps);
-            start_manifest(&*self.fs, &self.dir, number, &snap).map(|w| self.manifest = w)
+            start_manifest(&*self.fs, &self.dir, number, &snap).map(|w| self.manifest = Some(w))
         } else {
-            self.manifest.append(&edit)
+            match self.manifest.as_mut() {
+                Some(w) => w.append(&edit),
+                None => Err(Error::InvalidArgument(
+                    "the database is open read-only".into(),
+                )),
+            }
         };
         if let Err(e) = r {
             self.failed = Some(e.to_string());
@@ -316,12 +350,14 @@ impl VersionSet {
 
     /// Number of the live manifest.
     pub fn manifest_number(&self) -> u64 {
-        self.manifest.number()
+        self.manifest
+            .as_ref()
+            .map_or(self.loaded_manifest, |m| m.number())
     }
 
     /// Size in bytes of the live manifest.
     pub fn manifest_size(&self) -> u64 {
-        self.manifest.file_size()
+        self.manifest.as_ref().map_or(0, |m| m.file_size())
     }
 
     /// Sets the size at which the manifest rolls over (tests use tiny ones).
@@ -355,7 +391,7 @@ impl VersionSet {
     /// listed. Sorted by name.
     pub fn obsolete_files(&self, dir_listing: &[String], pinned: &HashSet<u64>) -> Vec<String> {
         let live = self.live_files();
-        let manifest = self.manifest.number();
+        let manifest = self.manifest_number();
         let mut out: Vec<String> = dir_listing
             .iter()
             .filter(|name| match filenames::parse(name) {
