@@ -138,10 +138,8 @@ fn create_if_missing_and_error_if_exists() {
         error_if_exists: true,
         ..Options::default()
     };
-    assert!(matches!(
-        Db::open(&path, exclusive),
-        Err(Error::AlreadyExists(_))
-    ));
+    let got = Db::open(&path, exclusive);
+    assert!(matches!(got, Err(Error::AlreadyExists(_))), "{got:?}");
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! One LRU shard: a hash map from key to a slot in a slab of nodes that form
-//! a doubly linked list by index (most recently used at the head), charged
+//! a doubly linked list by index (most recently inserted or rescued at the
+//! head; a hit only sets a "referenced" bit, and eviction gives a referenced
+//! tail entry a second chance by moving it to the head, as CLOCK does, so a
+//! hit touches one node instead of three), charged
 //! in bytes.
 //!
 //! Not thread-safe by itself: the block cache puts each shard behind a
@@ -8,7 +11,31 @@
 //! slot and every live slot is on the list exactly once.
 
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+/// A fast, non-cryptographic hasher for the cache's small integer keys
+/// (FxHash's multiply-rotate). Keys come from the engine, not from users,
+/// so there is nothing to defend against flooding.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 const NIL: usize = usize::MAX;
 
@@ -17,6 +44,8 @@ struct Node<K, V> {
     key: K,
     value: Option<V>,
     charge: usize,
+    /// Set by a hit; an entry found set at the tail gets a second chance.
+    referenced: bool,
     prev: usize,
     next: usize,
 }
@@ -24,7 +53,7 @@ struct Node<K, V> {
 /// A byte-charged LRU map.
 #[derive(Debug)]
 pub struct LruShard<K, V> {
-    map: HashMap<K, usize>,
+    map: FastMap<K, usize>,
     nodes: Vec<Node<K, V>>,
     free: Vec<usize>,
     head: usize,
@@ -37,7 +66,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     /// An empty shard holding at most `capacity` bytes of charges.
     pub fn new(capacity: usize) -> Self {
         LruShard {
-            map: HashMap::new(),
+            map: FastMap::default(),
             nodes: Vec::new(),
             free: Vec::new(),
             head: NIL,
@@ -57,12 +86,16 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         self.map.len()
     }
 
-    /// The value for `key`, made most recently used.
+    /// The value for `key`, marked as used (it survives the next eviction
+    /// pass that reaches it).
     pub fn get(&mut self, key: &K) -> Option<V> {
+        // A hit only marks the entry (CLOCK's second chance): relinking it
+        // would touch two more random nodes on every hit. Eviction moves a
+        // marked tail entry back to the front instead of dropping it.
         let slot = *self.map.get(key)?;
-        self.unlink(slot);
-        self.push_front(slot);
-        self.nodes[slot].value.clone()
+        let node = &mut self.nodes[slot];
+        node.referenced = true;
+        node.value.clone()
     }
 
     /// Inserts or replaces `key`, then evicts least recently used entries
@@ -75,6 +108,11 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         }
         while self.usage + charge > self.capacity && self.tail != NIL {
             let victim = self.tail;
+            if std::mem::take(&mut self.nodes[victim].referenced) {
+                self.unlink(victim);
+                self.push_front(victim);
+                continue;
+            }
             let k = self.nodes[victim].key.clone();
             self.remove(&k);
         }
@@ -82,6 +120,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
             key: key.clone(),
             value: Some(value),
             charge,
+            referenced: false,
             prev: NIL,
             next: NIL,
         };
@@ -172,9 +211,12 @@ mod tests {
             s.insert(k, k * 10, 10);
         }
         assert_eq!(s.keys_mru(), vec![2, 1, 0]);
+        // A hit only marks the entry; the list order changes at eviction.
         assert_eq!(s.get(&0), Some(0));
-        assert_eq!(s.keys_mru(), vec![0, 2, 1]);
-        s.insert(3, 30, 10); // evicts 1, the least recently used
+        assert_eq!(s.keys_mru(), vec![2, 1, 0]);
+        // 0 is at the tail but was hit: it gets a second chance (moves to
+        // the front) and 1, the least recently used unmarked entry, goes.
+        s.insert(3, 30, 10);
         assert_eq!(s.get(&1), None);
         assert_eq!(s.keys_mru(), vec![3, 0, 2]);
         assert_eq!(s.usage(), 30);

@@ -47,10 +47,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
 
     let lock_path = dir.join(LOCK);
-    let lock = fs.try_lock(&lock_path)?.ok_or_else(|| Error::Locked {
-        dir: dir.to_path_buf(),
-        lock_file: lock_path.clone(),
-    })?;
+    let lock = take_lock(fs.as_ref(), dir, &lock_path)?;
 
     let current = crate::version::manifest::current_path(dir);
     let exists = fs.exists(&current)?;
@@ -236,10 +233,7 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         return Err(Error::NotFound(dir.to_path_buf()));
     }
     let lock_path = dir.join(LOCK);
-    let lock = fs.try_lock(&lock_path)?.ok_or_else(|| Error::Locked {
-        dir: dir.to_path_buf(),
-        lock_file: lock_path.clone(),
-    })?;
+    let lock = take_lock(fs.as_ref(), dir, &lock_path)?;
     let info_log = InfoLog::disabled();
     let mut versions = VersionSet::recover_read_only(Arc::clone(&fs), dir)?;
     let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions, true)?;
@@ -316,6 +310,29 @@ impl crate::io::WritableFile for DiscardFile {
     }
 }
 
+/// Takes `LOCK`, retrying for a moment before reporting `Error::Locked`:
+/// `flock` locks belong to an open file description, and a `fork` anywhere
+/// in the process (a thread spawning a command) shares our description with
+/// the child until its `exec` closes it, so a lock just released can look
+/// held for a few milliseconds. A database really open elsewhere stays
+/// locked and gets the error after about 200 ms.
+pub(crate) fn take_lock(
+    fs: &dyn crate::io::FileSystem,
+    dir: &Path,
+    lock_path: &Path,
+) -> Result<Box<dyn crate::io::FileLock>> {
+    for attempt in 0..10u32 {
+        if let Some(lock) = fs.try_lock(lock_path)? {
+            return Ok(lock);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2 << attempt.min(5)));
+    }
+    Err(Error::Locked {
+        dir: dir.to_path_buf(),
+        lock_file: lock_path.to_path_buf(),
+    })
+}
+
 /// Fails with a clear error if the file system of `dir` refuses O_DIRECT.
 fn probe_direct_io(fs: &dyn crate::io::FileSystem, dir: &Path) -> Result<()> {
     let probe = dir.join("DIRECT_IO_PROBE.tmp");
@@ -348,10 +365,7 @@ pub(crate) fn destroy(dir: &Path, options: &Options) -> Result<()> {
         )));
     }
     let lock_path = dir.join(LOCK);
-    let lock = fs.try_lock(&lock_path)?.ok_or_else(|| Error::Locked {
-        dir: dir.to_path_buf(),
-        lock_file: lock_path.clone(),
-    })?;
+    let lock = take_lock(fs.as_ref(), dir, &lock_path)?;
     for name in fs.list_dir(dir)? {
         match filenames::parse(&name) {
             None | Some(FileKind::Lock) => {}

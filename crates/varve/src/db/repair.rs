@@ -55,10 +55,7 @@ pub(crate) fn repair(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<RepairReport
         return Err(Error::NotFound(dir.to_path_buf()));
     }
     let lock_path = dir.join(LOCK);
-    let _lock = fs.try_lock(&lock_path)?.ok_or_else(|| Error::Locked {
-        dir: dir.to_path_buf(),
-        lock_file: lock_path.clone(),
-    })?;
+    let _lock = super::open::take_lock(fs.as_ref(), dir, &lock_path)?;
     let mut report = RepairReport::default();
     let mut names = fs.list_dir(dir)?;
     names.sort();

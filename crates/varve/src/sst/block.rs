@@ -32,7 +32,15 @@ pub struct Block {
 }
 
 /// One decoded entry header: `(shared, non_shared, value_len, header_len)`.
+#[inline]
 fn decode_entry_header(src: &[u8]) -> Option<(usize, usize, usize, usize)> {
+    // Fast path: all three lengths below 128 (one byte each), the common
+    // case for small keys and values.
+    if let [s, n, v, ..] = *src
+        && (s | n | v) < 0x80
+    {
+        return Some((s as usize, n as usize, v as usize, 3));
+    }
     let (shared, a) = decode_varint32(src)?;
     let (non_shared, b) = decode_varint32(src.get(a..)?)?;
     let (value_len, c) = decode_varint32(src.get(a + b..)?)?;

@@ -1,11 +1,14 @@
 //! The per-table bloom filter over user keys (see `docs/sst-format.md`).
 //!
-//! Layout: `bitmap (nbits / 8 bytes) | k u8`. A key's probes come from
-//! `h = xxh3_64(user_key)` by double hashing: with `h1 = h & 0xffff_ffff`,
-//! `h2 = h >> 32`, probe `i` (0..k) tests bit `(h1 + i * h2) mod nbits`
-//! (bit `b` is bit `b % 8` of byte `b / 8`). `k = round(bits_per_key * ln 2)`
-//! clamped to 1..=30; `nbits = max(64, n * bits_per_key)` rounded up to a
-//! multiple of 8. [`FilterBuilder`] is single-threaded; [`BloomFilter`] is
+//! Layout: `bitmap (nbits / 8 bytes) | k u8`, the bitmap a whole number of
+//! 64-byte blocks (cache lines). A key's probes all land in one block, so a
+//! lookup costs one cache miss however large the filter: with
+//! `h = xxh3_64(user_key)`, the block is `((h >> 32) * nblocks) >> 32`, and
+//! probe `i` (0..k) tests bit `(a + i * b) mod 512` of that block, where
+//! `a = h & 511` and `b = ((h >> 9) & 511) | 1` (bit `x` of a block is bit
+//! `x % 8` of its byte `x / 8`). `k = round(bits_per_key * ln 2)` clamped to
+//! 1..=30; `nbits = max(512, n * bits_per_key)` rounded up to a multiple of
+//! 512. [`FilterBuilder`] is single-threaded; [`BloomFilter`] is
 //! immutable and shared. Invariant: no false negatives.
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -54,14 +57,14 @@ impl FilterBuilder {
         let k = ((f64::from(self.bits_per_key) * std::f64::consts::LN_2).round() as u64)
             .clamp(1, u64::from(MAX_PROBES)) as u8;
         let nbits = (self.hashes.len() as u64 * u64::from(self.bits_per_key))
-            .max(64)
-            .next_multiple_of(8);
+            .max(BLOCK_BITS)
+            .next_multiple_of(BLOCK_BITS);
         let mut out = vec![0u8; (nbits / 8) as usize];
+        let nblocks = nbits / BLOCK_BITS;
         for &h in &self.hashes {
-            let (h1, h2) = (h & 0xffff_ffff, h >> 32);
-            for i in 0..u64::from(k) {
-                let bit = (h1 + i * h2) % nbits;
-                out[(bit / 8) as usize] |= 1 << (bit % 8);
+            let base = block_of(h, nblocks) * BLOCK_BYTES;
+            for bit in probes(h, k) {
+                out[base + bit / 8] |= 1 << (bit % 8);
             }
         }
         out.push(k);
@@ -69,7 +72,27 @@ impl FilterBuilder {
     }
 }
 
-/// A decoded bloom filter.
+/// Bits in one filter block: a 64-byte cache line.
+const BLOCK_BITS: u64 = 512;
+const BLOCK_BYTES: usize = 64;
+
+/// The block a key's probes land in, from the hash's upper 32 bits
+/// (multiply-shift range reduction, no division).
+#[inline]
+fn block_of(h: u64, nblocks: u64) -> usize {
+    (((h >> 32) * nblocks) >> 32) as usize
+}
+
+/// The `k` bit positions inside the block, from the hash's lower 32 bits:
+/// `(a + i*b) mod 512` with `b` odd, so the positions are distinct.
+#[inline]
+fn probes(h: u64, k: u8) -> impl Iterator<Item = usize> {
+    let a = (h & 511) as usize;
+    let b = (((h >> 9) & 511) | 1) as usize;
+    (0..usize::from(k)).map(move |i| (a + i * b) & 511)
+}
+
+/// A decoded filter, immutable and shared by all readers of a table.
 #[derive(Debug)]
 pub struct BloomFilter {
     bits: Vec<u8>,
@@ -83,8 +106,11 @@ impl BloomFilter {
         if k == 0 || k > MAX_PROBES {
             return Err(format!("filter has {k} probes (allowed 1..={MAX_PROBES})"));
         }
-        if data.is_empty() {
-            return Err("filter has no bitmap".into());
+        if data.is_empty() || !data.len().is_multiple_of(BLOCK_BYTES) {
+            return Err(format!(
+                "filter bitmap of {} bytes is not a whole number of {BLOCK_BYTES}-byte blocks",
+                data.len()
+            ));
         }
         Ok(BloomFilter { bits: data, k })
     }
@@ -96,17 +122,15 @@ impl BloomFilter {
 
     /// [`may_contain`](Self::may_contain) for a precomputed [`filter_hash`].
     pub fn may_contain_hash(&self, h: u64) -> bool {
-        let nbits = self.bits.len() as u64 * 8;
-        let (h1, h2) = (h & 0xffff_ffff, h >> 32);
-        (0..u64::from(self.k)).all(|i| {
-            let bit = (h1 + i * h2) % nbits;
-            self.bits
-                .get((bit / 8) as usize)
-                .is_some_and(|b| b & (1 << (bit % 8)) != 0)
-        })
+        let nblocks = (self.bits.len() / BLOCK_BYTES) as u64;
+        let base = block_of(h, nblocks) * BLOCK_BYTES;
+        let Some(block) = self.bits.get(base..base + BLOCK_BYTES) else {
+            return true; // unreachable for a decoded filter; never a false negative
+        };
+        probes(h, self.k).all(|bit| block[bit / 8] & (1 << (bit % 8)) != 0)
     }
 
-    /// Bytes held in memory.
+    /// Bytes of memory the filter holds.
     pub fn memory(&self) -> usize {
         self.bits.capacity() + std::mem::size_of::<Self>()
     }
