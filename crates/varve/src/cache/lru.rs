@@ -139,6 +139,13 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         self.usage += charge;
     }
 
+    /// Every value held, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.map
+            .values()
+            .filter_map(|&slot| self.nodes[slot].value.as_ref())
+    }
+
     /// Removes `key`; true if it was present.
     pub fn remove(&mut self, key: &K) -> bool {
         let Some(slot) = self.map.remove(key) else {

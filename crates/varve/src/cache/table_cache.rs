@@ -3,29 +3,24 @@
 //!
 //! Opening a table reads its footer, index, filter and properties and pins
 //! them in memory, so the cache bounds both open file descriptors and that
-//! pinned memory. A reader already handed out stays valid after eviction
+//! pinned memory. The bookkeeping is the block cache's [`LruShard`] with a
+//! charge of one per table. A reader already handed out stays valid after eviction
 //! (it is an `Arc`). Thread-safe; tables are opened outside the lock, so
 //! two threads may open the same table at once and one copy is kept.
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use super::BlockCache;
+use super::lru::LruShard;
 use crate::Result;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::level::LevelIterator;
 use crate::sst::{Table, TableReadOptions};
 use crate::version::FileMetaData;
-
-struct Lru {
-    tables: HashMap<u64, (Arc<Table>, u64)>,
-    by_use: BTreeMap<u64, u64>,
-    tick: u64,
-}
 
 /// Cache of open tables.
 pub struct TableCache {
@@ -34,14 +29,15 @@ pub struct TableCache {
     block_cache: Option<Arc<BlockCache>>,
     capacity: usize,
     direct_reads: bool,
-    lru: Mutex<Lru>,
+    /// Open tables by file number, each charged 1 against `capacity`.
+    lru: Mutex<LruShard<u64, Arc<Table>>>,
 }
 
 impl std::fmt::Debug for TableCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TableCache")
             .field("capacity", &self.capacity)
-            .field("open", &self.lru.lock().tables.len())
+            .field("open", &self.lru.lock().len())
             .finish()
     }
 }
@@ -67,27 +63,14 @@ impl TableCache {
             block_cache,
             capacity: capacity.max(1),
             direct_reads,
-            lru: Mutex::new(Lru {
-                tables: HashMap::new(),
-                by_use: BTreeMap::new(),
-                tick: 0,
-            }),
+            lru: Mutex::new(LruShard::new(capacity.max(1))),
         }
     }
 
     /// The reader of `file`, opening it if needed.
     pub fn get(&self, file: &FileMetaData) -> Result<Arc<Table>> {
-        {
-            let mut lru = self.lru.lock();
-            let lru = &mut *lru;
-            lru.tick += 1;
-            let tick = lru.tick;
-            if let Some((table, used)) = lru.tables.get_mut(&file.number) {
-                lru.by_use.remove(used);
-                *used = tick;
-                lru.by_use.insert(tick, file.number);
-                return Ok(Arc::clone(table));
-            }
+        if let Some(table) = self.lru.lock().get(&file.number) {
+            return Ok(table);
         }
         let path = table_path(&self.dir, file.number);
         let reader = if self.direct_reads {
@@ -104,22 +87,8 @@ impl TableCache {
                 verify_checksums: true,
             },
         )?;
-        let mut lru = self.lru.lock();
-        let lru = &mut *lru;
-        lru.tick += 1;
-        let tick = lru.tick;
-        if let Some((old, used)) = lru.tables.insert(file.number, (Arc::clone(&table), tick)) {
-            // Another thread opened it meanwhile; keep one copy.
-            lru.by_use.remove(&used);
-            drop(old);
-        }
-        lru.by_use.insert(tick, file.number);
-        while lru.tables.len() > self.capacity {
-            let Some((_, victim)) = lru.by_use.pop_first() else {
-                break;
-            };
-            lru.tables.remove(&victim);
-        }
+        // Another thread may have opened it meanwhile; the last copy stays.
+        self.lru.lock().insert(file.number, Arc::clone(&table), 1);
         Ok(table)
     }
 
@@ -143,10 +112,7 @@ impl TableCache {
 
     /// Forgets table `number` (after it was deleted).
     pub fn evict(&self, number: u64) {
-        let mut lru = self.lru.lock();
-        if let Some((_, used)) = lru.tables.remove(&number) {
-            lru.by_use.remove(&used);
-        }
+        self.lru.lock().remove(&number);
         if let Some(cache) = &self.block_cache {
             cache.erase_table(number);
         }
@@ -154,16 +120,76 @@ impl TableCache {
 
     /// Tables open now.
     pub fn open_tables(&self) -> usize {
-        self.lru.lock().tables.len()
+        self.lru.lock().len()
     }
 
     /// Bytes of index, filter and properties pinned by the open tables.
     pub fn pinned_memory(&self) -> usize {
-        self.lru
-            .lock()
-            .tables
-            .values()
-            .map(|(t, _)| t.pinned_memory())
-            .sum()
+        self.lru.lock().values().map(|t| t.pinned_memory()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flush::build_table;
+    use crate::io::PosixFs;
+    use crate::keys::ValueKind;
+    use crate::memtable::MemTable;
+    use crate::sst::TableBuilderOptions;
+
+    fn make_tables(dir: &std::path::Path, n: u64) -> Vec<FileMetaData> {
+        (1..=n)
+            .map(|number| {
+                let mem = Arc::new(MemTable::new(1 << 20));
+                mem.add(
+                    number,
+                    ValueKind::Value,
+                    format!("key{number}").as_bytes(),
+                    b"v",
+                )
+                .expect("add");
+                build_table(
+                    &PosixFs,
+                    dir,
+                    number,
+                    &mut mem.iter(),
+                    Vec::new(),
+                    TableBuilderOptions::default(),
+                    false,
+                )
+                .expect("build")
+                .expect("non-empty")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bounds_open_tables_and_reopens_evicted_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = make_tables(dir.path(), 20);
+        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), None, 4, false);
+        let first = cache.get(&files[0]).expect("open");
+        assert!(
+            Arc::ptr_eq(&first, &cache.get(&files[0]).expect("hit")),
+            "a hit returns the open reader"
+        );
+        for f in &files {
+            let t = cache.get(f).expect("open");
+            assert_eq!(t.properties().num_entries, 1);
+            assert!(
+                cache.open_tables() <= 4,
+                "at most max_open_files tables stay open"
+            );
+        }
+        assert!(cache.pinned_memory() > 0);
+        // An evicted table opens again; a reader handed out before stays valid.
+        assert_eq!(
+            first.get(b"key1", 100).expect("get").map(|(_, v)| v),
+            Some(b"v".to_vec())
+        );
+        cache.evict(files[19].number);
+        assert!(cache.get(&files[0]).is_ok());
+        assert!(cache.open_tables() <= 4);
     }
 }
