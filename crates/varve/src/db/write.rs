@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::DbInner;
-use super::memtables::{Mem, SuperVersion, batch_charge, insert_batch};
+use super::memtables::{Mem, SuperVersion, insert_batch};
 use super::stats::Counters;
 use crate::batch::BatchOp;
 use crate::filenames::wal_path;
@@ -37,6 +37,8 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// One waiting write.
 struct Writer {
     batch: Mutex<WriteBatch>,
+    /// Upper bound of the memtable bytes the batch needs (from `validate`).
+    charge: usize,
     sync: bool,
     disable_wal: bool,
     done: AtomicBool,
@@ -96,9 +98,11 @@ impl WriteQueue {
     }
 }
 
-/// Checks the batch against the size limits of the options.
-fn validate(db: &DbInner, batch: &WriteBatch) -> Result<()> {
+/// Checks the batch against the size limits of the options and returns the
+/// memtable bytes it needs (so the leader need not decode it again).
+fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
     let o = &db.options;
+    let mut charge = 0;
     for op in batch.iter() {
         let key = op.key();
         if key.is_empty() {
@@ -111,28 +115,31 @@ fn validate(db: &DbInner, batch: &WriteBatch) -> Result<()> {
                 o.max_key_size
             )));
         }
-        if let BatchOp::Put { value, .. } = op
-            && value.len() > o.max_value_size
-        {
+        let value_len = match op {
+            BatchOp::Put { value, .. } => value.len(),
+            BatchOp::Delete { .. } => 0,
+        };
+        if value_len > o.max_value_size {
             return Err(Error::InvalidArgument(format!(
-                "value of {} bytes exceeds max_value_size {}",
-                value.len(),
+                "value of {value_len} bytes exceeds max_value_size {}",
                 o.max_value_size
             )));
         }
+        charge += MemTable::entry_charge(key.len(), value_len);
     }
-    Ok(())
+    Ok(charge)
 }
 
 /// Applies `batch` atomically (see the module docs).
 pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-    validate(db, &batch)?;
+    let charge = validate(db, &batch)?;
     db.check_writable()?;
     if batch.is_empty() {
         return Ok(());
     }
     let me = Arc::new(Writer {
         batch: Mutex::new(batch),
+        charge,
         sync: opts.sync && !opts.disable_wal,
         disable_wal: opts.disable_wal,
         done: AtomicBool::new(false),
@@ -207,13 +214,8 @@ fn commit_group(db: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let sync = leader.sync;
     let disable_wal = leader.disable_wal;
 
-    let mut count = 0u64;
-    let mut charge = 0usize;
-    for w in group {
-        let b = w.batch.lock();
-        count += b.len() as u64;
-        charge += batch_charge(&b);
-    }
+    let count: u64 = group.iter().map(|w| w.batch.lock().len() as u64).sum();
+    let charge: usize = group.iter().map(|w| w.charge).sum();
     let first_seq = db.last_sequence.load(Ordering::Relaxed) + 1;
     let last_seq = first_seq + count - 1;
     if last_seq > MAX_SEQUENCE {
