@@ -164,7 +164,7 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
 
 /// Hard-links `src` to `dst`; copies `len` bytes when linking fails.
 fn link_or_copy(fs: &dyn FileSystem, src: &Path, dst: &Path, len: u64) -> Result<()> {
-    if std::fs::hard_link(src, dst).is_ok() {
+    if fs.hard_link(src, dst).is_ok() {
         return Ok(());
     }
     copy_prefix(fs, src, dst, len)

@@ -5,31 +5,30 @@
 //! so an operator can see what the engine did. Failing to write the event
 //! log never fails a database operation. Thread-safe (a mutex per line).
 
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 
 use crate::filenames::{INFO_LOG, INFO_LOG_OLD};
+use crate::io::{FileSystem, WritableFile};
 
 /// Appends lines to `LOG`.
 #[derive(Debug)]
 pub struct InfoLog {
-    file: Mutex<Option<File>>,
+    file: Mutex<Option<Box<dyn WritableFile>>>,
 }
 
 impl InfoLog {
     /// Opens `dir/LOG`, keeping the previous one as `LOG.old`. If the file
     /// cannot be created the log is silently disabled.
-    pub fn open(dir: &Path) -> InfoLog {
+    pub fn open(fs: &dyn FileSystem, dir: &Path) -> InfoLog {
         let path = dir.join(INFO_LOG);
-        if path.exists() {
-            let _ = std::fs::rename(&path, dir.join(INFO_LOG_OLD));
+        if fs.exists(&path).unwrap_or(false) {
+            let _ = fs.rename(&path, &dir.join(INFO_LOG_OLD));
         }
         InfoLog {
-            file: Mutex::new(File::create(path).ok()),
+            file: Mutex::new(fs.create_writable(&path).ok()),
         }
     }
 
@@ -47,13 +46,13 @@ impl InfoLog {
             .unwrap_or_default();
         let mut f = self.file.lock();
         if let Some(file) = f.as_mut() {
-            let _ = writeln!(
-                file,
-                "{}.{:06} {}",
+            let line = format!(
+                "{}.{:06} {}\n",
                 now.as_secs(),
                 now.subsec_micros(),
                 msg.as_ref()
             );
+            let _ = file.append(line.as_bytes());
         }
     }
 }

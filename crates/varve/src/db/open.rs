@@ -83,7 +83,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     if options.use_direct_reads || options.use_direct_io_for_flush_and_compaction {
         probe_direct_io(fs.as_ref(), dir)?;
     }
-    let info_log = InfoLog::open(dir);
+    let info_log = InfoLog::open(fs.as_ref(), dir);
     info_log.log(format!(
         "opening {} ({})",
         dir.display(),

@@ -156,6 +156,21 @@ impl FaultInjectingFs {
         Ok(dropped)
     }
 
+    /// Creates a file through `create`, tracks its durability and wraps it
+    /// so that its appends and syncs obey the switches.
+    fn wrap_new(
+        &self,
+        path: &Path,
+        create: impl FnOnce(&Path) -> Result<Box<dyn WritableFile>>,
+    ) -> Result<Box<dyn WritableFile>> {
+        self.check_alive(path)?;
+        self.track_new(path)?;
+        Ok(Box::new(FaultyWritable {
+            inner: create(path)?,
+            switches: Arc::clone(&self.switches),
+        }))
+    }
+
     /// Starts tracking the durability of a file about to be (re)created.
     fn track_new(&self, path: &Path) -> Result<()> {
         // A re-created file keeps its durable directory entry.
@@ -302,21 +317,11 @@ impl FileSystem for FaultInjectingFs {
         self.inner.is_dir(path)
     }
     fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check_alive(path)?;
-        self.track_new(path)?;
-        Ok(Box::new(FaultyWritable {
-            inner: self.inner.create_writable(path)?,
-            switches: Arc::clone(&self.switches),
-        }))
+        self.wrap_new(path, |p| self.inner.create_writable(p))
     }
     fn create_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.check_alive(path)?;
         self.check_direct(path)?;
-        self.track_new(path)?;
-        Ok(Box::new(FaultyWritable {
-            inner: self.inner.create_writable_direct(path)?,
-            switches: Arc::clone(&self.switches),
-        }))
+        self.wrap_new(path, |p| self.inner.create_writable_direct(p))
     }
     fn open_random_access_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.check_direct(path)?;
@@ -349,6 +354,28 @@ impl FileSystem for FaultInjectingFs {
         }
         drop(tracked);
         self.inner.rename(from, to)
+    }
+    fn hard_link(&self, src: &Path, dst: &Path) -> Result<()> {
+        self.check_alive(dst)?;
+        self.inner.hard_link(src, dst)?;
+        // The data is the source's; the new name is durable after a
+        // directory fsync, like any new entry.
+        let len = self.inner.file_size(dst)?;
+        let synced = self
+            .switches
+            .tracked
+            .lock()
+            .get(src)
+            .map_or(len, |d| d.synced_len);
+        self.switches.tracked.lock().insert(
+            dst.to_path_buf(),
+            Durability {
+                len,
+                synced_len: synced,
+                entry_durable: false,
+            },
+        );
+        Ok(())
     }
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         self.check_alive(path)?;
@@ -429,6 +456,37 @@ mod tests {
         assert!(
             !b.exists(),
             "a file whose directory entry was never synced is gone"
+        );
+    }
+
+    #[test]
+    fn hard_link_is_a_new_entry_until_the_directory_is_synced() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+        let a = dir.path().join("a");
+        let (b, c) = (dir.path().join("b"), dir.path().join("c"));
+        let mut f = fs.create_writable(&a).expect("create");
+        f.append(b"data").expect("append");
+        f.sync_data().expect("sync");
+        fs.sync_dir(dir.path()).expect("sync dir");
+        fs.hard_link(&a, &b).expect("link");
+        fs.sync_dir(dir.path()).expect("sync dir");
+        fs.hard_link(&a, &c).expect("link");
+        fs.crash();
+        assert!(
+            fs.hard_link(&a, &dir.path().join("d")).is_err(),
+            "no links after the crash"
+        );
+        drop(f);
+        fs.apply_power_loss(7).expect("power loss");
+        assert_eq!(std::fs::read(&a).expect("a"), b"data");
+        assert_eq!(
+            std::fs::read(&b).expect("b survives: its entry was synced"),
+            b"data"
+        );
+        assert!(
+            !c.exists(),
+            "a link whose directory was never synced is gone"
         );
     }
 }

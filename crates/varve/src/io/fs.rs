@@ -71,6 +71,15 @@ pub trait FileSystem: Send + Sync + Debug {
     fn remove_dir(&self, dir: &Path) -> Result<()>;
     /// Atomically renames `from` to `to` (replacing `to`).
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes `dst` a second name of the file `src` (a hard link). File
+    /// systems without links return an error; callers fall back to copying.
+    fn hard_link(&self, src: &Path, dst: &Path) -> Result<()> {
+        Err(crate::Error::InvalidArgument(format!(
+            "hard links are not supported by this file system ({} -> {})",
+            src.display(),
+            dst.display()
+        )))
+    }
     /// Cuts `path` to `len` bytes and makes the new length durable.
     fn truncate(&self, path: &Path, len: u64) -> Result<()>;
     /// Makes the directory's entries (creates, renames, removes) durable.

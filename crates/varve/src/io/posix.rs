@@ -176,6 +176,10 @@ impl FileSystem for PosixFs {
         std::fs::rename(from, to).map_err(|e| Error::io(from, e))
     }
 
+    fn hard_link(&self, src: &Path, dst: &Path) -> Result<()> {
+        std::fs::hard_link(src, dst).map_err(|e| Error::io(dst, e))
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         let file = OpenOptions::new()
             .write(true)
