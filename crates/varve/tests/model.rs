@@ -104,22 +104,8 @@ struct Harness {
     snaps: Vec<(Snapshot, Model)>,
 }
 
-/// Tiny memtables, tables and level targets: a few hundred operations
-/// build several levels.
 fn options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        block_size: 512,
-        target_file_size: 8 << 10,
-        max_bytes_for_level_base: 32 << 10,
-        max_bytes_for_level_multiplier: 4,
-        l0_compaction_trigger: 2,
-        l0_slowdown_writes_trigger: 8,
-        l0_stop_writes_trigger: 12,
-        cache_size: 256 << 10,
-        max_subcompactions: 3,
-        ..Options::default()
-    }
+    common::tiny_lsm_options()
 }
 
 fn in_bounds(k: &[u8], lower: &Option<Vec<u8>>, upper: &Option<Vec<u8>>) -> bool {

@@ -26,18 +26,7 @@ use parking_lot::Mutex;
 use varve::{Db, Error, KeyRange, Options, ReadOptions, WriteBatch};
 
 fn options() -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        block_size: 512,
-        target_file_size: 8 << 10,
-        max_bytes_for_level_base: 32 << 10,
-        max_bytes_for_level_multiplier: 4,
-        l0_compaction_trigger: 2,
-        l0_slowdown_writes_trigger: 8,
-        l0_stop_writes_trigger: 12,
-        cache_size: 256 << 10,
-        ..Options::default()
-    }
+    common::tiny_lsm_options()
 }
 
 const KEYS: u64 = 4000;

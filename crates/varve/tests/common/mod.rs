@@ -3,6 +3,26 @@
 
 use std::path::{Path, PathBuf};
 
+use varve::Options;
+
+/// Tiny memtables, tables and level targets (with sub-compactions): a few
+/// hundred operations build a tree of several levels.
+pub fn tiny_lsm_options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        block_size: 512,
+        target_file_size: 8 << 10,
+        max_bytes_for_level_base: 32 << 10,
+        max_bytes_for_level_multiplier: 4,
+        l0_compaction_trigger: 2,
+        l0_slowdown_writes_trigger: 8,
+        l0_stop_writes_trigger: 12,
+        cache_size: 256 << 10,
+        max_subcompactions: 3,
+        ..Options::default()
+    }
+}
+
 /// A temporary directory on tmpfs when available (fsync is free there, so
 /// tests that open a database thousands of times stay fast), else in $TMPDIR.
 pub fn fast_tempdir() -> tempfile::TempDir {
