@@ -20,9 +20,11 @@ pub struct Options {
     /// Bytes of arena a memtable holds before it becomes immutable and a new
     /// one starts. Default 64 MiB; at least 64 KiB, at most 2 GiB.
     pub write_buffer_size: usize,
-    /// How many immutable memtables may wait in memory before writers stall.
-    /// Default 4. (Until table files exist, immutables are never flushed and
-    /// this limit is not enforced.)
+    /// How many immutable memtables may wait for a flush before writers
+    /// stop. One short of it, every write is first delayed by 1 ms (the
+    /// graded step before the stop); both are counted in
+    /// [`Db::stats`](crate::Db::stats).
+    /// Default 4.
     pub max_immutable_memtables: usize,
     /// Largest key accepted, in bytes. Default 64 KiB; at most 16 MiB.
     pub max_key_size: usize,

@@ -23,7 +23,8 @@ pub(crate) struct Counters {
     pub trivial_moves: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
-    pub stall_slowdowns: AtomicU64,
+    pub stall_slowdowns_l0: AtomicU64,
+    pub stall_slowdowns_memtables: AtomicU64,
     pub stall_stops_memtables: AtomicU64,
     pub stall_stops_l0: AtomicU64,
     pub stall_micros: AtomicU64,
@@ -77,7 +78,10 @@ pub struct DbStats {
     /// `(flush + compaction bytes written) / user bytes`.
     pub write_amplification: f64,
     /// Writes delayed because L0 reached the slowdown trigger.
-    pub stall_slowdowns: u64,
+    pub stall_slowdowns_l0: u64,
+    /// Writes delayed because the immutable memtables were one short of
+    /// `max_immutable_memtables` (the step before a stop).
+    pub stall_slowdowns_memtables: u64,
     /// Writes stopped because too many memtables waited for a flush.
     pub stall_stops_memtables: u64,
     /// Writes stopped because L0 reached the stop trigger.
@@ -135,7 +139,8 @@ impl DbStats {
             } else {
                 written as f64 / user as f64
             },
-            stall_slowdowns: r(&c.stall_slowdowns),
+            stall_slowdowns_l0: r(&c.stall_slowdowns_l0),
+            stall_slowdowns_memtables: r(&c.stall_slowdowns_memtables),
             stall_stops_memtables: r(&c.stall_stops_memtables),
             stall_stops_l0: r(&c.stall_stops_l0),
             stall_micros: r(&c.stall_micros),
@@ -187,8 +192,9 @@ impl DbStats {
         let _ = writeln!(s, "Write amplification: {:.2}", self.write_amplification);
         let _ = writeln!(
             s,
-            "Stalls: {} slowdowns (L0), {} stops (memtables), {} stops (L0), {:.3} s stalled",
-            self.stall_slowdowns,
+            "Stalls: {} slowdowns (L0), {} slowdowns (memtables), {} stops (memtables), {} stops (L0), {:.3} s stalled",
+            self.stall_slowdowns_l0,
+            self.stall_slowdowns_memtables,
             self.stall_stops_memtables,
             self.stall_stops_l0,
             self.stall_micros as f64 / 1e6

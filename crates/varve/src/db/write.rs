@@ -285,8 +285,16 @@ fn make_room(db: &DbInner, wal: &mut WalState, charge: usize) -> Result<Arc<Supe
         db.check_writable()?;
         let sv = db.super_version();
         let l0 = sv.version.num_files(0);
-        if !delayed && l0 >= o.l0_slowdown_writes_trigger {
-            Counters::add(&db.counters.stall_slowdowns, 1);
+        // Graded stall: one short delay per write while a stop is near.
+        let slowdown = if l0 >= o.l0_slowdown_writes_trigger {
+            Some(&db.counters.stall_slowdowns_l0)
+        } else if o.max_immutable_memtables >= 2 && sv.imms.len() + 1 >= o.max_immutable_memtables {
+            Some(&db.counters.stall_slowdowns_memtables)
+        } else {
+            None
+        };
+        if let (false, Some(counter)) = (delayed, slowdown) {
+            Counters::add(counter, 1);
             Counters::add(&db.counters.stall_micros, 1000);
             std::thread::sleep(Duration::from_millis(1));
             delayed = true;

@@ -36,6 +36,8 @@ struct Switches {
     syncs: AtomicU64,
     crashed: AtomicBool,
     refuse_direct: AtomicBool,
+    /// Microseconds every append to a table file (`.sst`) sleeps first.
+    sst_append_delay_micros: AtomicU64,
     /// Durability of every file created through the wrapper.
     tracked: Mutex<HashMap<PathBuf, Durability>>,
 }
@@ -67,6 +69,7 @@ impl FaultInjectingFs {
                 syncs: AtomicU64::new(0),
                 crashed: AtomicBool::new(false),
                 refuse_direct: AtomicBool::new(false),
+                sst_append_delay_micros: AtomicU64::new(0),
                 tracked: Mutex::new(HashMap::new()),
             }),
         }
@@ -203,6 +206,15 @@ impl FaultInjectingFs {
         self.switches.appends.load(Ordering::SeqCst)
     }
 
+    /// Makes every append to a table file (`*.sst`) sleep `delay` first:
+    /// a slow flush and compaction, for stall tests. Zero turns it off.
+    pub fn delay_table_appends(&self, delay: std::time::Duration) {
+        let micros = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.switches
+            .sst_append_delay_micros
+            .store(micros, Ordering::SeqCst);
+    }
+
     /// Successful syncs so far (all files).
     pub fn syncs(&self) -> u64 {
         self.switches.syncs.load(Ordering::SeqCst)
@@ -231,6 +243,10 @@ impl WritableFile for FaultyWritable {
                 std::io::ErrorKind::Other,
                 "simulated crash",
             ));
+        }
+        let delay = s.sst_append_delay_micros.load(Ordering::SeqCst);
+        if delay > 0 && self.inner.path().extension().is_some_and(|e| e == "sst") {
+            std::thread::sleep(std::time::Duration::from_micros(delay));
         }
         let allowed = s
             .appends_left
