@@ -139,6 +139,17 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_io_for_flush_and_compaction: bool,
 
+    /// varve: append to the WAL through a memory mapping of preallocated
+    /// space instead of one write(2) per write group (varve's default).
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub wal_mmap: bool,
+
+    /// Most parallel parts of one compaction (RocksDB max_subcompactions;
+    /// varve's default is 2).
+    #[arg(long, default_value_t = 2)]
+    pub subcompactions: usize,
+
     /// Block cache size in bytes (db_bench default: 8 MiB).
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: u64,

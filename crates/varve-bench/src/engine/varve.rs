@@ -35,6 +35,8 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         compression: flags.compression_type == "lz4",
         use_direct_reads: flags.use_direct_reads,
         use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
+        wal_mmap: flags.wal_mmap,
+        max_subcompactions: flags.subcompactions.max(1),
         ..Default::default()
     };
     let db = varve::Db::open(path, options)

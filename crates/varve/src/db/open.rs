@@ -125,7 +125,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     let log_number = versions.new_file_number();
     let log_path = wal_path(dir, log_number);
-    let log = LogWriter::new(fs.create_writable(&log_path)?, log_number)?;
+    let log_file = crate::wal::create_log_file(fs.as_ref(), &log_path, options.wal_mmap)?;
+    let log = LogWriter::new(log_file, log_number)?;
     fs.sync_dir(dir)?;
     edit.log_number = Some(log_number);
     versions.set_last_sequence(recovered.last_sequence.max(versions.last_sequence()));

@@ -338,9 +338,7 @@ fn switch_memtable(db: &DbInner, wal: &mut WalState, need: usize) -> Result<Arc<
     }
     let number = db.versions.lock().new_file_number();
     let path = wal_path(&db.dir, number);
-    let new_log = db
-        .fs
-        .create_writable(&path)
+    let new_log = crate::wal::create_log_file(db.fs.as_ref(), &path, db.options.wal_mmap)
         .and_then(|f| LogWriter::new(f, number))
         .and_then(|log| db.fs.sync_dir(&db.dir).map(|()| log));
     let new_log = match new_log {

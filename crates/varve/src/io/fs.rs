@@ -100,6 +100,13 @@ pub trait FileSystem: Send + Sync + Debug {
             path.display()
         )))
     }
+    /// Whether WAL files may be written through a shared memory mapping of
+    /// the real file at the same path (`wal::MappedLogFile`). Only a file
+    /// system whose paths are the operating system's can say yes; wrappers
+    /// that track or fake writes must not. Default `false`.
+    fn supports_mapped_logs(&self) -> bool {
+        false
+    }
     /// Takes an exclusive, non-blocking lock on `path` (created if missing).
     /// Returns `Ok(None)` if someone else holds it.
     fn try_lock(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>>;

@@ -102,6 +102,10 @@ struct PosixLock {
 impl FileLock for PosixLock {}
 
 impl FileSystem for PosixFs {
+    fn supports_mapped_logs(&self) -> bool {
+        true
+    }
+
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
     }

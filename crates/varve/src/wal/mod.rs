@@ -11,6 +11,7 @@
 //! and never silently skips one in the middle of the log.
 
 pub mod format;
+mod mapped_file;
 mod reader;
 pub mod slots;
 mod writer;
@@ -18,5 +19,33 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
+pub use mapped_file::MappedLogFile;
 pub use reader::{ReplayOutcome, TailStatus, replay};
 pub use writer::LogWriter;
+
+use std::path::Path;
+
+use crate::Result;
+use crate::io::{FileSystem, WritableFile};
+
+/// Space a mapped log starts with; it grows as records arrive. Small, so a
+/// small database does not carry a large mostly-empty log and an open is
+/// cheap even where allocation zero-fills (tmpfs).
+const MAPPED_LOG_INITIAL: usize = 1 << 20;
+
+/// Creates a new WAL file at `path`: mapped when `mmap` is asked for and the
+/// file system supports it (falling back to plain appends if mapping fails),
+/// plain appends otherwise.
+pub fn create_log_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    mmap: bool,
+) -> Result<Box<dyn WritableFile>> {
+    if mmap
+        && fs.supports_mapped_logs()
+        && let Ok(file) = MappedLogFile::create(path, MAPPED_LOG_INITIAL)
+    {
+        return Ok(Box::new(file));
+    }
+    fs.create_writable(path)
+}
