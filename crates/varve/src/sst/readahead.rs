@@ -193,3 +193,208 @@ impl Readahead {
         decode_block(self.buf.as_slice()[s..e].to_vec(), h.offset, file.path(), verify)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::sst::format::put_block_trailer;
+
+    /// An in-memory file that logs its reads.
+    #[derive(Debug)]
+    struct MemFile {
+        data: Vec<u8>,
+        align: Option<usize>,
+        log: Mutex<Vec<(u64, usize)>>,
+        path: PathBuf,
+    }
+
+    impl RandomAccessFile for MemFile {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+            if let Some(a) = self.align {
+                assert_eq!(offset % a as u64, 0, "unaligned offset");
+                assert_eq!(buf.len() % a, 0, "unaligned length");
+            }
+            self.log.lock().push((offset, buf.len()));
+            let start = (offset as usize).min(self.data.len());
+            let n = buf.len().min(self.data.len() - start);
+            buf[..n].copy_from_slice(&self.data[start..start + n]);
+            Ok(n)
+        }
+        fn path(&self) -> &Path {
+            &self.path
+        }
+        fn direct_alignment(&self) -> Option<usize> {
+            self.align
+        }
+    }
+
+    /// `n` blocks of `size` content bytes each (content = block number).
+    fn file(n: usize, size: usize, align: Option<usize>) -> (Arc<MemFile>, Vec<BlockHandle>) {
+        let mut data = Vec::new();
+        let mut handles = Vec::new();
+        for i in 0..n {
+            let contents = vec![i as u8; size];
+            handles.push(BlockHandle {
+                offset: data.len() as u64,
+                size: size as u64,
+            });
+            data.extend_from_slice(&contents);
+            put_block_trailer(&mut data, &contents, 0);
+        }
+        let f = MemFile {
+            data,
+            align,
+            log: Mutex::new(Vec::new()),
+            path: PathBuf::from("mem.sst"),
+        };
+        (Arc::new(f), handles)
+    }
+
+    fn read_all(
+        ra: &mut Readahead,
+        f: &Arc<MemFile>,
+        hs: &[BlockHandle],
+        limit: u64,
+    ) -> Result<()> {
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        for (i, h) in hs.iter().enumerate() {
+            let got = ra.read_block(&dynf, end, *h, limit, true)?;
+            assert_eq!(got, vec![i as u8; h.size as usize], "block {i}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn grows_geometrically_up_to_max() {
+        let (f, hs) = file(2000, 4000, None);
+        let mut ra = Readahead::new(256 << 10);
+        read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
+        let sizes: Vec<usize> = f.log.lock().iter().map(|&(_, n)| n).collect();
+        assert_eq!(sizes[0], 4005, "the first read is a lone block");
+        assert_eq!(&sizes[1..6], &[16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10]);
+        assert!(sizes[6..sizes.len() - 1].iter().all(|&n| n == 256 << 10));
+        // Reads cover the file without gaps; a chunk re-reads at most the
+        // part of a block the previous chunk cut off.
+        let mut pos = 0;
+        for &(off, n) in f.log.lock().iter() {
+            assert!(off <= pos && pos - off < 4005, "read at {off}, covered {pos}");
+            pos = off + n as u64;
+        }
+        assert_eq!(pos, f.data.len() as u64);
+        assert_eq!(ra.next_size(), 256 << 10);
+    }
+
+    #[test]
+    fn random_read_resets_and_limit_holds() {
+        let (f, hs) = file(200, 4000, None);
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::new(1 << 20);
+        read_all(&mut ra, &f, &hs[..40], u64::MAX).expect("read");
+        assert!(ra.next_size() > MIN_READAHEAD);
+        // A jump backwards (outside the buffer) reads one block and resets.
+        f.log.lock().clear();
+        ra.read_block(&dynf, end, hs[2], u64::MAX, true)
+            .expect("read");
+        assert_eq!(ra.next_size(), MIN_READAHEAD);
+        assert_eq!(*f.log.lock(), vec![(hs[2].offset, 4005)]);
+        // Sequential again, but limited to the end of block 10.
+        let limit = hs[10].end().expect("end");
+        f.log.lock().clear();
+        for h in &hs[3..=10] {
+            ra.read_block(&dynf, end, *h, limit, true).expect("read");
+        }
+        let log = f.log.lock().clone();
+        assert!(log.iter().all(|&(off, n)| off + n as u64 <= limit), "{log:?}");
+        assert_eq!(log.len(), 2, "16 KiB then the rest up to the limit: {log:?}");
+    }
+
+    #[test]
+    fn size_carries_over_to_the_next_file() {
+        let (a, ha) = file(100, 4000, None);
+        let (b, hb) = file(100, 4000, None);
+        let mut ra = Readahead::new(64 << 10);
+        read_all(&mut ra, &a, &ha, u64::MAX).expect("a");
+        assert_eq!(ra.next_size(), 64 << 10);
+        read_all(&mut ra, &b, &hb, u64::MAX).expect("b");
+        let first_b = b.log.lock()[0];
+        assert_eq!(first_b, (0, 64 << 10), "file b starts at the grown size");
+    }
+
+    #[test]
+    fn direct_files_get_aligned_chunks() {
+        let (f, hs) = file(300, 3000, Some(4096));
+        let mut ra = Readahead::new(1 << 20);
+        // The lone first block goes through read_block (its own alignment
+        // is the file's business), so start from the second block.
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut first = true;
+        for (i, h) in hs.iter().enumerate() {
+            if first {
+                // Mark block 0 as seen without reading it (a cache hit).
+                ra.note_access(&dynf, end, *h);
+                first = false;
+                continue;
+            }
+            let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+            assert_eq!(got, vec![i as u8; 3000]);
+        }
+        let limit = hs[50].end().expect("end");
+        let mut ra = Readahead::new(1 << 20);
+        ra.note_access(&dynf, end, hs[0]);
+        f.log.lock().clear();
+        for h in &hs[1..=50] {
+            ra.read_block(&dynf, end, *h, limit, true).expect("read");
+        }
+        let max_end = f.log.lock().iter().map(|&(o, n)| o + n as u64).max();
+        assert!(max_end <= Some(limit.div_ceil(4096) * 4096));
+    }
+
+    #[test]
+    fn corrupt_block_in_a_chunk_is_corruption() {
+        let (f, hs) = file(50, 4000, None);
+        let mut data = f.data.clone();
+        data[hs[7].offset as usize + 10] ^= 1;
+        let bad = Arc::new(MemFile {
+            data,
+            align: None,
+            log: Mutex::new(Vec::new()),
+            path: PathBuf::from("bad.sst"),
+        });
+        let mut ra = Readahead::new(1 << 20);
+        let e = read_all(&mut ra, &bad, &hs, u64::MAX).expect_err("block 7 is bad");
+        assert!(e.is_corruption(), "{e}");
+        assert!(e.to_string().contains(&hs[7].offset.to_string()), "{e}");
+        assert!(bad.log.lock().len() < 7, "block 7 came from a chunk");
+    }
+
+    #[test]
+    fn truncated_file_is_a_short_read_corruption() {
+        let (f, hs) = file(20, 4000, None);
+        let mut data = f.data.clone();
+        data.truncate(hs[5].offset as usize + 100);
+        let short = Arc::new(MemFile {
+            data,
+            align: None,
+            log: Mutex::new(Vec::new()),
+            path: PathBuf::from("short.sst"),
+        });
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&short) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::new(1 << 20);
+        let mut res = Ok(Vec::new());
+        for h in &hs {
+            res = ra.read_block(&dynf, end, *h, u64::MAX, true);
+            if res.is_err() {
+                break;
+            }
+        }
+        assert!(res.expect_err("short").is_corruption());
+    }
+}
