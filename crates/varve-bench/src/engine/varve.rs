@@ -6,6 +6,8 @@
 //! LZ4 blocks, direct-IO flags → the same-named options. What varve cannot
 //! honor yet is reported by [`open`] as ignored: no MultiGet (multireadrandom
 //! times a loop of `get`) and no async IO. `count` uses `par_count`.
+//! Cursors and `par_count` read ahead with `--readahead_size` when given
+//! (`ReadOptions::readahead_size`; else varve's default, 2 MiB).
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
 
 use std::path::Path;
@@ -18,6 +20,8 @@ use crate::flags::Flags;
 /// varve behind the benchmark trait.
 pub struct Varve {
     db: varve::Db,
+    /// Read options of cursors and `par_count`.
+    read: varve::ReadOptions,
 }
 
 /// Opens (creating if missing) a varve database at `path`.
@@ -50,8 +54,12 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     if flags.multiread_batched {
         ignored.push("multiread_batched: varve has no multi_get yet".into());
     }
+    let mut read = varve::ReadOptions::default();
+    if let Some(n) = flags.readahead_size {
+        read.readahead_size = n;
+    }
     Ok(Opened {
-        engine: Box::new(Varve { db }),
+        engine: Box::new(Varve { db, read }),
         ignored,
     })
 }
@@ -80,7 +88,7 @@ impl Engine for Varve {
 
     fn par_count(&self, threads: usize) -> Result<Option<u64>> {
         let n = self.db.par_count(
-            &varve::ReadOptions::default(),
+            &self.read,
             &varve::KeyRange::all(),
             threads.max(1),
         )?;
@@ -88,7 +96,9 @@ impl Engine for Varve {
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
-        Ok(Box::new(VarveCursor { it: self.db.iter() }))
+        Ok(Box::new(VarveCursor {
+            it: self.db.iter_opt(&self.read),
+        }))
     }
 
     fn flush(&self) -> Result<Option<String>> {
