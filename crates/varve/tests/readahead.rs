@@ -311,7 +311,10 @@ fn direct_reads_same_results_through_aligned_reads() {
         };
         let mut it = db.iter_opt(&opts);
         it.seek_to_first();
-        assert!(collect(&mut it, true, usize::MAX) == want[1234..2345], "bounded {size}");
+        assert!(
+            collect(&mut it, true, usize::MAX) == want[1234..2345],
+            "bounded {size}"
+        );
     }
     let reads = sst_reads(&fs);
     let chunks: Vec<_> = reads.iter().filter(|r| r.len > 8 << 10).collect();
@@ -377,7 +380,10 @@ fn compaction_reads_its_inputs_ahead() {
     db.compact_range(None, None).expect("compact");
     let reads = sst_reads(&fs);
     let bytes: u64 = reads.iter().map(|r| r.len as u64).sum();
-    assert!(bytes > blocks_before * 4096, "the inputs were read: {bytes}");
+    assert!(
+        bytes > blocks_before * 4096,
+        "the inputs were read: {bytes}"
+    );
     assert!(
         (reads.len() as u64) * 10 < blocks_before * 2,
         "{} reads for about {} blocks of input",

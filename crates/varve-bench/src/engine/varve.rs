@@ -87,11 +87,9 @@ impl Engine for Varve {
     }
 
     fn par_count(&self, threads: usize) -> Result<Option<u64>> {
-        let n = self.db.par_count(
-            &self.read,
-            &varve::KeyRange::all(),
-            threads.max(1),
-        )?;
+        let n = self
+            .db
+            .par_count(&self.read, &varve::KeyRange::all(), threads.max(1))?;
         Ok(Some(n))
     }
 

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use super::filter::VersionFilter;
 use super::picker::CompactionPlan;
-use crate::cache::{ScanOptions, TableCache};
 use crate::cache::table_cache::table_path;
+use crate::cache::{ScanOptions, TableCache};
 use crate::flush::{create_table_file, file_meta};
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;

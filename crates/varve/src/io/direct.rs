@@ -131,8 +131,8 @@ impl RandomAccessFile for DirectRandomAccess {
         if buf.is_empty() {
             return Ok(0);
         }
-        let aligned_request = offset % ALIGN as u64 == 0
-            && buf.len() % ALIGN == 0
+        let aligned_request = offset.is_multiple_of(ALIGN as u64)
+            && buf.len().is_multiple_of(ALIGN)
             && buf.as_ptr().align_offset(ALIGN) == 0;
         if aligned_request {
             // The caller's buffer is already fit for O_DIRECT: no bounce copy.

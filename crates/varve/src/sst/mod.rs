@@ -30,7 +30,7 @@ pub use format::{
     BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,
 };
 pub use properties::TableProperties;
+pub use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead};
 pub use table::{Table, TableReadOptions};
 pub use table_builder::{TableBuilder, TableBuilderOptions};
-pub use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead};
 pub use table_iter::{SharedReadahead, TableIterOptions, TableIterator};

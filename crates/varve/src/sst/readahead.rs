@@ -133,7 +133,7 @@ impl Readahead {
         let same = self.file.as_ref().is_some_and(|f| same_file(f, file));
         if same && self.buffered(h.offset, end) {
             self.set_last(file, data_end, h);
-            return self.from_buffer(file, h, end, verify);
+            return self.decode_buffered(file, h, end, verify);
         }
         let sequential = self.is_sequential(file, h.offset);
         self.set_last(file, data_end, h);
@@ -149,7 +149,7 @@ impl Readahead {
             return read_block(file.as_ref(), h, data_end, verify);
         }
         let (start, stop) = match file.direct_alignment() {
-            Some(a) if a > 0 && DIRECT_IO_ALIGN % a == 0 => {
+            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
                 let a = a as u64;
                 (h.offset / a * a, want_end.div_ceil(a) * a)
             }
@@ -169,19 +169,17 @@ impl Readahead {
             return Err(Error::corruption(
                 path,
                 h.offset,
-                format!(
-                    "short read: {got} bytes at {start}, block ends at {end}"
-                ),
+                format!("short read: {got} bytes at {start}, block ends at {end}"),
             ));
         }
-        self.from_buffer(file, h, end, verify)
+        self.decode_buffered(file, h, end, verify)
     }
 
     fn buffered(&self, offset: u64, end: u64) -> bool {
         offset >= self.buf_start && end <= self.buf_start + self.buf_valid as u64
     }
 
-    fn from_buffer(
+    fn decode_buffered(
         &self,
         file: &Arc<dyn RandomAccessFile>,
         h: BlockHandle,
@@ -190,7 +188,12 @@ impl Readahead {
     ) -> Result<Vec<u8>> {
         let s = (h.offset - self.buf_start) as usize;
         let e = (end - self.buf_start) as usize;
-        decode_block(self.buf.as_slice()[s..e].to_vec(), h.offset, file.path(), verify)
+        decode_block(
+            self.buf.as_slice()[s..e].to_vec(),
+            h.offset,
+            file.path(),
+            verify,
+        )
     }
 }
 
@@ -276,13 +279,19 @@ mod tests {
         read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
         let sizes: Vec<usize> = f.log.lock().iter().map(|&(_, n)| n).collect();
         assert_eq!(sizes[0], 4005, "the first read is a lone block");
-        assert_eq!(&sizes[1..6], &[16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10]);
+        assert_eq!(
+            &sizes[1..6],
+            &[16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10]
+        );
         assert!(sizes[6..sizes.len() - 1].iter().all(|&n| n == 256 << 10));
         // Reads cover the file without gaps; a chunk re-reads at most the
         // part of a block the previous chunk cut off.
         let mut pos = 0;
         for &(off, n) in f.log.lock().iter() {
-            assert!(off <= pos && pos - off < 4005, "read at {off}, covered {pos}");
+            assert!(
+                off <= pos && pos - off < 4005,
+                "read at {off}, covered {pos}"
+            );
             pos = off + n as u64;
         }
         assert_eq!(pos, f.data.len() as u64);
@@ -310,8 +319,15 @@ mod tests {
             ra.read_block(&dynf, end, *h, limit, true).expect("read");
         }
         let log = f.log.lock().clone();
-        assert!(log.iter().all(|&(off, n)| off + n as u64 <= limit), "{log:?}");
-        assert_eq!(log.len(), 2, "16 KiB then the rest up to the limit: {log:?}");
+        assert!(
+            log.iter().all(|&(off, n)| off + n as u64 <= limit),
+            "{log:?}"
+        );
+        assert_eq!(
+            log.len(),
+            2,
+            "16 KiB then the rest up to the limit: {log:?}"
+        );
     }
 
     #[test]
