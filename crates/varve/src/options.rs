@@ -249,6 +249,11 @@ pub struct ReadOptions {
     /// Default `true`; a one-off large scan may pass `false` to keep the
     /// cache's working set. Point reads always fill the cache.
     pub fill_cache: bool,
+    /// Once an iterator's read-ahead chunks have grown to `readahead_size`
+    /// (at least 256 KiB), read the next chunk on a helper thread (one per
+    /// L0 file or level being scanned) while the current one is consumed,
+    /// so IO and decoding overlap. Default `false`.
+    pub async_io: bool,
 }
 
 impl Default for ReadOptions {
@@ -259,6 +264,7 @@ impl Default for ReadOptions {
             iterate_upper_bound: None,
             readahead_size: crate::sst::DEFAULT_READAHEAD,
             fill_cache: true,
+            async_io: false,
         }
     }
 }

@@ -49,6 +49,8 @@ pub struct ScanOptions {
     pub readahead_size: usize,
     /// Insert the blocks read into the block cache.
     pub fill_cache: bool,
+    /// Read the next read-ahead chunk in the background.
+    pub async_io: bool,
     /// Exclusive upper bound (user key): read-ahead stops at its block.
     pub upper_bound: Option<Vec<u8>>,
 }
@@ -59,6 +61,7 @@ impl Default for ScanOptions {
         ScanOptions {
             readahead_size: 0,
             fill_cache: true,
+            async_io: false,
             upper_bound: None,
         }
     }
@@ -127,8 +130,12 @@ impl TableCache {
         let files: Vec<Arc<FileMetaData>> = files.to_vec();
         let cache = Arc::clone(self);
         let opts = TableIterOptions {
-            readahead: (scan.readahead_size > 0)
-                .then(|| Arc::new(Mutex::new(Readahead::new(scan.readahead_size)))),
+            readahead: (scan.readahead_size > 0).then(|| {
+                Arc::new(Mutex::new(Readahead::with_prefetch(
+                    scan.readahead_size,
+                    scan.async_io,
+                )))
+            }),
             upper_bound: scan.upper_bound.clone(),
             fill_cache: scan.fill_cache,
         };

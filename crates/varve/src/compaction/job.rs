@@ -186,6 +186,7 @@ fn run_span(
     let scan = ScanOptions {
         readahead_size: COMPACTION_READAHEAD,
         fill_cache: false,
+        async_io: false,
         upper_bound: span.1.clone(),
     };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();

@@ -66,6 +66,7 @@ struct Plan {
     /// The caller's read-ahead and cache choices, for every chunk's iterator.
     readahead_size: usize,
     fill_cache: bool,
+    async_io: bool,
 }
 
 impl Plan {
@@ -105,6 +106,7 @@ impl Plan {
             chunks,
             readahead_size: opts.readahead_size,
             fill_cache: opts.fill_cache,
+            async_io: opts.async_io,
         })
     }
 
@@ -116,6 +118,7 @@ impl Plan {
             iterate_upper_bound: c.range.end.clone(),
             readahead_size: self.readahead_size,
             fill_cache: self.fill_cache,
+            async_io: self.async_io,
         });
         it.seek_to_first();
         it

@@ -43,6 +43,8 @@ pub const COMPACTION_READAHEAD: usize = 2 << 20;
 #[derive(Debug)]
 pub struct Readahead {
     max: usize,
+    /// Read the next chunk in the background once chunks are `max` bytes.
+    prefetch: bool,
     next_size: usize,
     /// The file of the last block access, kept alive so its identity holds.
     file: Option<Arc<dyn RandomAccessFile>>,
@@ -65,8 +67,7 @@ pub struct Readahead {
     next_job: u64,
 }
 
-/// Chunks at least this large are followed by a background read of the
-/// next chunk while the current one is consumed.
+/// Smallest maximum chunk for which background prefetch is used.
 pub const PREFETCH_MIN: usize = 256 << 10;
 
 /// A chunk being read in the background.
@@ -140,8 +141,16 @@ impl Readahead {
     /// State for chunks of at most `max` bytes (at least one block is always
     /// read; `max` below [`MIN_READAHEAD`] caps the first chunk too).
     pub fn new(max: usize) -> Readahead {
+        Readahead::with_prefetch(max, false)
+    }
+
+    /// Like [`new`](Self::new); with `prefetch`, once the chunks have grown
+    /// to `max` (at least [`PREFETCH_MIN`]), a helper thread reads the next
+    /// chunk while the current one is consumed.
+    pub fn with_prefetch(max: usize, prefetch: bool) -> Readahead {
         Readahead {
             max,
+            prefetch: prefetch && max >= PREFETCH_MIN,
             next_size: MIN_READAHEAD.min(max),
             file: None,
             file_data_end: 0,
@@ -215,7 +224,9 @@ impl Readahead {
             self.set_last(file, data_end, h);
             return self.decode_buffered(file, h, end, verify);
         }
-        if same && let Some(block) = self.from_prefetch(file, h, end, limit.min(data_end), verify)? {
+        if same
+            && let Some(block) = self.from_prefetch(file, h, end, limit.min(data_end), verify)?
+        {
             self.set_last(file, data_end, h);
             return Ok(block);
         }
@@ -258,7 +269,7 @@ impl Readahead {
                 format!("short read: {got} bytes at {start}, block ends at {end}"),
             ));
         }
-        if size >= PREFETCH_MIN {
+        if self.prefetch && size == self.max {
             self.prefetch_next(file, limit.min(data_end));
         }
         self.decode_buffered(file, h, end, verify)
@@ -268,8 +279,7 @@ impl Readahead {
     /// if the buffer was read whole and the data (up to `limit`) goes on.
     fn prefetch_next(&mut self, file: &Arc<dyn RandomAccessFile>, limit: u64) {
         let start = self.buf_start + self.buf_valid as u64;
-        if self.pending.is_some() || start >= limit || self.buf_valid != self.buf.as_slice().len()
-        {
+        if self.pending.is_some() || start >= limit || self.buf_valid != self.buf.as_slice().len() {
             return;
         }
         let stop = match file.direct_alignment() {
@@ -278,7 +288,11 @@ impl Readahead {
                 if !start.is_multiple_of(a) {
                     return;
                 }
-                start.saturating_add(self.next_size as u64).min(limit).div_ceil(a) * a
+                start
+                    .saturating_add(self.next_size as u64)
+                    .min(limit)
+                    .div_ceil(a)
+                    * a
             }
             _ => start.saturating_add(self.next_size as u64).min(limit),
         };
@@ -476,7 +490,7 @@ mod tests {
     #[test]
     fn grows_geometrically_up_to_max() {
         let (f, hs) = file(2000, 4000, None);
-        let mut ra = Readahead::new(256 << 10);
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
         read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
         let sizes: Vec<usize> = f.log.lock().iter().map(|&(_, n)| n).collect();
         assert_eq!(sizes[0], 4005, "the first read is a lone block");
@@ -612,7 +626,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                let size = if i % 97 == 5 { 600_000 } else { 100 + (x % 9000) as usize };
+                let size = if i % 97 == 5 {
+                    600_000
+                } else {
+                    100 + (x % 9000) as usize
+                };
                 let contents: Vec<u8> = (0..size).map(|j| (i * 31 + j) as u8).collect();
                 hs.push(BlockHandle {
                     offset: data.len() as u64,
@@ -628,7 +646,7 @@ mod tests {
                 log: Mutex::new(Vec::new()),
                 path: PathBuf::from("mixed.sst"),
             });
-            let mut ra = Readahead::new(1 << 20);
+            let mut ra = Readahead::with_prefetch(1 << 20, true);
             let mut i = 0usize;
             for _ in 0..3000 {
                 x ^= x << 13;
