@@ -225,7 +225,7 @@ impl Readahead {
             return self.decode_buffered(file, h, end, verify);
         }
         if same
-            && let Some(block) = self.from_prefetch(file, h, end, limit.min(data_end), verify)?
+            && let Some(block) = self.take_prefetched(file, h, end, limit.min(data_end), verify)?
         {
             self.set_last(file, data_end, h);
             return Ok(block);
@@ -327,7 +327,7 @@ impl Readahead {
     /// that chunk: waits for the chunk, makes it the current buffer (a
     /// block cut by the chunk boundary is put together from both) and
     /// starts the next one. `None` when the prefetch does not serve it.
-    fn from_prefetch(
+    fn take_prefetched(
         &mut self,
         file: &Arc<dyn RandomAccessFile>,
         h: BlockHandle,
@@ -652,10 +652,14 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                if x % 150 == 0 || i >= hs.len() {
+                if x.is_multiple_of(150) || i >= hs.len() {
                     i = (x >> 8) as usize % hs.len();
                 }
-                let limit = if x % 7 == 0 { end / 2 } else { u64::MAX };
+                let limit = if x.is_multiple_of(7) {
+                    end / 2
+                } else {
+                    u64::MAX
+                };
                 let h = hs[i];
                 let got = ra.read_block(&f, end, h, limit, true).expect("read");
                 let want: Vec<u8> = (0..h.size as usize).map(|j| (i * 31 + j) as u8).collect();
