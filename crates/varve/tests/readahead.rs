@@ -57,6 +57,14 @@ fn ro(readahead: usize) -> ReadOptions {
     }
 }
 
+/// Read-ahead with background prefetch (`async_io`).
+fn ro_async(readahead: usize) -> ReadOptions {
+    ReadOptions {
+        async_io: true,
+        ..ro(readahead)
+    }
+}
+
 fn collect(it: &mut DbIterator, forward: bool, max: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = Vec::new();
     while it.valid() && out.len() < max {
@@ -73,9 +81,9 @@ fn collect(it: &mut DbIterator, forward: bool, max: usize) -> Vec<(Vec<u8>, Vec<
 
 /// Everything a scan workload sees: full forward and backward scans,
 /// bounded scans, seeks followed by nexts.
-fn workload(db: &Db, readahead: usize) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+fn workload(db: &Db, base: &ReadOptions) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut out = Vec::new();
-    let mut it = db.iter_opt(&ro(readahead));
+    let mut it = db.iter_opt(base);
     it.seek_to_first();
     out.push(collect(&mut it, true, usize::MAX));
     it.seek_to_last();
@@ -91,7 +99,7 @@ fn workload(db: &Db, readahead: usize) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
         let opts = ReadOptions {
             iterate_lower_bound: Some(key(a)),
             iterate_upper_bound: Some(key(b)),
-            ..ro(readahead)
+            ..base.clone()
         };
         let mut it = db.iter_opt(&opts);
         it.seek_to_first();
@@ -110,11 +118,20 @@ fn same_results_with_and_without_readahead() {
         ..common::tiny_lsm_options()
     };
     let (db, model) = multi_level_db(dir.path(), opts);
-    let off = workload(&db, 0);
+    let off = workload(&db, &ro(0));
     let want: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
     assert_eq!(off[0], want, "plain scan matches the model");
     for size in [1, 4096, 16 << 10, 100_000, 2 << 20] {
-        assert!(workload(&db, size) == off, "readahead_size {size} differs");
+        assert!(
+            workload(&db, &ro(size)) == off,
+            "readahead_size {size} differs"
+        );
+    }
+    for size in [256 << 10, 1 << 20] {
+        assert!(
+            workload(&db, &ro_async(size)) == off,
+            "async {size} differs"
+        );
     }
     // With the block cache on, and without filling it.
     drop(db);
@@ -244,7 +261,7 @@ fn bounded_scan_reads_stop_at_the_bound() {
     let mut rng = Rng(99);
     for _ in 0..20 {
         let a = rng.below(7000);
-        let b = a + 1 + rng.below(900);
+        let b = (a + 1 + rng.below(3000)).min(8000);
         let bounded = |readahead| ReadOptions {
             iterate_lower_bound: Some(key(a)),
             iterate_upper_bound: Some(key(b)),
@@ -252,7 +269,13 @@ fn bounded_scan_reads_stop_at_the_bound() {
         };
         assert_eq!(full_scan(&db, &bounded(0)), b - a);
         let plain = sst_reads(&fs);
-        assert_eq!(full_scan(&db, &bounded(2 << 20)), b - a);
+        // Half the time with background prefetch, which starts at 256 KiB.
+        let mut big = bounded(2 << 20);
+        if rng.below(2) == 0 {
+            big = bounded(256 << 10);
+            big.async_io = true;
+        }
+        assert_eq!(full_scan(&db, &big), b - a);
         let ra = sst_reads(&fs);
         // The same blocks are read, in fewer reads: every byte read ahead is
         // inside the blocks the plain scan needed (a chunk may re-read the
@@ -300,14 +323,23 @@ fn direct_reads_same_results_through_aligned_reads() {
     let want = collect(&mut it, true, usize::MAX);
     assert_eq!(want.len(), 3000);
     fs.record_reads(true);
-    for size in [4096, 100_000, 1 << 20] {
-        let mut it = db.iter_opt(&ro(size));
+    for (size, asynchronous) in [
+        (4096, false),
+        (100_000, false),
+        (1 << 20, false),
+        (256 << 10, true),
+    ] {
+        let base = ReadOptions {
+            async_io: asynchronous,
+            ..ro(size)
+        };
+        let mut it = db.iter_opt(&base);
         it.seek_to_first();
         assert!(collect(&mut it, true, usize::MAX) == want, "size {size}");
         let opts = ReadOptions {
             iterate_lower_bound: Some(key(1234)),
             iterate_upper_bound: Some(key(2345)),
-            ..ro(size)
+            ..base.clone()
         };
         let mut it = db.iter_opt(&opts);
         it.seek_to_first();

@@ -19,7 +19,10 @@
 //!
 //! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
 //! between scans); table iterators of one level share it through an
-//! `Arc<Mutex<_>>` that is never contended. Invariant: `buf_valid` bytes of
+//! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
+//! thread owned by the state reads the next chunk into a buffer that is
+//! moved to it and back through channels (nothing shared); it exits when
+//! the state is dropped. Invariant: `buf_valid` bytes of
 //! `buf` hold the file `file` from `buf_start` on.
 
 use std::sync::{Arc, mpsc};
