@@ -241,14 +241,44 @@ impl WriteOptions {
 }
 
 /// Options for reads and iterators.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ReadOptions {
     /// Read as of this snapshot instead of the latest state.
     pub snapshot: Option<Snapshot>,
     /// Iterators start at or after this key (inclusive).
     pub iterate_lower_bound: Option<Vec<u8>>,
-    /// Iterators stop before this key (exclusive).
+    /// Iterators stop before this key (exclusive). Read-ahead never reads
+    /// past the table block that holds it.
     pub iterate_upper_bound: Option<Vec<u8>>,
+    /// Largest read-ahead chunk of an iterator, in bytes. While an
+    /// iterator's block reads are sequential, each read fetches a chunk that
+    /// starts at 16 KiB and doubles up to this size, kept across table
+    /// files; a seek elsewhere starts over at 16 KiB. 0 turns read-ahead off
+    /// (one read per block). Default 2 MiB. Point reads never read ahead.
+    /// See `docs/readahead.md`.
+    pub readahead_size: usize,
+    /// Insert the data blocks an iterator reads into the block cache.
+    /// Default `true`; a one-off large scan may pass `false` to keep the
+    /// cache's working set. Point reads always fill the cache.
+    pub fill_cache: bool,
+    /// Once an iterator's read-ahead chunks have grown to `readahead_size`
+    /// (at least 256 KiB), read the next chunk on a helper thread (one per
+    /// L0 file or level being scanned) while the current one is consumed,
+    /// so IO and decoding overlap. Default `false`.
+    pub async_io: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            iterate_lower_bound: None,
+            iterate_upper_bound: None,
+            readahead_size: crate::sst::DEFAULT_READAHEAD,
+            fill_cache: true,
+            async_io: false,
+        }
+    }
 }
 
 impl ReadOptions {

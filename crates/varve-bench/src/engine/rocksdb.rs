@@ -56,6 +56,11 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     let db = DB::open_cf_descriptors(&opts, path, vec![cf])
         .with_context(|| format!("opening RocksDB database at {}", path.display()))?;
     let mut ignored = Vec::new();
+    if let Some(n) = flags.readahead_size {
+        ignored.push(format!(
+            "readahead_size={n}: not mapped for RocksDB; its automatic read-ahead is used"
+        ));
+    }
     if flags.async_io {
         ignored.push(format!(
             "async_queue_depth={}: the rocksdb crate exposes no such option; RocksDB's default is used",

@@ -5,7 +5,10 @@
 //! per key (db_bench's -1, no filter, becomes 0), `--compression_type=lz4` →
 //! LZ4 blocks, direct-IO flags → the same-named options. What varve cannot
 //! honor yet is reported by [`open`] as ignored: no MultiGet (multireadrandom
-//! times a loop of `get`) and no async IO. `count` uses `par_count`.
+//! times a loop of `get`). `count` uses `par_count`.
+//! Cursors and `par_count` read ahead with `--readahead_size` when given
+//! (`ReadOptions::readahead_size`; else varve's default, 2 MiB), and with
+//! `--async_io` read the next chunk in the background (`ReadOptions::async_io`).
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
 
 use std::path::Path;
@@ -18,6 +21,8 @@ use crate::flags::Flags;
 /// varve behind the benchmark trait.
 pub struct Varve {
     db: varve::Db,
+    /// Read options of cursors and `par_count`.
+    read: varve::ReadOptions,
 }
 
 /// Opens (creating if missing) a varve database at `path`.
@@ -45,15 +50,20 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         vec!["multireadrandom: varve has no multi_get yet; a loop of get is used".to_string()];
     if flags.async_io {
         ignored.push(format!(
-            "async_io (async_queue_depth={}): varve has no async IO option yet",
+            "async_queue_depth={}: varve's async_io reads one read-ahead chunk ahead",
             flags.async_queue_depth
         ));
     }
     if flags.multiread_batched {
         ignored.push("multiread_batched: varve has no multi_get yet".into());
     }
+    let mut read = varve::ReadOptions::default();
+    if let Some(n) = flags.readahead_size {
+        read.readahead_size = n;
+    }
+    read.async_io = flags.async_io;
     Ok(Opened {
-        engine: Box::new(Varve { db }),
+        engine: Box::new(Varve { db, read }),
         ignored,
     })
 }
@@ -81,16 +91,16 @@ impl Engine for Varve {
     }
 
     fn par_count(&self, threads: usize) -> Result<Option<u64>> {
-        let n = self.db.par_count(
-            &varve::ReadOptions::default(),
-            &varve::KeyRange::all(),
-            threads.max(1),
-        )?;
+        let n = self
+            .db
+            .par_count(&self.read, &varve::KeyRange::all(), threads.max(1))?;
         Ok(Some(n))
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
-        Ok(Box::new(VarveCursor { it: self.db.iter() }))
+        Ok(Box::new(VarveCursor {
+            it: self.db.iter_opt(&self.read),
+        }))
     }
 
     fn flush(&self) -> Result<Option<String>> {

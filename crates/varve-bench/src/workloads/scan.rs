@@ -4,7 +4,9 @@
 //! iterator per thread). readseq/readreverse visit up to `--reads` entries
 //! from the first/last key; seekrandom seeks to a random key in `0..num`,
 //! counts it found when the cursor lands exactly on it, then reads
-//! `--seek_nexts` following entries; count visits every key once.
+//! `--seek_nexts` following entries; count visits every key once. The
+//! engine's cursors read ahead as `--readahead_size` says (varve: scan
+//! read-ahead, `docs/readahead.md`).
 
 use anyhow::Result;
 

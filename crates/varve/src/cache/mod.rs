@@ -9,4 +9,4 @@ mod lru;
 pub mod table_cache;
 
 pub use block_cache::BlockCache;
-pub use table_cache::TableCache;
+pub use table_cache::{ScanOptions, TableCache};

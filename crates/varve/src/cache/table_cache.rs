@@ -19,7 +19,7 @@ use crate::Result;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::level::LevelIterator;
-use crate::sst::{Table, TableReadOptions};
+use crate::sst::{Readahead, Table, TableIterOptions, TableReadOptions};
 use crate::version::FileMetaData;
 
 /// Cache of open tables.
@@ -39,6 +39,31 @@ impl std::fmt::Debug for TableCache {
             .field("capacity", &self.capacity)
             .field("open", &self.lru.lock().len())
             .finish()
+    }
+}
+
+/// How a scan over table files reads them (see [`TableCache::files_iterator`]).
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// Largest read-ahead chunk in bytes; 0 reads one block per `read_at`.
+    pub readahead_size: usize,
+    /// Insert the blocks read into the block cache.
+    pub fill_cache: bool,
+    /// Read the next read-ahead chunk in the background.
+    pub async_io: bool,
+    /// Exclusive upper bound (user key): read-ahead stops at its block.
+    pub upper_bound: Option<Vec<u8>>,
+}
+
+impl Default for ScanOptions {
+    /// No read-ahead, fill the cache, no bound: the plain cursor.
+    fn default() -> Self {
+        ScanOptions {
+            readahead_size: 0,
+            fill_cache: true,
+            async_io: false,
+            upper_bound: None,
+        }
     }
 }
 
@@ -93,19 +118,32 @@ impl TableCache {
     }
 
     /// A cursor over `files` (one L0 file, or a whole sorted level), opening
-    /// each table only when the cursor reaches it.
+    /// each table only when the cursor reaches it. All its tables share one
+    /// read-ahead state (when `scan.readahead_size > 0`), so the read size
+    /// reached in one file carries over to the next.
     pub fn files_iterator(
         self: &Arc<Self>,
         files: &[Arc<FileMetaData>],
+        scan: &ScanOptions,
     ) -> Box<dyn InternalIterator> {
         let largest = files.iter().map(|f| f.largest.clone()).collect();
         let files: Vec<Arc<FileMetaData>> = files.to_vec();
         let cache = Arc::clone(self);
+        let opts = TableIterOptions {
+            readahead: (scan.readahead_size > 0).then(|| {
+                Arc::new(Mutex::new(Readahead::with_prefetch(
+                    scan.readahead_size,
+                    scan.async_io,
+                )))
+            }),
+            upper_bound: scan.upper_bound.clone(),
+            fill_cache: scan.fill_cache,
+        };
         Box::new(LevelIterator::new(
             largest,
             Box::new(move |i| {
                 let table = cache.get(&files[i])?;
-                Ok(Box::new(table.iter()) as Box<dyn InternalIterator>)
+                Ok(Box::new(table.iter_with(opts.clone())) as Box<dyn InternalIterator>)
             }),
         ))
     }

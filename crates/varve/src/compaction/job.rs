@@ -14,14 +14,14 @@ use std::sync::Arc;
 
 use super::filter::VersionFilter;
 use super::picker::CompactionPlan;
-use crate::cache::TableCache;
 use crate::cache::table_cache::table_path;
+use crate::cache::{ScanOptions, TableCache};
 use crate::flush::{create_table_file, file_meta};
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::keys::{self, SequenceNumber, compare_internal_keys};
-use crate::sst::{TableBuilder, TableBuilderOptions};
+use crate::sst::{COMPACTION_READAHEAD, TableBuilder, TableBuilderOptions};
 use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::{Error, Result};
 
@@ -181,16 +181,27 @@ fn run_span(
     span: &KeySpan,
     new_file_number: &(dyn Fn() -> u64 + Sync),
 ) -> Result<CompactionResult> {
+    // Inputs are read whole and in order: read ahead, stop at the span's
+    // end, and keep them out of the block cache (as RocksDB does).
+    let scan = ScanOptions {
+        readahead_size: COMPACTION_READAHEAD,
+        fill_cache: false,
+        async_io: false,
+        upper_bound: span.1.clone(),
+    };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     if plan.level == 0 {
         for f in &plan.inputs[0] {
-            children.push(ctx.table_cache.files_iterator(std::slice::from_ref(f)));
+            children.push(
+                ctx.table_cache
+                    .files_iterator(std::slice::from_ref(f), &scan),
+            );
         }
     } else {
-        children.push(ctx.table_cache.files_iterator(&plan.inputs[0]));
+        children.push(ctx.table_cache.files_iterator(&plan.inputs[0], &scan));
     }
     if !plan.inputs[1].is_empty() {
-        children.push(ctx.table_cache.files_iterator(&plan.inputs[1]));
+        children.push(ctx.table_cache.files_iterator(&plan.inputs[1], &scan));
     }
     let mut input = MergingIterator::new(children);
     let mut result = CompactionResult::default();

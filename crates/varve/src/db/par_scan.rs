@@ -63,6 +63,10 @@ pub struct ChunkInfo {
 struct Plan {
     snapshot: Snapshot,
     chunks: Vec<ChunkInfo>,
+    /// The caller's read-ahead and cache choices, for every chunk's iterator.
+    readahead_size: usize,
+    fill_cache: bool,
+    async_io: bool,
 }
 
 impl Plan {
@@ -97,7 +101,13 @@ impl Plan {
                 estimated_bytes,
             })
             .collect();
-        Ok(Plan { snapshot, chunks })
+        Ok(Plan {
+            snapshot,
+            chunks,
+            readahead_size: opts.readahead_size,
+            fill_cache: opts.fill_cache,
+            async_io: opts.async_io,
+        })
     }
 
     /// An iterator over chunk `c`, positioned on its first entry.
@@ -106,6 +116,9 @@ impl Plan {
             snapshot: Some(self.snapshot.clone()),
             iterate_lower_bound: c.range.start.clone(),
             iterate_upper_bound: c.range.end.clone(),
+            readahead_size: self.readahead_size,
+            fill_cache: self.fill_cache,
+            async_io: self.async_io,
         });
         it.seek_to_first();
         it

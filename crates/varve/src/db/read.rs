@@ -6,13 +6,16 @@
 //! invariant), and entries above it are invisible, so a concurrent write is
 //! seen whole or not at all. A point read searches memtables newest first,
 //! then L0 tables newest first, then one table per deeper level; the first
-//! entry found decides. Thread-safe; never blocks writers.
+//! entry found decides. Thread-safe; never blocks writers. Iterators read
+//! table data ahead (`ReadOptions::readahead_size`, one read-ahead state per
+//! L0 file and per level); point reads never do.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
 use super::memtables::MemLookup;
+use crate::cache::ScanOptions;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::keys::ValueKind;
@@ -52,14 +55,23 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
             .acquire(db.last_sequence.load(Ordering::Acquire)),
     };
     let sv = db.super_version();
+    let scan = ScanOptions {
+        readahead_size: opts.readahead_size,
+        fill_cache: opts.fill_cache,
+        async_io: opts.async_io,
+        upper_bound: opts.iterate_upper_bound.clone(),
+    };
     let mut children = sv.memtable_iterators();
     for f in sv.version.files(0) {
-        children.push(db.table_cache.files_iterator(std::slice::from_ref(f)));
+        children.push(
+            db.table_cache
+                .files_iterator(std::slice::from_ref(f), &scan),
+        );
     }
     for level in 1..NUM_LEVELS {
         let files = sv.version.files(level);
         if !files.is_empty() {
-            children.push(db.table_cache.files_iterator(files));
+            children.push(db.table_cache.files_iterator(files, &scan));
         }
     }
     let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));

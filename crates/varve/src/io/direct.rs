@@ -42,6 +42,16 @@ impl AlignedBuf {
         AlignedBuf { raw, start, len }
     }
 
+    /// Makes the buffer `len` bytes long, reallocating (zeroed) only when
+    /// the current allocation is too small. Contents are unspecified.
+    pub(crate) fn resize(&mut self, len: usize) {
+        if self.start + len > self.raw.len() {
+            *self = AlignedBuf::new(len);
+        } else {
+            self.len = len;
+        }
+    }
+
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
     }
@@ -121,6 +131,13 @@ impl RandomAccessFile for DirectRandomAccess {
         if buf.is_empty() {
             return Ok(0);
         }
+        let aligned_request = offset.is_multiple_of(ALIGN as u64)
+            && buf.len().is_multiple_of(ALIGN)
+            && buf.as_ptr().align_offset(ALIGN) == 0;
+        if aligned_request {
+            // The caller's buffer is already fit for O_DIRECT: no bounce copy.
+            return pread_full(&self.file, &self.path, buf, offset);
+        }
         let start = round_down(offset);
         let end = round_up(offset + buf.len() as u64);
         let mut aligned = AlignedBuf::new((end - start) as usize);
@@ -133,6 +150,10 @@ impl RandomAccessFile for DirectRandomAccess {
 
     fn path(&self) -> &Path {
         &self.path
+    }
+
+    fn direct_alignment(&self) -> Option<usize> {
+        Some(ALIGN)
     }
 }
 

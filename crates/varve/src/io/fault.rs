@@ -38,6 +38,10 @@ struct Switches {
     refuse_direct: AtomicBool,
     /// Microseconds every append to a table file (`.sst`) sleeps first.
     sst_append_delay_micros: AtomicU64,
+    reads: AtomicU64,
+    read_bytes: AtomicU64,
+    /// Every positional read, while recording is on.
+    read_log: Mutex<Option<Vec<ReadRecord>>>,
     /// Durability of every file created through the wrapper.
     tracked: Mutex<HashMap<PathBuf, Durability>>,
 }
@@ -70,6 +74,9 @@ impl FaultInjectingFs {
                 crashed: AtomicBool::new(false),
                 refuse_direct: AtomicBool::new(false),
                 sst_append_delay_micros: AtomicU64::new(0),
+                reads: AtomicU64::new(0),
+                read_bytes: AtomicU64::new(0),
+                read_log: Mutex::new(None),
                 tracked: Mutex::new(HashMap::new()),
             }),
         }
@@ -219,6 +226,81 @@ impl FaultInjectingFs {
     pub fn syncs(&self) -> u64 {
         self.switches.syncs.load(Ordering::SeqCst)
     }
+
+    fn counting(&self, inner: Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile> {
+        Arc::new(CountingRandomAccess {
+            inner,
+            switches: Arc::clone(&self.switches),
+        })
+    }
+
+    /// Positional reads so far (all files opened for random access).
+    pub fn reads(&self) -> u64 {
+        self.switches.reads.load(Ordering::SeqCst)
+    }
+
+    /// Bytes returned by positional reads so far.
+    pub fn read_bytes(&self) -> u64 {
+        self.switches.read_bytes.load(Ordering::SeqCst)
+    }
+
+    /// Starts (with an empty log) or stops logging every positional read.
+    pub fn record_reads(&self, on: bool) {
+        *self.switches.read_log.lock() = on.then(Vec::new);
+    }
+
+    /// The reads logged since recording started (the log is emptied).
+    pub fn take_read_log(&self) -> Vec<ReadRecord> {
+        self.switches
+            .read_log
+            .lock()
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+}
+
+/// One positional read seen by [`FaultInjectingFs`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// The file read.
+    pub path: PathBuf,
+    /// Where the read started.
+    pub offset: u64,
+    /// Bytes asked for.
+    pub len: usize,
+}
+
+/// A random-access file that counts (and maybe logs) its reads.
+#[derive(Debug)]
+struct CountingRandomAccess {
+    inner: Arc<dyn RandomAccessFile>,
+    switches: Arc<Switches>,
+}
+
+impl RandomAccessFile for CountingRandomAccess {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let n = self.inner.read_at(buf, offset)?;
+        let s = &self.switches;
+        s.reads.fetch_add(1, Ordering::SeqCst);
+        s.read_bytes.fetch_add(n as u64, Ordering::SeqCst);
+        if let Some(log) = s.read_log.lock().as_mut() {
+            log.push(ReadRecord {
+                path: self.inner.path().to_path_buf(),
+                offset,
+                len: buf.len(),
+            });
+        }
+        Ok(n)
+    }
+
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+
+    fn direct_alignment(&self) -> Option<usize> {
+        self.inner.direct_alignment()
+    }
 }
 
 #[derive(Debug)]
@@ -341,13 +423,15 @@ impl FileSystem for FaultInjectingFs {
     }
     fn open_random_access_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.check_direct(path)?;
-        self.inner.open_random_access_direct(path)
+        let inner = self.inner.open_random_access_direct(path)?;
+        Ok(self.counting(inner))
     }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.inner.open_sequential(path)
     }
     fn open_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_random_access(path)
+        let inner = self.inner.open_random_access(path)?;
+        Ok(self.counting(inner))
     }
     fn file_size(&self, path: &Path) -> Result<u64> {
         self.inner.file_size(path)

@@ -42,6 +42,13 @@ pub trait RandomAccessFile: Send + Sync + Debug {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize>;
     /// The file's path.
     fn path(&self) -> &Path;
+    /// For a file opened with O_DIRECT, the alignment its transfers need
+    /// (offset, length and buffer address); `None` for buffered files. A
+    /// read that is already aligned this way costs no bounce copy, so large
+    /// readers (scan read-ahead) align their own buffers.
+    fn direct_alignment(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// An advisory lock on a file, released on drop.

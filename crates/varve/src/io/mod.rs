@@ -11,6 +11,7 @@ mod fs;
 mod posix;
 
 pub use direct::ALIGN as DIRECT_IO_ALIGN;
-pub use fault::FaultInjectingFs;
+pub(crate) use direct::AlignedBuf;
+pub use fault::{FaultInjectingFs, ReadRecord};
 pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;

@@ -6,13 +6,16 @@
 //! [`InternalIterator`](crate::iter::InternalIterator)). Data blocks hold
 //! prefix-compressed internal keys with restart points; every block carries a
 //! CRC32C, so damage on disk surfaces as `Error::Corruption`, never as a
-//! wrong value or a panic.
+//! wrong value or a panic. Scans read ahead ([`Readahead`]): sequential
+//! block reads become large chunk reads whose size grows and carries over
+//! from one table file to the next.
 
 mod block;
 mod block_builder;
 mod filter;
 mod format;
 mod properties;
+mod readahead;
 mod table;
 mod table_builder;
 mod table_iter;
@@ -27,6 +30,7 @@ pub use format::{
     BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,
 };
 pub use properties::TableProperties;
+pub use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead};
 pub use table::{Table, TableReadOptions};
 pub use table_builder::{TableBuilder, TableBuilderOptions};
-pub use table_iter::TableIterator;
+pub use table_iter::{SharedReadahead, TableIterOptions, TableIterator};

@@ -27,7 +27,8 @@ use super::format::{
     read_block,
 };
 use super::properties::TableProperties;
-use super::table_iter::TableIterator;
+use super::readahead::Readahead;
+use super::table_iter::{TableIterOptions, TableIterator};
 
 /// How a table is read.
 #[derive(Clone)]
@@ -231,7 +232,13 @@ impl Table {
 
     /// A cursor over all entries (two-level: index, then data blocks).
     pub fn iter(self: &Arc<Self>) -> TableIterator {
-        TableIterator::new(Arc::clone(self))
+        TableIterator::new(Arc::clone(self), TableIterOptions::default())
+    }
+
+    /// A cursor that reads ahead, stops its read-ahead at an upper bound and
+    /// may skip filling the block cache (see [`TableIterOptions`]).
+    pub fn iter_with(self: &Arc<Self>, opts: TableIterOptions) -> TableIterator {
+        TableIterator::new(Arc::clone(self), opts)
     }
 
     /// The table's properties.
@@ -297,20 +304,65 @@ impl Table {
     }
 
     /// The data block at `handle`, from the cache or the file (then cached).
+    /// The point-read path: never reads ahead.
     pub(crate) fn read_data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        self.read_data_block_with(handle, None, true)
+    }
+
+    /// End of the data blocks (offset of the first meta block).
+    pub(crate) fn data_end(&self) -> u64 {
+        self.data_end
+    }
+
+    /// End of the data block that holds the first entry `>= internal_key`
+    /// (the data end when there is none): a scan that stops before
+    /// `internal_key` reads nothing past it. From the index; no data IO.
+    pub(crate) fn read_limit_for(&self, internal_key: &[u8]) -> u64 {
+        let mut idx = self.index.iter();
+        idx.seek(internal_key);
+        if idx.valid()
+            && let Some(end) = BlockHandle::decode_exact(idx.value()).and_then(|h| h.end())
+        {
+            return end.min(self.data_end);
+        }
+        self.data_end
+    }
+
+    /// The data block at `handle`, from the cache, the read-ahead buffer
+    /// `ra` (read-ahead chunks stop at `ra`'s limit) or the file. A block
+    /// read from the file or the buffer is inserted into the cache only when
+    /// `fill_cache`.
+    pub(crate) fn read_data_block_with(
+        &self,
+        handle: BlockHandle,
+        ra: Option<(&mut Readahead, u64)>,
+        fill_cache: bool,
+    ) -> Result<Arc<Block>> {
         if let Some(cache) = &self.cache
             && let Some(b) = cache.get(self.cache_id, handle.offset)
         {
+            if let Some((ra, _)) = ra {
+                ra.note_access(&self.file, self.data_end, handle);
+            }
             return Ok(b);
         }
-        let data = read_block(
-            self.file.as_ref(),
-            handle,
-            self.data_end,
-            self.verify_checksums,
-        )?;
+        let data = match ra {
+            Some((ra, limit)) => ra.read_block(
+                &self.file,
+                self.data_end,
+                handle,
+                limit,
+                self.verify_checksums,
+            )?,
+            None => read_block(
+                self.file.as_ref(),
+                handle,
+                self.data_end,
+                self.verify_checksums,
+            )?,
+        };
         let block = Arc::new(Block::parse(data, &self.path, handle.offset)?);
-        if let Some(cache) = &self.cache {
+        if fill_cache && let Some(cache) = &self.cache {
             cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
         }
         Ok(block)

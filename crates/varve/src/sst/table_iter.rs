@@ -6,15 +6,61 @@
 //! and the index cursor points at that data block. Errors are sticky: the
 //! first failed block read or malformed entry makes the cursor invalid for
 //! good and is reported by `status()`.
+//!
+//! Scans may read ahead: with [`TableIterOptions::readahead`] set, data
+//! blocks go through that shared [`Readahead`] (one per level iterator, so
+//! the chunk size survives moving to the next file), and chunks stop at the
+//! block holding [`TableIterOptions::upper_bound`]. Point reads
+//! ([`Table::get`]) never read ahead.
 
 use std::fmt;
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use crate::iter::InternalIterator;
+use crate::keys::{MAX_SEQUENCE, lookup_key};
 use crate::{Error, Result};
 
 use super::block::BlockIter;
+use super::readahead::Readahead;
 use super::table::Table;
+
+/// Read-ahead state shared by the table iterators of one scan source (a
+/// level). Never contended: one iterator uses it at a time.
+pub type SharedReadahead = Arc<Mutex<Readahead>>;
+
+/// How a [`TableIterator`] reads its data blocks.
+#[derive(Clone)]
+pub struct TableIterOptions {
+    /// Read ahead through this state; `None`: one `read_at` per block.
+    pub readahead: Option<SharedReadahead>,
+    /// Exclusive upper bound (a user key) of the scan: read-ahead never
+    /// reads past the data block holding it. Entries are not filtered.
+    pub upper_bound: Option<Vec<u8>>,
+    /// Insert blocks read from the file into the block cache. Default true.
+    pub fill_cache: bool,
+}
+
+impl Default for TableIterOptions {
+    fn default() -> Self {
+        TableIterOptions {
+            readahead: None,
+            upper_bound: None,
+            fill_cache: true,
+        }
+    }
+}
+
+impl fmt::Debug for TableIterOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableIterOptions")
+            .field("readahead", &self.readahead.is_some())
+            .field("upper_bound", &self.upper_bound)
+            .field("fill_cache", &self.fill_cache)
+            .finish()
+    }
+}
 
 /// Cursor over all entries of a [`Table`]; implements [`InternalIterator`].
 pub struct TableIterator {
@@ -24,6 +70,10 @@ pub struct TableIterator {
     /// Offset of the block `data` iterates.
     data_offset: u64,
     err: Option<Error>,
+    readahead: Option<SharedReadahead>,
+    /// Read-ahead chunks end at or before this offset.
+    readahead_limit: u64,
+    fill_cache: bool,
 }
 
 impl fmt::Debug for TableIterator {
@@ -37,13 +87,20 @@ impl fmt::Debug for TableIterator {
 }
 
 impl TableIterator {
-    pub(crate) fn new(table: Arc<Table>) -> Self {
+    pub(crate) fn new(table: Arc<Table>, opts: TableIterOptions) -> Self {
+        let readahead_limit = match (&opts.readahead, &opts.upper_bound) {
+            (Some(_), Some(ub)) => table.read_limit_for(&lookup_key(ub, MAX_SEQUENCE)),
+            _ => table.data_end(),
+        };
         TableIterator {
             index: table.index_block().iter(),
             table,
             data: None,
             data_offset: 0,
             err: None,
+            readahead: opts.readahead,
+            readahead_limit,
+            fill_cache: opts.fill_cache,
         }
     }
 
@@ -74,7 +131,20 @@ impl TableIterator {
         if self.data.is_some() && self.data_offset == handle.offset {
             return true;
         }
-        match self.table.read_data_block(handle) {
+        let read = match &self.readahead {
+            Some(ra) => {
+                let mut ra = ra.lock();
+                self.table.read_data_block_with(
+                    handle,
+                    Some((&mut ra, self.readahead_limit)),
+                    self.fill_cache,
+                )
+            }
+            None => self
+                .table
+                .read_data_block_with(handle, None, self.fill_cache),
+        };
+        match read {
             Ok(block) => {
                 self.data = Some(block.iter());
                 self.data_offset = handle.offset;

@@ -1,0 +1,699 @@
+//! [`Readahead`]: scan read-ahead for data blocks. An iterator whose block
+//! reads are sequential reads one large chunk per `read_at` instead of one
+//! block, and serves the following blocks from it.
+//!
+//! Policy (see `docs/readahead.md`): a block read is *sequential* when it
+//! starts where the previous block of the same file ended, or at offset 0 of
+//! a new file right after the previous file was read to the end of its data
+//! blocks. A sequential miss reads `next_size` bytes (starting at
+//! [`MIN_READAHEAD`], doubling after every chunk up to the iterator's
+//! maximum); any other miss reads just the block and resets `next_size` to
+//! the minimum. The size therefore survives moving on to the next table
+//! file of a level (the state is shared by all table iterators of one level
+//! iterator). A chunk never extends past `limit`, which the caller sets to
+//! the end of the block holding the iterator's upper bound (or the end of
+//! the table's data blocks); with O_DIRECT files the chunk is widened to the
+//! file's alignment and read into an aligned buffer, so the file needs no
+//! bounce copy. Every block served from the buffer is checksummed like a
+//! block read on its own, so damage is still `Error::Corruption`.
+//!
+//! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
+//! between scans); table iterators of one level share it through an
+//! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
+//! thread owned by the state reads the next chunk into a buffer that is
+//! moved to it and back through channels (nothing shared); it exits when
+//! the state is dropped. Invariant: `buf_valid` bytes of
+//! `buf` hold the file `file` from `buf_start` on.
+
+use std::sync::{Arc, mpsc};
+
+use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
+use crate::{Error, Result};
+
+use super::format::{BlockHandle, check_handle, decode_block, read_block};
+
+/// First read-ahead chunk after a non-sequential read.
+pub const MIN_READAHEAD: usize = 16 << 10;
+
+/// Default largest read-ahead chunk of a user iterator
+/// ([`ReadOptions::readahead_size`](crate::ReadOptions::readahead_size)).
+pub const DEFAULT_READAHEAD: usize = 2 << 20;
+
+/// Read-ahead chunk of compaction inputs, which are read whole and in order.
+pub const COMPACTION_READAHEAD: usize = 2 << 20;
+
+/// Read-ahead state of one iterator (see the module docs).
+#[derive(Debug)]
+pub struct Readahead {
+    max: usize,
+    /// Read the next chunk in the background once chunks are `max` bytes.
+    prefetch: bool,
+    next_size: usize,
+    /// The file of the last block access, kept alive so its identity holds.
+    file: Option<Arc<dyn RandomAccessFile>>,
+    /// End of `file`'s data blocks.
+    file_data_end: u64,
+    /// End (trailer included) of the last block accessed in `file`.
+    last_end: u64,
+    buf: AlignedBuf,
+    buf_start: u64,
+    buf_valid: usize,
+    chunk_reads: u64,
+    chunk_bytes: u64,
+    /// Background reader of the next chunk (started on first use).
+    worker: Option<Worker>,
+    /// The chunk the worker is reading for this state, if any.
+    pending: Option<Pending>,
+    /// A buffer to hand to the worker (the previous chunk's).
+    spare: Option<AlignedBuf>,
+    /// Tags jobs, so results of abandoned prefetches are recognized.
+    next_job: u64,
+}
+
+/// Smallest maximum chunk for which background prefetch is used.
+pub const PREFETCH_MIN: usize = 256 << 10;
+
+/// A chunk being read in the background.
+#[derive(Debug)]
+struct Pending {
+    id: u64,
+    start: u64,
+    len: usize,
+}
+
+/// One read for the worker thread; the buffer travels with it (no sharing).
+struct Job {
+    id: u64,
+    file: Arc<dyn RandomAccessFile>,
+    start: u64,
+    buf: AlignedBuf,
+}
+
+/// A finished [`Job`].
+struct Done {
+    id: u64,
+    buf: AlignedBuf,
+    got: Result<usize>,
+}
+
+/// A thread that reads chunks ahead of the consumer. It ends when the
+/// owning [`Readahead`] drops its sender.
+#[derive(Debug)]
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    done: mpsc::Receiver<Done>,
+}
+
+impl Worker {
+    fn spawn() -> Option<Worker> {
+        let (jobs, job_rx) = mpsc::channel::<Job>();
+        let (done_tx, done) = mpsc::channel::<Done>();
+        std::thread::Builder::new()
+            .name("varve-readahead".into())
+            .spawn(move || {
+                for mut job in job_rx {
+                    let got = job.file.read_at(job.buf.as_mut_slice(), job.start);
+                    let reply = Done {
+                        id: job.id,
+                        buf: job.buf,
+                        got,
+                    };
+                    if done_tx.send(reply).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(Worker { jobs, done })
+    }
+}
+
+fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, end: u64) -> Error {
+    Error::corruption(
+        file.path(),
+        offset,
+        format!("short read: {got} bytes at {start}, block ends at {end}"),
+    )
+}
+
+fn same_file(a: &Arc<dyn RandomAccessFile>, b: &Arc<dyn RandomAccessFile>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+impl Readahead {
+    /// State for chunks of at most `max` bytes (at least one block is always
+    /// read; `max` below [`MIN_READAHEAD`] caps the first chunk too).
+    pub fn new(max: usize) -> Readahead {
+        Readahead::with_prefetch(max, false)
+    }
+
+    /// Like [`new`](Self::new); with `prefetch`, once the chunks have grown
+    /// to `max` (at least [`PREFETCH_MIN`]), a helper thread reads the next
+    /// chunk while the current one is consumed.
+    pub fn with_prefetch(max: usize, prefetch: bool) -> Readahead {
+        Readahead {
+            max,
+            prefetch: prefetch && max >= PREFETCH_MIN,
+            next_size: MIN_READAHEAD.min(max),
+            file: None,
+            file_data_end: 0,
+            last_end: 0,
+            buf: AlignedBuf::new(0),
+            buf_start: 0,
+            buf_valid: 0,
+            chunk_reads: 0,
+            chunk_bytes: 0,
+            worker: None,
+            pending: None,
+            spare: None,
+            next_job: 0,
+        }
+    }
+
+    /// Size of the next sequential chunk.
+    pub fn next_size(&self) -> usize {
+        self.next_size
+    }
+
+    /// Read-ahead chunks read so far and their bytes.
+    pub fn chunk_stats(&self) -> (u64, u64) {
+        (self.chunk_reads, self.chunk_bytes)
+    }
+
+    fn is_sequential(&self, file: &Arc<dyn RandomAccessFile>, offset: u64) -> bool {
+        match &self.file {
+            Some(f) if same_file(f, file) => offset == self.last_end,
+            Some(_) => offset == 0 && self.last_end == self.file_data_end,
+            None => false,
+        }
+    }
+
+    /// Records an access to the block at `handle` that needed no file read
+    /// (a block cache hit): it continues or breaks the sequence like a read.
+    pub fn note_access(&mut self, file: &Arc<dyn RandomAccessFile>, data_end: u64, h: BlockHandle) {
+        if !self.is_sequential(file, h.offset) {
+            self.next_size = MIN_READAHEAD.min(self.max);
+        }
+        self.set_last(file, data_end, h);
+    }
+
+    fn set_last(&mut self, file: &Arc<dyn RandomAccessFile>, data_end: u64, h: BlockHandle) {
+        if !self.file.as_ref().is_some_and(|f| same_file(f, file)) {
+            self.file = Some(Arc::clone(file));
+            self.buf_valid = 0;
+            self.pending = None;
+        }
+        self.file_data_end = data_end;
+        self.last_end = h.end().unwrap_or(u64::MAX);
+    }
+
+    /// The uncompressed contents of the block at `h` in `file` (whose data
+    /// blocks end at `data_end`), from the buffer or the file. Chunks never
+    /// extend past `limit` (clamped to `[block end, data_end]`) beyond the
+    /// file's alignment.
+    pub fn read_block(
+        &mut self,
+        file: &Arc<dyn RandomAccessFile>,
+        data_end: u64,
+        h: BlockHandle,
+        limit: u64,
+        verify: bool,
+    ) -> Result<Vec<u8>> {
+        let path = file.path();
+        check_handle(h, 0, data_end, path)?;
+        let end = h.end().unwrap_or(u64::MAX);
+        let same = self.file.as_ref().is_some_and(|f| same_file(f, file));
+        if same && self.buffered(h.offset, end) {
+            self.set_last(file, data_end, h);
+            return self.decode_buffered(file, h, end, verify);
+        }
+        if same
+            && let Some(block) = self.take_prefetched(file, h, end, limit.min(data_end), verify)?
+        {
+            self.set_last(file, data_end, h);
+            return Ok(block);
+        }
+        self.pending = None;
+        let sequential = self.is_sequential(file, h.offset);
+        self.set_last(file, data_end, h);
+        let want_end = h
+            .offset
+            .saturating_add(self.next_size as u64)
+            .min(limit.min(data_end))
+            .max(end);
+        if !sequential || want_end == end {
+            if !sequential {
+                self.next_size = MIN_READAHEAD.min(self.max);
+            }
+            return read_block(file.as_ref(), h, data_end, verify);
+        }
+        let (start, stop) = match file.direct_alignment() {
+            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
+                let a = a as u64;
+                (h.offset / a * a, want_end.div_ceil(a) * a)
+            }
+            _ => (h.offset, want_end),
+        };
+        let len = usize::try_from(stop - start)
+            .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
+        self.buf.resize(len);
+        self.buf_valid = 0;
+        let got = file.read_at(self.buf.as_mut_slice(), start)?;
+        self.buf_start = start;
+        self.buf_valid = got;
+        self.chunk_reads += 1;
+        self.chunk_bytes += got as u64;
+        let size = self.next_size;
+        self.next_size = self.next_size.saturating_mul(2).min(self.max);
+        if !self.buffered(h.offset, end) {
+            return Err(Error::corruption(
+                path,
+                h.offset,
+                format!("short read: {got} bytes at {start}, block ends at {end}"),
+            ));
+        }
+        if self.prefetch && size == self.max {
+            self.prefetch_next(file, limit.min(data_end));
+        }
+        self.decode_buffered(file, h, end, verify)
+    }
+
+    /// Starts reading the chunk after the current buffer in the background,
+    /// if the buffer was read whole and the data (up to `limit`) goes on.
+    fn prefetch_next(&mut self, file: &Arc<dyn RandomAccessFile>, limit: u64) {
+        let start = self.buf_start + self.buf_valid as u64;
+        if self.pending.is_some() || start >= limit || self.buf_valid != self.buf.as_slice().len() {
+            return;
+        }
+        let stop = match file.direct_alignment() {
+            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
+                let a = a as u64;
+                if !start.is_multiple_of(a) {
+                    return;
+                }
+                start
+                    .saturating_add(self.next_size as u64)
+                    .min(limit)
+                    .div_ceil(a)
+                    * a
+            }
+            _ => start.saturating_add(self.next_size as u64).min(limit),
+        };
+        let Ok(len) = usize::try_from(stop - start) else {
+            return;
+        };
+        if self.worker.is_none() {
+            self.worker = Worker::spawn();
+        }
+        let Some(worker) = &self.worker else {
+            return;
+        };
+        let mut buf = self.spare.take().unwrap_or_else(|| AlignedBuf::new(0));
+        buf.resize(len);
+        let id = self.next_job;
+        self.next_job += 1;
+        let job = Job {
+            id,
+            file: Arc::clone(file),
+            start,
+            buf,
+        };
+        if worker.jobs.send(job).is_ok() {
+            self.pending = Some(Pending { id, start, len });
+        } else {
+            self.worker = None;
+        }
+    }
+
+    /// The block `[h.offset, end)` from the chunk being read in the
+    /// background, when it starts in the current buffer's tail or inside
+    /// that chunk: waits for the chunk, makes it the current buffer (a
+    /// block cut by the chunk boundary is put together from both) and
+    /// starts the next one. `None` when the prefetch does not serve it.
+    fn take_prefetched(
+        &mut self,
+        file: &Arc<dyn RandomAccessFile>,
+        h: BlockHandle,
+        end: u64,
+        limit: u64,
+        verify: bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some(p) = &self.pending else {
+            return Ok(None);
+        };
+        let cur_end = self.buf_start + self.buf_valid as u64;
+        let in_tail = h.offset >= self.buf_start && h.offset < cur_end && cur_end == p.start;
+        let in_chunk = h.offset >= p.start && h.offset < p.start + p.len as u64;
+        if !in_tail && !in_chunk {
+            return Ok(None);
+        }
+        let (id, start, len) = (p.id, p.start, p.len);
+        self.pending = None;
+        let Some(worker) = &self.worker else {
+            return Ok(None);
+        };
+        let done = loop {
+            match worker.done.recv() {
+                Ok(d) if d.id == id => break d,
+                Ok(stale) => self.spare = Some(stale.buf),
+                Err(_) => {
+                    self.worker = None;
+                    return Ok(None);
+                }
+            }
+        };
+        let got = done.got?;
+        self.chunk_reads += 1;
+        self.chunk_bytes += got as u64;
+        let tail = if in_tail {
+            let s = (h.offset - self.buf_start) as usize;
+            Some(self.buf.as_slice()[s..self.buf_valid].to_vec())
+        } else {
+            None
+        };
+        let old = std::mem::replace(&mut self.buf, done.buf);
+        self.spare = Some(old);
+        self.buf_start = start;
+        self.buf_valid = got;
+        if end > start + got as u64 {
+            if got < len {
+                return Err(short(file, h.offset, start, got, end));
+            }
+            // A block larger than what is left of the chunk: read it alone.
+            let block = read_block(file.as_ref(), h, end, verify)?;
+            return Ok(Some(block));
+        }
+        let bytes = match tail {
+            Some(mut bytes) => {
+                bytes.extend_from_slice(&self.buf.as_slice()[..(end - start) as usize]);
+                bytes
+            }
+            None => {
+                let s = (h.offset - start) as usize;
+                self.buf.as_slice()[s..(end - start) as usize].to_vec()
+            }
+        };
+        self.prefetch_next(file, limit);
+        decode_block(bytes, h.offset, file.path(), verify).map(Some)
+    }
+
+    fn buffered(&self, offset: u64, end: u64) -> bool {
+        offset >= self.buf_start && end <= self.buf_start + self.buf_valid as u64
+    }
+
+    fn decode_buffered(
+        &self,
+        file: &Arc<dyn RandomAccessFile>,
+        h: BlockHandle,
+        end: u64,
+        verify: bool,
+    ) -> Result<Vec<u8>> {
+        let s = (h.offset - self.buf_start) as usize;
+        let e = (end - self.buf_start) as usize;
+        decode_block(
+            self.buf.as_slice()[s..e].to_vec(),
+            h.offset,
+            file.path(),
+            verify,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use parking_lot::Mutex;
+
+    use super::*;
+    use crate::sst::format::put_block_trailer;
+
+    /// An in-memory file that logs its reads.
+    #[derive(Debug)]
+    struct MemFile {
+        data: Vec<u8>,
+        align: Option<usize>,
+        log: Mutex<Vec<(u64, usize)>>,
+        path: PathBuf,
+    }
+
+    impl RandomAccessFile for MemFile {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+            self.log.lock().push((offset, buf.len()));
+            let start = (offset as usize).min(self.data.len());
+            let n = buf.len().min(self.data.len() - start);
+            buf[..n].copy_from_slice(&self.data[start..start + n]);
+            Ok(n)
+        }
+        fn path(&self) -> &Path {
+            &self.path
+        }
+        fn direct_alignment(&self) -> Option<usize> {
+            self.align
+        }
+    }
+
+    /// `n` blocks of `size` content bytes each (content = block number).
+    fn file(n: usize, size: usize, align: Option<usize>) -> (Arc<MemFile>, Vec<BlockHandle>) {
+        let mut data = Vec::new();
+        let mut handles = Vec::new();
+        for i in 0..n {
+            let contents = vec![i as u8; size];
+            handles.push(BlockHandle {
+                offset: data.len() as u64,
+                size: size as u64,
+            });
+            data.extend_from_slice(&contents);
+            put_block_trailer(&mut data, &contents, 0);
+        }
+        let f = MemFile {
+            data,
+            align,
+            log: Mutex::new(Vec::new()),
+            path: PathBuf::from("mem.sst"),
+        };
+        (Arc::new(f), handles)
+    }
+
+    fn read_all(
+        ra: &mut Readahead,
+        f: &Arc<MemFile>,
+        hs: &[BlockHandle],
+        limit: u64,
+    ) -> Result<()> {
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        for (i, h) in hs.iter().enumerate() {
+            let got = ra.read_block(&dynf, end, *h, limit, true)?;
+            assert_eq!(got, vec![i as u8; h.size as usize], "block {i}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn grows_geometrically_up_to_max() {
+        let (f, hs) = file(2000, 4000, None);
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
+        let sizes: Vec<usize> = f.log.lock().iter().map(|&(_, n)| n).collect();
+        assert_eq!(sizes[0], 4005, "the first read is a lone block");
+        assert_eq!(
+            &sizes[1..6],
+            &[16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10]
+        );
+        assert!(sizes[6..sizes.len() - 1].iter().all(|&n| n == 256 << 10));
+        // Reads cover the file without gaps; a chunk re-reads at most the
+        // part of a block the previous chunk cut off.
+        let mut pos = 0;
+        for &(off, n) in f.log.lock().iter() {
+            assert!(
+                off <= pos && pos - off < 4005,
+                "read at {off}, covered {pos}"
+            );
+            pos = off + n as u64;
+        }
+        assert_eq!(pos, f.data.len() as u64);
+        assert_eq!(ra.next_size(), 256 << 10);
+    }
+
+    #[test]
+    fn random_read_resets_and_limit_holds() {
+        let (f, hs) = file(200, 4000, None);
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::new(1 << 20);
+        read_all(&mut ra, &f, &hs[..40], u64::MAX).expect("read");
+        assert!(ra.next_size() > MIN_READAHEAD);
+        // A jump backwards (outside the buffer) reads one block and resets.
+        f.log.lock().clear();
+        ra.read_block(&dynf, end, hs[2], u64::MAX, true)
+            .expect("read");
+        assert_eq!(ra.next_size(), MIN_READAHEAD);
+        assert_eq!(*f.log.lock(), vec![(hs[2].offset, 4005)]);
+        // Sequential again, but limited to the end of block 10.
+        let limit = hs[10].end().expect("end");
+        f.log.lock().clear();
+        for h in &hs[3..=10] {
+            ra.read_block(&dynf, end, *h, limit, true).expect("read");
+        }
+        let log = f.log.lock().clone();
+        assert!(
+            log.iter().all(|&(off, n)| off + n as u64 <= limit),
+            "{log:?}"
+        );
+        assert_eq!(
+            log.len(),
+            2,
+            "16 KiB then the rest up to the limit: {log:?}"
+        );
+    }
+
+    #[test]
+    fn size_carries_over_to_the_next_file() {
+        let (a, ha) = file(100, 4000, None);
+        let (b, hb) = file(100, 4000, None);
+        let mut ra = Readahead::new(64 << 10);
+        read_all(&mut ra, &a, &ha, u64::MAX).expect("a");
+        assert_eq!(ra.next_size(), 64 << 10);
+        read_all(&mut ra, &b, &hb, u64::MAX).expect("b");
+        let first_b = b.log.lock()[0];
+        assert_eq!(first_b, (0, 64 << 10), "file b starts at the grown size");
+    }
+
+    #[test]
+    fn direct_files_get_aligned_chunks() {
+        let (f, hs) = file(300, 3000, Some(4096));
+        let mut ra = Readahead::new(1 << 20);
+        // The lone first block goes through read_block (its own alignment
+        // is the file's business), so start from the second block.
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut first = true;
+        for (i, h) in hs.iter().enumerate() {
+            if first {
+                // Mark block 0 as seen without reading it (a cache hit).
+                ra.note_access(&dynf, end, *h);
+                first = false;
+                continue;
+            }
+            let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+            assert_eq!(got, vec![i as u8; 3000]);
+        }
+        for &(o, n) in f.log.lock().iter() {
+            assert!(o % 4096 == 0 && n % 4096 == 0, "chunk {n} at {o}");
+        }
+        let limit = hs[50].end().expect("end");
+        let mut ra = Readahead::new(1 << 20);
+        ra.note_access(&dynf, end, hs[0]);
+        f.log.lock().clear();
+        for h in &hs[1..=50] {
+            ra.read_block(&dynf, end, *h, limit, true).expect("read");
+        }
+        let max_end = f.log.lock().iter().map(|&(o, n)| o + n as u64).max();
+        assert!(max_end <= Some(limit.div_ceil(4096) * 4096));
+        // Chunks (anything longer than a block) are aligned; lone blocks
+        // are the file's business (O_DIRECT files bounce them).
+        for &(o, n) in f.log.lock().iter().filter(|r| r.1 > 3005) {
+            assert!(o % 4096 == 0 && n % 4096 == 0, "chunk {n} at {o}");
+        }
+    }
+
+    #[test]
+    fn corrupt_block_in_a_chunk_is_corruption() {
+        let (f, hs) = file(50, 4000, None);
+        let mut data = f.data.clone();
+        data[hs[7].offset as usize + 10] ^= 1;
+        let bad = Arc::new(MemFile {
+            data,
+            align: None,
+            log: Mutex::new(Vec::new()),
+            path: PathBuf::from("bad.sst"),
+        });
+        let mut ra = Readahead::new(1 << 20);
+        let e = read_all(&mut ra, &bad, &hs, u64::MAX).expect_err("block 7 is bad");
+        assert!(e.is_corruption(), "{e}");
+        assert!(e.to_string().contains(&hs[7].offset.to_string()), "{e}");
+        assert!(bad.log.lock().len() < 7, "block 7 came from a chunk");
+    }
+
+    /// Blocks of mixed sizes (some larger than a chunk), read in sequential
+    /// runs broken by random jumps, with background prefetch on: always the
+    /// right contents, for buffered and aligned files.
+    #[test]
+    fn random_runs_with_prefetch_read_the_right_blocks() {
+        for align in [None, Some(4096)] {
+            let mut data = Vec::new();
+            let mut hs = Vec::new();
+            let mut x = 12345u64;
+            for i in 0..400usize {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let size = if i % 97 == 5 {
+                    600_000
+                } else {
+                    100 + (x % 9000) as usize
+                };
+                let contents: Vec<u8> = (0..size).map(|j| (i * 31 + j) as u8).collect();
+                hs.push(BlockHandle {
+                    offset: data.len() as u64,
+                    size: size as u64,
+                });
+                data.extend_from_slice(&contents);
+                put_block_trailer(&mut data, &contents, 0);
+            }
+            let end = data.len() as u64;
+            let f: Arc<dyn RandomAccessFile> = Arc::new(MemFile {
+                data: data.clone(),
+                align,
+                log: Mutex::new(Vec::new()),
+                path: PathBuf::from("mixed.sst"),
+            });
+            let mut ra = Readahead::with_prefetch(1 << 20, true);
+            let mut i = 0usize;
+            for _ in 0..3000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x.is_multiple_of(150) || i >= hs.len() {
+                    i = (x >> 8) as usize % hs.len();
+                }
+                let limit = if x.is_multiple_of(7) {
+                    end / 2
+                } else {
+                    u64::MAX
+                };
+                let h = hs[i];
+                let got = ra.read_block(&f, end, h, limit, true).expect("read");
+                let want: Vec<u8> = (0..h.size as usize).map(|j| (i * 31 + j) as u8).collect();
+                assert!(got == want, "block {i} align {align:?}");
+                i += 1;
+            }
+            assert!(ra.chunk_stats().0 > 0);
+        }
+    }
+
+    #[test]
+    fn truncated_file_is_a_short_read_corruption() {
+        let (f, hs) = file(20, 4000, None);
+        let mut data = f.data.clone();
+        data.truncate(hs[5].offset as usize + 100);
+        let short = Arc::new(MemFile {
+            data,
+            align: None,
+            log: Mutex::new(Vec::new()),
+            path: PathBuf::from("short.sst"),
+        });
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&short) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::new(1 << 20);
+        let mut res = Ok(Vec::new());
+        for h in &hs {
+            res = ra.read_block(&dynf, end, *h, u64::MAX, true);
+            if res.is_err() {
+                break;
+            }
+        }
+        assert!(res.expect_err("short").is_corruption());
+    }
+}
