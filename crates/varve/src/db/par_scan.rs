@@ -106,6 +106,7 @@ impl Plan {
             snapshot: Some(self.snapshot.clone()),
             iterate_lower_bound: c.range.start.clone(),
             iterate_upper_bound: c.range.end.clone(),
+            ..ReadOptions::default()
         });
         it.seek_to_first();
         it
