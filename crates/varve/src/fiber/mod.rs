@@ -28,5 +28,6 @@ pub use aio::fiber_aio_read;
 pub use current::in_fiber;
 pub use crate::io::uring::in_flight_reads;
 pub(crate) use pool::run_tasks;
+
 #[cfg(test)]
-pub(crate) use pool::Batch;
+mod tests;
