@@ -9,12 +9,14 @@
 
 mod direct;
 mod fault;
+mod fault_read;
 mod fs;
 mod posix;
 pub mod uring;
 
 pub use direct::ALIGN as DIRECT_IO_ALIGN;
 pub use fault::FaultInjectingFs;
+pub use fault_read::ReadFault;
 pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;
 pub use uring::{in_flight_reads, io_uring_available};
