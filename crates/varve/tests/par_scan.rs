@@ -92,6 +92,7 @@ fn read_opts(snap: &varve::Snapshot, range: &KeyRange) -> ReadOptions {
         snapshot: Some(snap.clone()),
         iterate_lower_bound: range.start.clone(),
         iterate_upper_bound: range.end.clone(),
+        ..ReadOptions::default()
     }
 }
 

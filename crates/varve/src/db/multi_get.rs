@@ -20,15 +20,18 @@ use super::memtables::MemLookup;
 use super::read::{get_from_version, read_sequence};
 use crate::{ReadOptions, Result, fiber};
 
+/// One key's result.
+type Lookup = Result<Option<Vec<u8>>>;
+
 /// One result per key of `keys`, in order (see the module docs).
 pub(crate) fn multi_get<K: AsRef<[u8]>>(
     db: &DbInner,
     opts: &ReadOptions,
     keys: &[K],
-) -> Vec<Result<Option<Vec<u8>>>> {
+) -> Vec<Lookup> {
     let seq = read_sequence(db, opts);
     let sv = db.super_version();
-    let mut results: Vec<Result<Option<Vec<u8>>>> = Vec::with_capacity(keys.len());
+    let mut results: Vec<Lookup> = Vec::with_capacity(keys.len());
     let mut misses = Vec::new();
     for (i, key) in keys.iter().enumerate() {
         results.push(match sv.get_from_memtables(key.as_ref(), seq) {
@@ -42,7 +45,7 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     }
     let lookup = |i: usize| get_from_version(db, &sv.version, keys[i].as_ref(), seq);
     if opts.async_io && misses.len() > 1 {
-        let found: Vec<RefCell<Option<Result<Option<Vec<u8>>>>>> =
+        let found: Vec<RefCell<Option<Lookup>>> =
             misses.iter().map(|_| RefCell::new(None)).collect();
         let task = |t: usize| {
             let r = lookup(misses[t]);

@@ -55,10 +55,7 @@ pub(crate) fn set_teardown(on: bool) {
 impl Current {
     /// The fiber whose closure received `yielder`, at `index` in its batch.
     pub(crate) fn new(yielder: &FiberYielder, index: usize) -> Current {
-        Current {
-            yielder,
-            index,
-        }
+        Current { yielder, index }
     }
 
     /// Records that this fiber is the one running.

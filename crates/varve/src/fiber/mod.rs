@@ -24,9 +24,9 @@ mod aio;
 mod current;
 mod pool;
 
+pub use crate::io::uring::in_flight_reads;
 pub use aio::fiber_aio_read;
 pub use current::in_fiber;
-pub use crate::io::uring::in_flight_reads;
 pub(crate) use pool::run_tasks;
 
 #[cfg(test)]

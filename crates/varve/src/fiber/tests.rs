@@ -91,13 +91,23 @@ fn a_panicking_task_with_reads_in_flight_drains_before_unwinding() {
         });
     }));
     let payload = result.expect_err("the panic reaches the caller");
-    assert_eq!(payload.downcast_ref::<String>().map(String::as_str), Some("task 20 fails"));
+    assert_eq!(
+        payload.downcast_ref::<String>().map(String::as_str),
+        Some("task 20 fails")
+    );
     assert_eq!(in_flight_reads(), 0, "no read is left in flight");
     if io_uring_available() {
-        assert!(in_flight_at_panic.get() > 0, "reads were in flight at the panic");
+        assert!(
+            in_flight_at_panic.get() > 0,
+            "reads were in flight at the panic"
+        );
     }
     // Tasks started before the panic finished; no new one started after it.
-    assert!(finished.get() >= 20 && finished.get() < 199, "{}", finished.get());
+    assert!(
+        finished.get() >= 20 && finished.get() < 199,
+        "{}",
+        finished.get()
+    );
     // The pool and the ring still work.
     let ok = Cell::new(0);
     run_tasks(50, 8, &|t| {

@@ -45,7 +45,7 @@ fn probe() -> bool {
 
 enum ThreadReactor {
     Untried,
-    Ready(Reactor),
+    Ready(Box<Reactor>),
     Unavailable,
 }
 
@@ -62,7 +62,7 @@ pub(crate) fn with_reactor<R>(f: impl FnOnce(&mut Reactor) -> R) -> Option<R> {
             let mut slot = cell.try_borrow_mut().ok()?;
             if matches!(*slot, ThreadReactor::Untried) {
                 *slot = match io_uring_available().then(Reactor::new) {
-                    Some(Ok(r)) => ThreadReactor::Ready(r),
+                    Some(Ok(r)) => ThreadReactor::Ready(Box::new(r)),
                     _ => ThreadReactor::Unavailable,
                 };
             }
