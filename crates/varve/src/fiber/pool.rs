@@ -149,11 +149,11 @@ impl<'a> Batch<'a> {
         let Some(fiber) = self.fibers[i].as_mut() else {
             return;
         };
-        let result = fiber.resume(());
+        // A fiber that unwound out of `resume` (a bug outside its task's
+        // `catch_unwind`) is done and must not be resumed again.
+        let finished = fiber.done() || matches!(fiber.resume(()), CoroutineResult::Return(()));
         current::clear();
-        if let CoroutineResult::Return(()) = result
-            && let Some(done) = self.fibers[i].take()
-        {
+        if finished && let Some(done) = self.fibers[i].take() {
             self.live -= 1;
             give_stack(done.into_stack());
         }
@@ -208,6 +208,7 @@ impl Drop for Batch<'_> {
         // The safety net: wait for every read in the kernel (their results
         // stay for their fibers), then finish the fibers with synchronous
         // reads and no new tasks, then free the stacks.
+        current::clear();
         self.shared.stop.set(true);
         with_reactor(|r| r.drain());
         current::set_teardown(true);

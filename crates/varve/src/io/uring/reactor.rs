@@ -218,7 +218,7 @@ impl Reactor {
         self.push_queued();
         if self.ring.completion().is_empty() && self.in_kernel > 0 {
             self.submit(true);
-        } else {
+        } else if !self.ring.submission().is_empty() {
             self.submit(false);
         }
         // Interrupted or a transient error: nothing reaped, the next poll retries.
