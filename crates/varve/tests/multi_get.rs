@@ -5,7 +5,7 @@
 //! above the io_uring ring size; identical with io_uring forced off
 //! (`VARVE_IO=sync`, in a child process since the probe is per process);
 //! per-key errors from a faulty file; a panicking lookup with reads in
-//! flight leaves none in flight.
+//! flight leaves none in flight; several threads at once (one ring each).
 
 mod common;
 
@@ -299,5 +299,38 @@ fn a_panicking_lookup_with_reads_in_flight_leaves_none_in_flight() {
     fs.fault_reads_of(&b_table, None);
     for (k, r) in keys.iter().zip(db.multi_get(&opts, &keys)) {
         assert_eq!(r.expect("after the panic"), Some(value_for(k.as_bytes())));
+    }
+}
+
+#[test]
+fn threads_each_use_their_own_ring_at_once() {
+    let dir = fast_tempdir();
+    let db = Db::open(dir.path(), small_cache()).expect("open");
+    let mut rng = Rng(77);
+    let model = fill(&db, &mut rng, 2000);
+    let db = Arc::new(db);
+    let model = Arc::new(model);
+    let workers: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (db, model) = (Arc::clone(&db), Arc::clone(&model));
+            std::thread::spawn(move || {
+                let mut rng = Rng(1000 + t);
+                let opts = ReadOptions {
+                    async_io: true,
+                    async_queue_depth: 16,
+                    ..ReadOptions::default()
+                };
+                for _ in 0..20 {
+                    let keys: Vec<Vec<u8>> = (0..64).map(|_| key(rng.below(2200))).collect();
+                    for (k, r) in keys.iter().zip(db.multi_get(&opts, &keys)) {
+                        assert_eq!(r.expect("multi_get"), model.get(k).cloned(), "{k:?}");
+                    }
+                }
+                assert_eq!(in_flight_reads(), 0);
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
     }
 }
