@@ -4,8 +4,9 @@
 //! Contract (pread's): reads up to `buf.len()` bytes at `offset` and returns
 //! how many; fewer only at end of file or for a read longer than the
 //! kernel takes at once (callers loop, as they do for pread); `EINTR` and
-//! `EAGAIN` are retried here; any other error is returned for this call
-//! only. O_DIRECT callers pass aligned buffers, offsets and lengths, which
+//! `EAGAIN` are retried here; `EINVAL`/`EOPNOTSUPP` from io_uring are
+//! retried with `pread` (whose answer stands); any other error is returned
+//! for this call only. O_DIRECT callers pass aligned buffers, offsets and lengths, which
 //! reach the kernel unchanged. The buffer is not touched or released before
 //! its completion is taken (see `fiber` module invariants).
 
@@ -60,6 +61,9 @@ pub fn fiber_aio_read(file: &File, buf: &mut [u8], offset: u64) -> io::Result<us
         }
         match -res {
             libc::EINTR | libc::EAGAIN => continue,
+            // A file io_uring cannot read (an unusual file system): pread
+            // decides, so the result is what the synchronous path gives.
+            libc::EINVAL | libc::EOPNOTSUPP => return pread(file, buf, offset),
             errno => return Err(io::Error::from_raw_os_error(errno)),
         }
     }
