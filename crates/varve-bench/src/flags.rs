@@ -198,7 +198,7 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub async_io: bool,
 
-    /// Queue depth for asynchronous IO (recorded; no engine maps it yet).
+    /// Queue depth for asynchronous IO (varve: reads in flight per multi_get).
     #[arg(long, default_value_t = 64)]
     pub async_queue_depth: usize,
 

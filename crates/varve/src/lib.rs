@@ -18,6 +18,7 @@ pub mod cache;
 pub mod compaction;
 pub mod db;
 mod error;
+pub mod fiber;
 pub(crate) mod filenames;
 pub mod flush;
 pub mod io;
@@ -35,7 +36,7 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use db::{Anchor, Anchors, ChunkInfo, Db, DbIterator, KeyRange, Snapshot};
 pub use error::{Error, Result};
-pub use options::{Options, ReadOptions, WriteOptions};
+pub use options::{DEFAULT_ASYNC_QUEUE_DEPTH, Options, ReadOptions, WriteOptions};
 
 /// The README's examples, compiled as doctests so they stay true.
 #[doc = include_str!("../../../README.md")]

@@ -3,12 +3,13 @@
 //! Flags map onto `varve::Options` / `WriteOptions` the way db_bench maps them
 //! onto RocksDB's: `--cache_size` → block cache, `--bloom_bits` → bloom bits
 //! per key (db_bench's -1, no filter, becomes 0), `--compression_type=lz4` →
-//! LZ4 blocks, direct-IO flags → the same-named options. What varve cannot
-//! honor yet is reported by [`open`] as ignored: no MultiGet (multireadrandom
-//! times a loop of `get`). `count` uses `par_count`.
-//! Cursors and `par_count` read ahead with `--readahead_size` when given
-//! (`ReadOptions::readahead_size`; else varve's default, 2 MiB), and with
-//! `--async_io` read the next chunk in the background (`ReadOptions::async_io`).
+//! LZ4 blocks, direct-IO flags → the same-named options. multireadrandom
+//! calls `Db::multi_get` with `ReadOptions { async_io, async_queue_depth }`
+//! from `--async_io` / `--async_queue_depth` (fibers + io_uring when async).
+//! `count` uses `par_count`. Cursors and `par_count` read ahead with
+//! `--readahead_size` when given (`ReadOptions::readahead_size`; else
+//! varve's default, 2 MiB), and with `--async_io` read the next chunk in the
+//! background.
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
 
 use std::path::Path;
@@ -21,7 +22,7 @@ use crate::flags::Flags;
 /// varve behind the benchmark trait.
 pub struct Varve {
     db: varve::Db,
-    /// Read options of cursors and `par_count`.
+    /// Read options of cursors, `par_count` and `multi_get`.
     read: varve::ReadOptions,
 }
 
@@ -46,22 +47,24 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     };
     let db = varve::Db::open(path, options)
         .with_context(|| format!("opening varve database at {}", path.display()))?;
-    let mut ignored =
-        vec!["multireadrandom: varve has no multi_get yet; a loop of get is used".to_string()];
-    if flags.async_io {
-        ignored.push(format!(
-            "async_queue_depth={}: varve's async_io reads one read-ahead chunk ahead",
-            flags.async_queue_depth
-        ));
-    }
+    let mut ignored = Vec::new();
     if flags.multiread_batched {
-        ignored.push("multiread_batched: varve has no multi_get yet".into());
+        ignored.push("multiread_batched: varve's multi_get has a single (batched) form".into());
     }
-    let mut read = varve::ReadOptions::default();
+    if flags.async_io && !varve::io::io_uring_available() {
+        ignored.push(
+            "async_io: io_uring is unavailable here (or VARVE_IO=sync); multi_get reads synchronously"
+                .into(),
+        );
+    }
+    let mut read = varve::ReadOptions {
+        async_io: flags.async_io,
+        async_queue_depth: flags.async_queue_depth.max(1),
+        ..Default::default()
+    };
     if let Some(n) = flags.readahead_size {
         read.readahead_size = n;
     }
-    read.async_io = flags.async_io;
     Ok(Opened {
         engine: Box::new(Varve { db, read }),
         ignored,
@@ -88,6 +91,18 @@ impl Engine for Varve {
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
         Ok(self.db.get(key)?.map(|v| v.len()))
+    }
+
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
+        self.db
+            .multi_get(&self.read, keys)
+            .into_iter()
+            .map(|r| Ok(r?.map(|v| v.len())))
+            .collect()
+    }
+
+    fn native_multi_get(&self) -> bool {
+        true
     }
 
     fn par_count(&self, threads: usize) -> Result<Option<u64>> {

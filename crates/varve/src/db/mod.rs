@@ -17,6 +17,7 @@ mod bg;
 mod checkpoint;
 mod info_log;
 mod memtables;
+mod multi_get;
 mod obsolete;
 mod open;
 mod par_scan;
@@ -292,6 +293,39 @@ impl Db {
     /// The value of `key` with explicit read options (e.g. a snapshot).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
         read::get(&self.inner, key.as_ref(), opts)
+    }
+
+    /// Looks up many keys as of one sequence number (the snapshot's, or the
+    /// latest): one result per key, in input order. A lookup's error is that
+    /// key's result only.
+    ///
+    /// With [`ReadOptions::async_io`], the keys missing from the memtables
+    /// are looked up in the tables concurrently: each runs the ordinary
+    /// lookup of [`get`](Self::get) on a fiber of this thread, and their file
+    /// reads go through io_uring together, at most
+    /// [`ReadOptions::async_queue_depth`] at once, so a cold batch keeps the
+    /// disk's queue full. Without io_uring (old kernel, seccomp,
+    /// `VARVE_IO=sync`) or when called from inside such a fiber, the lookups
+    /// run one after another with the same results.
+    ///
+    /// ```
+    /// # fn main() -> varve::Result<()> {
+    /// let dir = tempfile::tempdir().expect("temp dir");
+    /// let db = varve::Db::open(dir.path(), varve::Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// let opts = varve::ReadOptions { async_io: true, ..Default::default() };
+    /// let got = db.multi_get(&opts, &[&b"a"[..], b"b"]);
+    /// assert_eq!(got[0].as_ref().ok(), Some(&Some(b"1".to_vec())));
+    /// assert_eq!(got[1].as_ref().ok(), Some(&None));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions,
+        keys: &[K],
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        multi_get::multi_get(&self.inner, opts, keys)
     }
 
     /// A consistent view of the database as of now, released on drop.

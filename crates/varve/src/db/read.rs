@@ -18,22 +18,38 @@ use super::memtables::MemLookup;
 use crate::cache::ScanOptions;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
-use crate::keys::ValueKind;
-use crate::version::NUM_LEVELS;
+use crate::keys::{SequenceNumber, ValueKind};
+use crate::version::{NUM_LEVELS, Version};
 use crate::{DbIterator, ReadOptions, Result};
 
 pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    let seq = match &opts.snapshot {
-        Some(s) => s.sequence(),
-        None => db.last_sequence.load(Ordering::Acquire),
-    };
+    let seq = read_sequence(db, opts);
     let sv = db.super_version();
     match sv.get_from_memtables(key, seq) {
-        MemLookup::Value(v) => return Ok(Some(v)),
-        MemLookup::Deleted => return Ok(None),
-        MemLookup::Missing => {}
+        MemLookup::Value(v) => Ok(Some(v)),
+        MemLookup::Deleted => Ok(None),
+        MemLookup::Missing => get_from_version(db, &sv.version, key, seq),
     }
-    for (_level, file) in sv.version.files_for_get(key) {
+}
+
+/// The sequence number a read sees: its snapshot's, or the latest published.
+pub(crate) fn read_sequence(db: &DbInner, opts: &ReadOptions) -> SequenceNumber {
+    match &opts.snapshot {
+        Some(s) => s.sequence(),
+        None => db.last_sequence.load(Ordering::Acquire),
+    }
+}
+
+/// The table part of a point read (after the memtables missed): L0 files
+/// newest first, then one file per deeper level. `multi_get` runs this in
+/// fibers; no lock is held across its file reads.
+pub(crate) fn get_from_version(
+    db: &DbInner,
+    version: &Version,
+    key: &[u8],
+    seq: SequenceNumber,
+) -> Result<Option<Vec<u8>>> {
+    for (_level, file) in version.files_for_get(key) {
         if file.smallest_seq > seq {
             continue; // every entry of the file is newer than the read
         }
@@ -50,9 +66,7 @@ pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option
 pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
     let snapshot = match &opts.snapshot {
         Some(s) => s.clone(),
-        None => db
-            .snapshots
-            .acquire(db.last_sequence.load(Ordering::Acquire)),
+        None => db.snapshots.acquire(read_sequence(db, opts)),
     };
     let sv = db.super_version();
     let scan = ScanOptions {

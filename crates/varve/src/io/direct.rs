@@ -7,7 +7,8 @@
 //! `Vec` cut at `align_offset`, so no `unsafe` is needed.
 //!
 //! [`DirectRandomAccess`] widens each read to aligned bounds and copies the
-//! requested bytes out. [`DirectWritable`] collects appends and writes whole
+//! requested bytes out; the aligned buffer goes to `fiber_aio_read`
+//! unchanged, so inside a `multi_get` fiber io_uring gets it aligned too. [`DirectWritable`] collects appends and writes whole
 //! aligned chunks; `sync_data` writes the partial tail padded to a block,
 //! cuts the file back to its logical length and fdatasyncs. Unlike the
 //! buffered writer, appended bytes reach the OS only at a chunk boundary or
@@ -19,6 +20,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::fs::{RandomAccessFile, WritableFile};
+use crate::fiber::fiber_aio_read;
 use crate::{Error, Result};
 
 /// Alignment of offsets, lengths and buffers for O_DIRECT.
@@ -110,7 +112,7 @@ pub struct DirectRandomAccess {
 fn pread_full(file: &File, path: &Path, buf: &mut [u8], offset: u64) -> Result<usize> {
     let mut done = 0;
     while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
+        match fiber_aio_read(file, &mut buf[done..], offset + done as u64) {
             Ok(0) => break,
             Ok(n) => {
                 done += n;

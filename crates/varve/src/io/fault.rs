@@ -13,6 +13,7 @@
 //! [`FaultInjectingFs::apply_power_loss`] then rewrites the files on disk to
 //! what a power loss may leave: synced bytes kept, a random part of the
 //! unsynced tail kept or lost, never-synced new files gone.
+//! Reads of chosen files can be made to fail or panic (`fault_read`).
 //! Thread-safe: the switches are atomics shared by every file it opened.
 
 use std::collections::HashMap;
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use super::fault_read::{FaultyRandomAccess, ReadFault, ReadFaults};
 use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::{Error, Result};
 
@@ -58,6 +60,7 @@ struct Durability {
 pub struct FaultInjectingFs {
     inner: Arc<dyn FileSystem>,
     switches: Arc<Switches>,
+    reads: Arc<ReadFaults>,
 }
 
 impl FaultInjectingFs {
@@ -79,7 +82,27 @@ impl FaultInjectingFs {
                 read_log: Mutex::new(None),
                 tracked: Mutex::new(HashMap::new()),
             }),
+            reads: Arc::new(ReadFaults::default()),
         }
+    }
+
+    /// Makes every later read of the file named `file_name` (in any
+    /// directory, opened through this wrapper) fail or panic; `None` heals it.
+    pub fn fault_reads_of(&self, file_name: &str, fault: Option<ReadFault>) {
+        self.reads.set(file_name, fault);
+    }
+
+    /// [`in_flight_reads`](super::in_flight_reads) of the thread where a
+    /// read fault last fired, taken as it fired.
+    pub fn in_flight_at_last_read_fault(&self) -> usize {
+        self.reads.in_flight_at_fault()
+    }
+
+    fn faulty_reads(&self, inner: Arc<dyn RandomAccessFile>) -> Arc<dyn RandomAccessFile> {
+        Arc::new(FaultyRandomAccess {
+            inner,
+            faults: Arc::clone(&self.reads),
+        })
     }
 
     /// After `n` more successful appends, every append fails with EIO.
@@ -423,14 +446,14 @@ impl FileSystem for FaultInjectingFs {
     }
     fn open_random_access_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.check_direct(path)?;
-        let inner = self.inner.open_random_access_direct(path)?;
+        let inner = self.faulty_reads(self.inner.open_random_access_direct(path)?);
         Ok(self.counting(inner))
     }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.inner.open_sequential(path)
     }
     fn open_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        let inner = self.inner.open_random_access(path)?;
+        let inner = self.faulty_reads(self.inner.open_random_access(path)?);
         Ok(self.counting(inner))
     }
     fn file_size(&self, path: &Path) -> Result<u64> {

@@ -3,15 +3,21 @@
 //!
 //! [`FileSystem`] is what the engine calls; [`PosixFs`] is the real one;
 //! [`FaultInjectingFs`] wraps either to fail on command in tests.
-//! Every method returns errors that name the path.
+//! Every method returns errors that name the path. [`uring`] is the
+//! per-thread io_uring reactor that `crate::fiber::fiber_aio_read` uses
+//! inside `multi_get` fibers.
 
 mod direct;
 mod fault;
+mod fault_read;
 mod fs;
 mod posix;
+pub mod uring;
 
 pub use direct::ALIGN as DIRECT_IO_ALIGN;
 pub(crate) use direct::AlignedBuf;
 pub use fault::{FaultInjectingFs, ReadRecord};
+pub use fault_read::ReadFault;
 pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;
+pub use uring::{in_flight_reads, io_uring_available};

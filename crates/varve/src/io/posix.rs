@@ -1,4 +1,5 @@
-//! The real file system: `std::fs`, pread via `FileExt::read_at`,
+//! The real file system: `std::fs`, pread via `fiber_aio_read` (io_uring
+//! inside a `multi_get` fiber, `FileExt::read_at` elsewhere),
 //! fdatasync via `File::sync_data`, flock via `File::try_lock`; O_DIRECT
 //! files come from `direct`.
 //!
@@ -7,11 +8,11 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use crate::fiber::fiber_aio_read;
 use crate::{Error, Result};
 
 /// The operating system's file system.
@@ -79,7 +80,7 @@ impl RandomAccessFile for PosixRandomAccess {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let mut done = 0;
         while done < buf.len() {
-            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+            match fiber_aio_read(&self.file, &mut buf[done..], offset + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

@@ -1,0 +1,66 @@
+//! `Db::multi_get`: many point reads as of one sequence number, with IO
+//! concurrency from fibers (seed 000).
+//!
+//! One sequence number and one read state (`SuperVersion`) serve the whole
+//! batch, so the batch sees one consistent state. Memtable lookups run
+//! inline; every miss then runs the same table lookup as `get`
+//! (`read::get_from_version`): with `async_io`, as a task of the calling
+//! thread's fiber pool (`crate::fiber`), at most `async_queue_depth` at
+//! once, so their block reads are in the kernel together; otherwise one
+//! after another. Results come back in input order, one per key; an error
+//! of one key's lookup is that key's result only. Called from inside a
+//! fiber, the lookups run synchronously on that fiber (no nested pool).
+//! Thread-safe like `get`; a panic in a lookup reaches the caller after
+//! every read of the batch has completed.
+
+use std::cell::RefCell;
+
+use super::DbInner;
+use super::memtables::MemLookup;
+use super::read::{get_from_version, read_sequence};
+use crate::{ReadOptions, Result, fiber};
+
+/// One key's result.
+type Lookup = Result<Option<Vec<u8>>>;
+
+/// One result per key of `keys`, in order (see the module docs).
+pub(crate) fn multi_get<K: AsRef<[u8]>>(
+    db: &DbInner,
+    opts: &ReadOptions,
+    keys: &[K],
+) -> Vec<Lookup> {
+    let seq = read_sequence(db, opts);
+    let sv = db.super_version();
+    let mut results: Vec<Lookup> = Vec::with_capacity(keys.len());
+    let mut misses = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        results.push(match sv.get_from_memtables(key.as_ref(), seq) {
+            MemLookup::Value(v) => Ok(Some(v)),
+            MemLookup::Deleted => Ok(None),
+            MemLookup::Missing => {
+                misses.push(i);
+                Ok(None)
+            }
+        });
+    }
+    let lookup = |i: usize| get_from_version(db, &sv.version, keys[i].as_ref(), seq);
+    if opts.async_io && misses.len() > 1 {
+        let found: Vec<RefCell<Option<Lookup>>> =
+            misses.iter().map(|_| RefCell::new(None)).collect();
+        let task = |t: usize| {
+            let r = lookup(misses[t]);
+            *found[t].borrow_mut() = Some(r);
+        };
+        fiber::run_tasks(misses.len(), opts.async_queue_depth.max(1), &task);
+        for (t, cell) in found.into_iter().enumerate() {
+            if let Some(r) = cell.into_inner() {
+                results[misses[t]] = r;
+            }
+        }
+    } else {
+        for i in misses {
+            results[i] = lookup(i);
+        }
+    }
+    results
+}
