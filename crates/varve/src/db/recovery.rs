@@ -107,7 +107,7 @@ pub(crate) fn recover(
         })?;
         if let TailStatus::Truncated { offset, reason } = outcome.tail {
             let newest = i + 1 == logs.len();
-            if !newest && options.paranoid_checks && !zero_from(fs, &path, offset)? {
+            if !newest && options.paranoid_checks && !wal::zero_from(fs, &path, offset)? {
                 return Err(Error::corruption(
                     &path,
                     offset,
@@ -159,23 +159,4 @@ fn apply(
     let mem = memtables.last().ok_or("no memtable")?;
     insert_batch(mem, batch, batch.sequence())
         .map_err(|_| "memtable rejected a replayed entry".to_string())
-}
-
-/// Whether every byte of `path` from `offset` to its end is zero.
-fn zero_from(fs: &dyn FileSystem, path: &Path, offset: u64) -> Result<bool> {
-    let mut file = fs.open_sequential(path)?;
-    let mut buf = vec![0u8; 1 << 16];
-    let mut pos = 0u64;
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            return Ok(true);
-        }
-        let chunk = &buf[..n];
-        let skip = usize::try_from(offset.saturating_sub(pos)).unwrap_or(usize::MAX);
-        if chunk.iter().skip(skip).any(|&b| b != 0) {
-            return Ok(false);
-        }
-        pos += n as u64;
-    }
 }

@@ -77,7 +77,16 @@ pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> Chec
             .err()
             .map(problem),
         FileCheckKind::Wal => match super::dump_wal(fs, path) {
-            Ok(d) => tail_problem(d.tail),
+            // A live (or killed) memory-mapped log ends in preallocated
+            // zeros: that is its normal state, not damage.
+            Ok(d) => match d.tail {
+                TailStatus::Truncated { offset, .. }
+                    if crate::wal::zero_from(fs, path, offset).unwrap_or(false) =>
+                {
+                    None
+                }
+                tail => tail_problem(tail),
+            },
             Err(e) => Some(problem(e)),
         },
         FileCheckKind::Manifest => match super::dump_manifest(fs, path) {

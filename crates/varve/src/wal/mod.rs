@@ -49,3 +49,22 @@ pub fn create_log_file(
     }
     fs.create_writable(path)
 }
+
+/// Whether every byte of `path` from `offset` to its end is zero: the
+/// preallocated space of a mapped log (see [`MappedLogFile`]), not damage.
+pub fn zero_from(fs: &dyn FileSystem, path: &Path, offset: u64) -> Result<bool> {
+    let mut file = fs.open_sequential(path)?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut pos = 0u64;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        let skip = usize::try_from(offset.saturating_sub(pos)).unwrap_or(usize::MAX);
+        if buf[..n].iter().skip(skip).any(|&b| b != 0) {
+            return Ok(false);
+        }
+        pos += n as u64;
+    }
+}
