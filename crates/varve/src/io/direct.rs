@@ -63,6 +63,41 @@ impl AlignedBuf {
     }
 }
 
+thread_local! {
+    /// Bounce buffers of this thread's unaligned direct reads, reused so a
+    /// point read costs no allocation and no zeroing. A buffer is taken out
+    /// for the whole read, so a fiber that switches away mid-read keeps its
+    /// own and fibers of one thread never share one; the `RefCell` is only
+    /// borrowed to pop or push, never across a read.
+    static BOUNCE: std::cell::RefCell<Vec<AlignedBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Most bounce buffers a thread keeps (one per fiber in flight is enough).
+const BOUNCE_KEEP: usize = 256;
+/// Larger bounce buffers are freed after use rather than kept.
+const BOUNCE_MAX: usize = 256 << 10;
+
+/// A bounce buffer of `len` bytes (contents unspecified).
+fn take_bounce(len: usize) -> AlignedBuf {
+    let mut buf = BOUNCE
+        .with(|pool| pool.borrow_mut().pop())
+        .unwrap_or_else(|| AlignedBuf::new(len));
+    buf.resize(len);
+    buf
+}
+
+/// Returns a bounce buffer to this thread's pool.
+fn give_bounce(buf: AlignedBuf) {
+    if buf.len <= BOUNCE_MAX {
+        BOUNCE.with(|pool| {
+            let mut pool = pool.borrow_mut();
+            if pool.len() < BOUNCE_KEEP {
+                pool.push(buf);
+            }
+        });
+    }
+}
+
 fn round_down(x: u64) -> u64 {
     x & !(ALIGN as u64 - 1)
 }
@@ -142,12 +177,16 @@ impl RandomAccessFile for DirectRandomAccess {
         }
         let start = round_down(offset);
         let end = round_up(offset + buf.len() as u64);
-        let mut aligned = AlignedBuf::new((end - start) as usize);
-        let got = pread_full(&self.file, &self.path, aligned.as_mut_slice(), start)?;
-        let skip = (offset - start) as usize;
-        let n = got.saturating_sub(skip).min(buf.len());
-        buf[..n].copy_from_slice(&aligned.as_slice()[skip..skip + n]);
-        Ok(n)
+        let mut aligned = take_bounce((end - start) as usize);
+        let got = pread_full(&self.file, &self.path, aligned.as_mut_slice(), start);
+        let result = got.map(|got| {
+            let skip = (offset - start) as usize;
+            let n = got.saturating_sub(skip).min(buf.len());
+            buf[..n].copy_from_slice(&aligned.as_slice()[skip..skip + n]);
+            n
+        });
+        give_bounce(aligned);
+        result
     }
 
     fn path(&self) -> &Path {
