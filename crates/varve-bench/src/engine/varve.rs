@@ -6,7 +6,7 @@
 //! LZ4 blocks, direct-IO flags → the same-named options. multireadrandom
 //! calls `Db::multi_get` with `ReadOptions { async_io, async_queue_depth }`
 //! from `--async_io` / `--async_queue_depth` (fibers + io_uring when async).
-//! `count` uses `par_count`. Cursors and `par_count` read ahead with
+//! `count` uses `par_count` without filling the block cache. Cursors and `par_count` read ahead with
 //! `--readahead_size` when given (`ReadOptions::readahead_size`; else
 //! varve's default, 2 MiB), and with `--async_io` read the next chunk in the
 //! background.
@@ -106,9 +106,16 @@ impl Engine for Varve {
     }
 
     fn par_count(&self, threads: usize) -> Result<Option<u64>> {
+        // A whole-database count is a bulk scan: it reads every block once
+        // and must not churn the block cache (fill_cache off, as RocksDB
+        // advises for such scans).
+        let opts = varve::ReadOptions {
+            fill_cache: false,
+            ..self.read.clone()
+        };
         let n = self
             .db
-            .par_count(&self.read, &varve::KeyRange::all(), threads.max(1))?;
+            .par_count(&opts, &varve::KeyRange::all(), threads.max(1))?;
         Ok(Some(n))
     }
 
