@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# bench-issues.sh — the measurements the issues ask for, varve beside RocksDB
+# in the same run, printed as raw varve-bench/db_bench lines (one per run,
+# prefixed with what ran) so medians and ratios can be read off.
+#
+#   scripts/bench-issues.sh [SECTION...]     SECTION: disk writes sync mget scan compact
+#                                            (default: all, in that order)
+#
+# Environment:
+#   BIN       varve-bench built with --features rocksdb (default: build it
+#             into $CARGO_TARGET_DIR or ./target, like scripts/compare.sh)
+#   DB_DIR    where databases live (default /tmp/varve-bench-issues); needs
+#             ~12 GB; the same filesystem disk-limits.sh measures
+#   REPS      repetitions of each measurement (default 3), interleaved
+#   KEEP=1    keep the databases (they are reused by a later run when present)
+#
+# Sections:
+#   disk     scripts/disk-limits.sh on DB_DIR
+#   writes   #3: fillseq and fillrandom + waitforcompaction (1M x 100 B);
+#            readrandom cold (direct reads, 8 MiB cache) and hot (1 GiB cache,
+#            second pass), bloom_bits=10
+#   sync     #5: fillsync with 1, 4, 16, 64 threads; fillrandom with 1, 2, 8,
+#            32, 64 threads (100 B values, 5 s each)
+#   mget     #6: multireadrandom, 1M x 4 KiB keys (filluniquerandom), batch 128:
+#            cold sync / async / RocksDB, async_queue_depth sweep; hot on a
+#            400k-key database that fits a 2 GiB cache (second pass)
+#   scan     #7: count (1, 2 scan threads) on a compacted 10M x 100 B database
+#            against RocksDB readseq (hot, second pass); readseq cold and
+#            seekrandom --seek_nexts=100 cold on the 1M x 4 KiB database
+#   compact  #7: full compaction of a 10M-key fillrandom database,
+#            --subcompactions=1 against 2, on fresh copies
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+DB_DIR="${DB_DIR:-/tmp/varve-bench-issues}"
+REPS="${REPS:-3}"
+SECTIONS=("$@")
+[ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(disk writes sync mget scan compact)
+
+if [ -z "${BIN:-}" ]; then
+    TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+    (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET" cargo build --release -p varve-bench --features rocksdb,fjall >&2)
+    BIN="$TARGET/release/varve-bench"
+fi
+mkdir -p "$DB_DIR"
+
+# run LABEL ENGINE FLAGS... : one varve-bench run; prints "LABEL | <result lines>".
+run() {
+    local label="$1" engine="$2"
+    shift 2
+    "$BIN" --engine="$engine" --compression_type=none "$@" 2>&1 \
+        | grep -E '^[a-z]+ +:' | sed "s/^/$label | /" || true
+}
+
+fresh() { rm -rf "$1"; }
+
+section_disk() {
+    echo "## disk"
+    RUNTIME="${RUNTIME:-5}" bash "$ROOT/scripts/disk-limits.sh" "$DB_DIR"
+}
+
+section_writes() {
+    echo "## writes (#3)"
+    local n=1000000
+    for rep in $(seq "$REPS"); do
+        for e in varve rocksdb; do
+            for w in fillseq fillrandom; do
+                fresh "$DB_DIR/w-$e"
+                run "$w+wait $e rep$rep" "$e" --benchmarks="$w,waitforcompaction" --num=$n \
+                    --bloom_bits=10 --db="$DB_DIR/w-$e" --seed=$rep
+            done
+        done
+    done
+    for e in varve rocksdb; do
+        fresh "$DB_DIR/r-$e"
+        run "fill-for-reads $e" "$e" --benchmarks=fillrandom,waitforcompaction --num=$n \
+            --bloom_bits=10 --db="$DB_DIR/r-$e" --seed=1
+    done
+    for rep in $(seq "$REPS"); do
+        for e in varve rocksdb; do
+            run "readrandom-cold $e rep$rep" "$e" --benchmarks=readrandom --use_existing_db=true \
+                --num=$n --reads=100000 --use_direct_reads=true --cache_size=8388608 \
+                --bloom_bits=10 --db="$DB_DIR/r-$e" --seed=$rep
+            run "readrandom-hot $e rep$rep" "$e" --benchmarks=readrandom,readrandom \
+                --use_existing_db=true --num=$n --reads=500000 --cache_size=1073741824 \
+                --bloom_bits=10 --db="$DB_DIR/r-$e" --seed=$rep
+        done
+    done
+}
+
+section_sync() {
+    echo "## sync (#5)"
+    for rep in $(seq "$REPS"); do
+        for t in 1 4 16 64; do
+            for e in varve rocksdb; do
+                fresh "$DB_DIR/s-$e"
+                run "fillsync t=$t $e rep$rep" "$e" --benchmarks=fillsync --threads=$t \
+                    --num=1000000 --duration=5 --value_size=100 --db="$DB_DIR/s-$e" --seed=$rep
+            done
+        done
+        for t in 1 2 8 32 64; do
+            for e in varve rocksdb; do
+                fresh "$DB_DIR/s-$e"
+                run "fillrandom t=$t $e rep$rep" "$e" --benchmarks=fillrandom --threads=$t \
+                    --num=1000000 --duration=5 --value_size=100 --db="$DB_DIR/s-$e" --seed=$rep
+            done
+        done
+    done
+    fresh "$DB_DIR/s-varve"
+    fresh "$DB_DIR/s-rocksdb"
+}
+
+section_mget() {
+    echo "## mget (#6)"
+    local big=(--num=1000000 --key_size=16 --value_size=4096)
+    for e in varve rocksdb; do
+        if [ ! -f "$DB_DIR/m-$e/CURRENT" ]; then
+            run "fill 1M x 4KiB $e" "$e" --benchmarks=filluniquerandom,waitforcompaction \
+                "${big[@]}" --db="$DB_DIR/m-$e" --seed=1
+        fi
+    done
+    local cold=(--benchmarks=multireadrandom,multireadrandom --use_existing_db=true "${big[@]}"
+        --use_direct_reads=true --cache_size=8388608 --reads=30000 --batch_size=128)
+    for rep in $(seq "$REPS"); do
+        run "mget-cold varve sync rep$rep" varve "${cold[@]}" --db="$DB_DIR/m-varve" --seed=$rep --async_io=false
+        run "mget-cold varve async32 rep$rep" varve "${cold[@]}" --db="$DB_DIR/m-varve" --seed=$rep \
+            --async_io=true --async_queue_depth=32
+        run "mget-cold rocksdb batched rep$rep" rocksdb "${cold[@]}" --db="$DB_DIR/m-rocksdb" --seed=$rep \
+            --multiread_batched=true
+    done
+    for d in 1 4 16 32 64 128; do
+        run "mget-cold varve depth=$d" varve "${cold[@]}" --db="$DB_DIR/m-varve" --seed=7 \
+            --async_io=true --async_queue_depth=$d
+    done
+    local hotdb=(--num=400000 --key_size=16 --value_size=4096)
+    for e in varve rocksdb; do
+        if [ ! -f "$DB_DIR/mh-$e/CURRENT" ]; then
+            run "fill 400k x 4KiB $e" "$e" --benchmarks=filluniquerandom,waitforcompaction \
+                "${hotdb[@]}" --db="$DB_DIR/mh-$e" --seed=1
+        fi
+    done
+    local hot=(--benchmarks=multireadrandom,multireadrandom --use_existing_db=true "${hotdb[@]}"
+        --cache_size=2147483648 --reads=400000 --batch_size=128)
+    for rep in $(seq "$REPS"); do
+        run "mget-hot varve sync rep$rep" varve "${hot[@]}" --db="$DB_DIR/mh-varve" --seed=$rep --async_io=false
+        run "mget-hot varve async32 rep$rep" varve "${hot[@]}" --db="$DB_DIR/mh-varve" --seed=$rep \
+            --async_io=true --async_queue_depth=32
+        run "mget-hot rocksdb batched rep$rep" rocksdb "${hot[@]}" --db="$DB_DIR/mh-rocksdb" --seed=$rep \
+            --multiread_batched=true
+    done
+}
+
+section_scan() {
+    echo "## scan (#7)"
+    local ten=(--num=10000000 --key_size=16 --value_size=100)
+    for e in varve rocksdb; do
+        if [ ! -f "$DB_DIR/c-$e/CURRENT" ]; then
+            run "fill 10M $e" "$e" --benchmarks=fillrandom,compact "${ten[@]}" --db="$DB_DIR/c-$e" --seed=1
+        fi
+    done
+    for rep in $(seq "$REPS"); do
+        for t in 1 2; do
+            run "count t=$t varve rep$rep" varve --benchmarks=count,count --use_existing_db=true "${ten[@]}" \
+                --scan_threads=$t --db="$DB_DIR/c-varve"
+        done
+        run "readseq-hot varve rep$rep" varve --benchmarks=readseq,readseq --use_existing_db=true "${ten[@]}" \
+            --db="$DB_DIR/c-varve"
+        run "readseq-hot rocksdb rep$rep" rocksdb --benchmarks=readseq,readseq --use_existing_db=true "${ten[@]}" \
+            --db="$DB_DIR/c-rocksdb"
+    done
+    local big=(--num=1000000 --key_size=16 --value_size=4096 --use_existing_db=true
+        --use_direct_reads=true --cache_size=8388608)
+    for rep in $(seq "$REPS"); do
+        run "readseq-cold varve rep$rep" varve --benchmarks=readseq "${big[@]}" --db="$DB_DIR/m-varve"
+        run "readseq-cold varve async rep$rep" varve --benchmarks=readseq "${big[@]}" --db="$DB_DIR/m-varve" \
+            --async_io=true
+        run "readseq-cold rocksdb rep$rep" rocksdb --benchmarks=readseq "${big[@]}" --db="$DB_DIR/m-rocksdb"
+        for e in varve rocksdb; do
+            run "seekrandom100-cold $e rep$rep" "$e" --benchmarks=seekrandom --seek_nexts=100 --reads=3000 \
+                "${big[@]}" --db="$DB_DIR/m-$e" --seed=$rep
+        done
+    done
+}
+
+section_compact() {
+    echo "## compact (#7)"
+    local ten=(--num=10000000 --key_size=16 --value_size=100)
+    if [ ! -f "$DB_DIR/cc-base/CURRENT" ]; then
+        run "fill 10M uncompacted varve" varve --benchmarks=fillrandom "${ten[@]}" --db="$DB_DIR/cc-base" --seed=1
+    fi
+    for rep in $(seq "$REPS"); do
+        for s in 1 2; do
+            fresh "$DB_DIR/cc-run"
+            cp -r "$DB_DIR/cc-base" "$DB_DIR/cc-run"
+            sync
+            run "compact subcompactions=$s rep$rep" varve --benchmarks=compact --use_existing_db=true \
+                "${ten[@]}" --subcompactions=$s --db="$DB_DIR/cc-run"
+        done
+    done
+    fresh "$DB_DIR/cc-run"
+}
+
+for s in "${SECTIONS[@]}"; do
+    "section_$s"
+done
+if [ "${KEEP:-0}" != 1 ]; then
+    rm -rf "$DB_DIR"
+fi
