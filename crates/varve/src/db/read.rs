@@ -53,7 +53,7 @@ pub(crate) fn get_from_version(
         if file.smallest_seq > seq {
             continue; // every entry of the file is newer than the read
         }
-        let table = db.table_cache.get(&file)?;
+        let table = db.table_cache.get(file)?;
         match table.get(key, seq)? {
             Some((ValueKind::Value, v)) => return Ok(Some(v)),
             Some((ValueKind::Deletion, _)) => return Ok(None),

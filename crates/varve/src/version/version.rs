@@ -46,22 +46,24 @@ impl Version {
     /// The files that may hold `user_key`, in the order a lookup searches
     /// them: overlapping L0 files newest first, then at most one file per
     /// deeper level.
-    pub fn files_for_get(&self, user_key: &[u8]) -> Vec<(usize, Arc<FileMetaData>)> {
-        let mut out: Vec<(usize, Arc<FileMetaData>)> = self.files[0]
+    pub fn files_for_get<'a>(
+        &'a self,
+        user_key: &'a [u8],
+    ) -> impl Iterator<Item = (usize, &'a Arc<FileMetaData>)> + 'a {
+        // Lazy and allocation-free: this sits on every point read.
+        let l0 = self.files[0]
             .iter()
-            .filter(|f| f.contains_user_key(user_key))
-            .map(|f| (0, Arc::clone(f)))
-            .collect();
-        for level in 1..NUM_LEVELS {
+            .filter(move |f| f.contains_user_key(user_key))
+            .map(|f| (0, f));
+        let deeper = (1..NUM_LEVELS).filter_map(move |level| {
             let files = &self.files[level];
             let i = files.partition_point(|f| f.largest_user_key() < user_key);
-            if let Some(f) = files.get(i)
-                && f.smallest_user_key() <= user_key
-            {
-                out.push((level, Arc::clone(f)));
-            }
-        }
-        out
+            files
+                .get(i)
+                .filter(|f| f.smallest_user_key() <= user_key)
+                .map(|f| (level, f))
+        });
+        l0.chain(deeper)
     }
 
     /// Files of `level` whose user-key range intersects `[begin, end]`
@@ -216,11 +218,8 @@ mod tests {
             let v = random_version(&mut rng);
             for k in 0..125 {
                 let uk = key(k);
-                let got: Vec<(usize, u64)> = v
-                    .files_for_get(&uk)
-                    .iter()
-                    .map(|(l, f)| (*l, f.number))
-                    .collect();
+                let got: Vec<(usize, u64)> =
+                    v.files_for_get(&uk).map(|(l, f)| (l, f.number)).collect();
                 let want: Vec<(usize, u64)> = (0..NUM_LEVELS)
                     .flat_map(|l| v.files(l).iter().map(move |f| (l, f)))
                     .filter(|(_, f)| f.contains_user_key(&uk))
