@@ -12,5 +12,7 @@ mod posix;
 
 pub use direct::ALIGN as DIRECT_IO_ALIGN;
 pub use fault::FaultInjectingFs;
-pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+pub use fs::{
+    AppendLogFile, FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile,
+};
 pub use posix::PosixFs;
