@@ -254,7 +254,11 @@ impl Switches {
             })
             .is_ok();
         if !allowed {
-            return Err(injected(path, std::io::ErrorKind::Other, "append failed (EIO)"));
+            return Err(injected(
+                path,
+                std::io::ErrorKind::Other,
+                "append failed (EIO)",
+            ));
         }
         let fits = self
             .space_left
@@ -279,7 +283,11 @@ impl Switches {
             return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
         }
         if self.fail_syncs.load(Ordering::SeqCst) {
-            return Err(injected(path, std::io::ErrorKind::Other, "fdatasync failed (EIO)"));
+            return Err(injected(
+                path,
+                std::io::ErrorKind::Other,
+                "fdatasync failed (EIO)",
+            ));
         }
         Ok(())
     }

@@ -200,15 +200,23 @@ mod tests {
         let mut c = full.clone();
         c[FILE_HEADER_RECORD_LEN + 14] ^= 1;
         std::fs::write(&path, &c).expect("write");
-        assert!(matches!(collect(&path, 9), Err(Error::Corruption { offset, .. }) if offset == FILE_HEADER_RECORD_LEN as u64));
+        assert!(
+            matches!(collect(&path, 9), Err(Error::Corruption { offset, .. }) if offset == FILE_HEADER_RECORD_LEN as u64)
+        );
         // A damaged header in front of good records: corruption at 0.
         let mut c = full.clone();
         c[3] ^= 1;
         std::fs::write(&path, &c).expect("write");
-        assert!(matches!(collect(&path, 9), Err(Error::Corruption { offset: 0, .. })));
+        assert!(matches!(
+            collect(&path, 9),
+            Err(Error::Corruption { offset: 0, .. })
+        ));
         // Wrong log number in the header.
         std::fs::write(&path, &full).expect("write");
-        assert!(matches!(collect(&path, 8), Err(Error::Corruption { offset: 0, .. })));
+        assert!(matches!(
+            collect(&path, 8),
+            Err(Error::Corruption { offset: 0, .. })
+        ));
     }
 
     #[test]

@@ -85,7 +85,9 @@ impl std::fmt::Display for RecordError {
 /// Decodes the record at the start of `src` for log `log_low`; returns its
 /// payload and total encoded length.
 pub fn decode(src: &[u8], log_low: u32) -> Result<(&[u8], usize), RecordError> {
-    let h = src.get(..RECORD_HEADER_SIZE).ok_or(RecordError::ShortHeader)?;
+    let h = src
+        .get(..RECORD_HEADER_SIZE)
+        .ok_or(RecordError::ShortHeader)?;
     let kind = h[8];
     if kind == 0 {
         return Err(RecordError::Zero);
@@ -122,7 +124,9 @@ pub fn valid_record_follows(src: &[u8], from: usize, log_low: u32) -> bool {
     };
     let mut q = from;
     while q <= last {
-        if src[q + 8] == TYPE_DATA && src[q + 9..q + 13] == want && decode(&src[q..], log_low).is_ok()
+        if src[q + 8] == TYPE_DATA
+            && src[q + 9..q + 13] == want
+            && decode(&src[q..], log_low).is_ok()
         {
             return true;
         }
@@ -153,7 +157,11 @@ mod tests {
             assert!(decode(&buf[..cut], 0xabcd_0001).is_err());
         }
         assert_eq!(decode(&[0u8; 13], 0), Err(RecordError::Zero));
-        assert!(valid_record_follows(&[&[0u8; 7][..], &buf].concat(), 0, 0xabcd_0001));
+        assert!(valid_record_follows(
+            &[&[0u8; 7][..], &buf].concat(),
+            0,
+            0xabcd_0001
+        ));
         assert!(!valid_record_follows(&buf, 1, 0xabcd_0001));
     }
 

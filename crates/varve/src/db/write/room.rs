@@ -17,9 +17,9 @@ use super::super::DbInner;
 use super::super::memtables::Mem;
 use super::super::stats::Counters;
 use super::wal_log::WalLog;
+use crate::Result;
 use crate::filenames::wal_path;
 use crate::memtable::MemTable;
-use crate::Result;
 
 /// One short delay per write while a stop is near (LevelDB's slowdown):
 /// L0 at the slowdown trigger, or one immutable memtable short of the stop.
@@ -70,7 +70,17 @@ pub(super) fn make_room(db: &DbInner, charge: usize) -> Result<()> {
                     start.elapsed().as_micros() as u64,
                 );
             }
-            None => return switch_memtable(db, charge),
+            None => {
+                switch_memtable(db, charge)?;
+                if !db.writes.current().has_room(charge) {
+                    // A fresh memtable is sized for the batch; never loop
+                    // creating logs if that ever fails to hold.
+                    return Err(crate::Error::InvalidArgument(format!(
+                        "a write batch needing {charge} memtable bytes does not fit a fresh memtable"
+                    )));
+                }
+                return Ok(());
+            }
         }
     }
 }

@@ -54,7 +54,12 @@ impl Syncer {
     }
 
     /// Starts the thread.
-    pub(crate) fn start(&self, db: Weak<DbInner>, idle: Duration, interval: Duration) -> Result<()> {
+    pub(crate) fn start(
+        &self,
+        db: Weak<DbInner>,
+        idle: Duration,
+        interval: Duration,
+    ) -> Result<()> {
         let mailbox = Arc::clone(&self.mailbox);
         let handle = std::thread::Builder::new()
             .name("varve-wal-sync".into())
@@ -97,13 +102,10 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
             }
             std::mem::take(&mut f.requested)
         };
+        // Serve requests even after the database was poisoned elsewhere (a
+        // failed flush): sync writers still wait on this log, and a sync
+        // that fails is kept by the log for them.
         let Some(db) = weak.upgrade() else { return };
-        if db.is_poisoned() {
-            // Keep serving nothing; waiters see the log's failure.
-            drop(db);
-            std::thread::sleep(tick);
-            continue;
-        }
         let log = db.writes.current();
         let now = Instant::now();
         if !idle.is_zero() && now.duration_since(last_push) >= idle {

@@ -40,9 +40,15 @@ use crate::{Error, Result};
 
 /// Slots in each log's ring.
 pub(crate) const SLOTS: usize = 8;
-/// Bytes per slot buffer; a slot closes when half full, records longer
-/// than the other half take the direct path.
+/// Most bytes per slot buffer; a slot closes when half full, records
+/// longer than the other half take the direct path. Small memtables get
+/// smaller slots (an eighth of the memtable, at least 4 KiB).
 pub(crate) const SLOT_CAPACITY: usize = 256 << 10;
+
+/// Slot buffer size for a memtable of `mem_capacity` bytes.
+fn slot_capacity(mem_capacity: usize) -> usize {
+    (mem_capacity / 8).clamp(4 << 10, SLOT_CAPACITY)
+}
 
 /// Park/notify for position changes (written, durable, failure).
 #[derive(Debug, Default)]
@@ -148,7 +154,8 @@ pub(crate) struct WalLog {
     /// The memtable this log's records go to.
     pub(crate) mem: Arc<MemTable>,
     /// Memtable bytes writers may reserve (entry charges are upper bounds,
-    /// so reserved inserts never fail).
+    /// so reserved inserts never fail). The memtable is always fresh when
+    /// its log is created.
     budget: usize,
     reserved: AtomicUsize,
     pool: SlotPool,
@@ -185,10 +192,13 @@ impl WalLog {
 
     fn with_file(file: Arc<dyn LogFile>, number: u64, mem: Arc<MemTable>) -> Result<WalLog> {
         let start = FILE_HEADER_RECORD_LEN as u64;
-        let pool = SlotPool::new(SlotConfig::new(SLOTS, SLOT_CAPACITY), start)?;
+        let config = SlotConfig::new(SLOTS, slot_capacity(mem.capacity()));
+        let pool = SlotPool::new(config, start)?;
         Ok(WalLog {
             number,
-            budget: mem.remaining(),
+            // Entry charges include the head node's share, so a fresh
+            // memtable accepts entries whose charges sum to its capacity.
+            budget: mem.capacity(),
             mem,
             reserved: AtomicUsize::new(0),
             pool,
@@ -219,10 +229,7 @@ impl WalLog {
 
     /// Whether `charge` more bytes would fit (no reservation).
     pub(crate) fn has_room(&self, charge: usize) -> bool {
-        self.reserved
-            .load(Ordering::Relaxed)
-            .saturating_add(charge)
-            <= self.budget
+        self.reserved.load(Ordering::Relaxed).saturating_add(charge) <= self.budget
     }
 
     /// The first IO failure, if any.
