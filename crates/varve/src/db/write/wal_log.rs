@@ -388,7 +388,7 @@ impl WalLog {
             if let Some(e) = self.failure() {
                 return Err(e);
             }
-            if round % 64 == 0 {
+            if round.is_multiple_of(64) {
                 request();
             }
             round += 1;
