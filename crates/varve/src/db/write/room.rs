@@ -72,7 +72,9 @@ pub(super) fn make_room(db: &DbInner, charge: usize) -> Result<()> {
             }
             None => {
                 switch_memtable(db, charge)?;
-                if !db.writes.current().has_room(charge) {
+                // Other writers may fill the fresh memtable first (the caller
+                // then simply retries), but it must be able to hold the batch.
+                if !db.writes.current().could_hold(charge) {
                     // A fresh memtable is sized for the batch; never loop
                     // creating logs if that ever fails to hold.
                     return Err(crate::Error::InvalidArgument(format!(

@@ -232,6 +232,11 @@ impl WalLog {
         self.reserved.load(Ordering::Relaxed).saturating_add(charge) <= self.budget
     }
 
+    /// Whether `charge` bytes fit this log's memtable at all.
+    pub(crate) fn could_hold(&self, charge: usize) -> bool {
+        charge <= self.budget
+    }
+
     /// The first IO failure, if any.
     fn failure(&self) -> Option<Error> {
         if !self.sink.failed.load(Ordering::Acquire) && !self.pool.is_poisoned() {
