@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use varve::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 const WRITERS: usize = 8;
-const BATCHES: usize = 600;
+const BATCHES: usize = 4000;
 
 fn key(w: usize, i: usize, j: usize) -> String {
     format!("w{w}-{i:05}-{j}")
