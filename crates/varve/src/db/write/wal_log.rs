@@ -163,7 +163,11 @@ pub(crate) struct WalLog {
     /// Largest end offset of any record placed so far.
     end: AtomicU64,
     durable: AtomicU64,
+    /// Notified after every sink write and on failure (write waiters).
     pub(crate) events: Events,
+    /// Notified when the durable position advances and on failure (sync
+    /// waiters), so they are not woken by every slot write.
+    durable_events: Events,
     path: PathBuf,
 }
 
@@ -214,6 +218,7 @@ impl WalLog {
             end: AtomicU64::new(start),
             durable: AtomicU64::new(start),
             events: Events::default(),
+            durable_events: Events::default(),
         })
     }
 
@@ -253,6 +258,7 @@ impl WalLog {
         self.pool.poison();
         self.sink.cv.notify_all();
         self.events.notify();
+        self.durable_events.notify();
     }
 
     /// Joins the log with `payload` framed as one record (lock-free; call
@@ -386,7 +392,7 @@ impl WalLog {
     pub(crate) fn wait_durable(&self, end: u64, request: impl Fn()) -> Result<()> {
         let mut round = 0u32;
         loop {
-            let seen = self.events.epoch();
+            let seen = self.durable_events.epoch();
             if self.durable() >= end {
                 return Ok(());
             }
@@ -400,8 +406,10 @@ impl WalLog {
             if round < 16 {
                 std::hint::spin_loop();
             } else {
-                self.events
-                    .park(|| self.events.epoch() != seen, Duration::from_millis(2));
+                self.durable_events.park(
+                    || self.durable_events.epoch() != seen,
+                    Duration::from_millis(2),
+                );
             }
         }
     }
@@ -429,7 +437,7 @@ impl WalLog {
         match self.sink.file.sync_data() {
             Ok(()) => {
                 self.durable.fetch_max(w, Ordering::AcqRel);
-                self.events.notify();
+                self.durable_events.notify();
                 Ok(true)
             }
             Err(e) => {
