@@ -77,6 +77,17 @@ pub struct Options {
     /// elsewhere plain appends are used. Default `true` (it halves the cost
     /// of a small unsynced write; see `docs/wal-format.md`).
     pub wal_mmap: bool,
+    /// A partly filled WAL slot is handed to the OS after this long without
+    /// a writer pushing it (WiredTiger's 50 ms). Writers normally push their
+    /// own slot before returning, so this is a backstop. Zero disables it.
+    pub wal_idle_flush_interval: std::time::Duration,
+    /// Background fdatasync of the WAL this often when unsynced bytes exist
+    /// (MongoDB's journal uses 100 ms). Default 100 ms: it bounds what a
+    /// power loss can take from `sync = false` writes to about 100 ms for at
+    /// most 10 fdatasyncs a second, done by the syncing thread off the
+    /// write path (`sync = false` writes never wait for it). Zero disables
+    /// it. `sync = true` writes are always fdatasync'ed before they return.
+    pub wal_sync_interval: std::time::Duration,
     /// The file system the database lives on. Default: the real one.
     pub fs: Arc<dyn FileSystem>,
 }
@@ -106,6 +117,8 @@ impl Default for Options {
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             wal_mmap: true,
+            wal_idle_flush_interval: std::time::Duration::from_millis(50),
+            wal_sync_interval: std::time::Duration::from_millis(100),
             fs: Arc::new(PosixFs),
         }
     }
@@ -145,6 +158,8 @@ impl fmt::Debug for Options {
                 &self.use_direct_io_for_flush_and_compaction,
             )
             .field("wal_mmap", &self.wal_mmap)
+            .field("wal_idle_flush_interval", &self.wal_idle_flush_interval)
+            .field("wal_sync_interval", &self.wal_sync_interval)
             .field("fs", &self.fs)
             .finish()
     }

@@ -142,7 +142,9 @@ impl WriteBatch {
         self.rep[..8].copy_from_slice(&seq.to_le_bytes());
     }
 
-    /// Appends every operation of `other` (used to merge a commit group).
+    /// Appends every operation of `other` (tests; the slot write path never
+    /// merges batches).
+    #[cfg(test)]
     pub(crate) fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
         self.count += other.count;

@@ -3,8 +3,8 @@
 //!
 //! - [`open`](Db::open) checks the directory, takes `LOCK`, replays the WALs
 //!   (`recovery`) and starts a fresh WAL;
-//! - writes go through one group-commit queue (`write`): WAL, then
-//!   memtable, then the new sequence number is published;
+//! - writes (`write`) join a WAL log slot, insert into the memtable
+//!   concurrently and are published in sequence order;
 //! - reads (`read`) and iterators look at the memtables as of one sequence
 //!   number, so a batch is seen whole or not at all.
 //!
@@ -53,7 +53,7 @@ use info_log::InfoLog;
 use memtables::SuperVersion;
 use snapshot::SnapshotList;
 use stats::Counters;
-use write::WriteQueue;
+use write::WritePath;
 
 /// An open database.
 ///
@@ -123,7 +123,7 @@ pub(crate) struct DbInner {
     /// Highest sequence number visible to readers.
     pub(crate) last_sequence: AtomicU64,
     pub(crate) snapshots: Arc<SnapshotList>,
-    pub(crate) writes: WriteQueue,
+    pub(crate) writes: WritePath,
     poisoned: Mutex<Option<String>>,
     is_poisoned: AtomicBool,
     closed: AtomicBool,
@@ -216,6 +216,7 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), options)?);
         bg::start(&inner)?;
+        WritePath::start(&inner)?;
         Ok(Db { inner })
     }
 
@@ -589,6 +590,7 @@ impl Db {
             return Ok(());
         }
         bg::stop(&self.inner);
+        self.inner.writes.stop();
         let result = if self.inner.is_poisoned.load(Ordering::Acquire) {
             Ok(())
         } else {

@@ -20,14 +20,13 @@ use super::info_log::InfoLog;
 use super::memtables::{Mem, SuperVersion};
 use super::snapshot::SnapshotList;
 use super::stats::Counters;
-use super::write::WriteQueue;
+use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
 use crate::cache::{BlockCache, TableCache};
 use crate::filenames::{self, FileKind, LOCK, wal_path};
 use crate::flush::build_table;
 use crate::memtable::MemTable;
 use crate::version::{VersionEdit, VersionSet};
-use crate::wal::LogWriter;
 use crate::{Error, Options, Result};
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
@@ -125,8 +124,14 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     let log_number = versions.new_file_number();
     let log_path = wal_path(dir, log_number);
-    let log_file = crate::wal::create_log_file(fs.as_ref(), &log_path, options.wal_mmap)?;
-    let log = LogWriter::new(log_file, log_number)?;
+    let mem_table = Arc::new(MemTable::new(options.write_buffer_size));
+    let log = WalLog::create(
+        fs.as_ref(),
+        &log_path,
+        options.wal_mmap,
+        log_number,
+        Arc::clone(&mem_table),
+    )?;
     fs.sync_dir(dir)?;
     edit.log_number = Some(log_number);
     versions.set_last_sequence(recovered.last_sequence.max(versions.last_sequence()));
@@ -139,7 +144,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     ));
 
     let mem = Mem {
-        table: Arc::new(MemTable::new(options.write_buffer_size)),
+        table: mem_table,
         wal: log_number,
     };
     let db = assemble(Assembly {
@@ -169,7 +174,7 @@ struct Assembly<'a> {
     mem: Mem,
     imms: Vec<Mem>,
     last_sequence: u64,
-    log: LogWriter,
+    log: WalLog,
     info_log: InfoLog,
     report: recovery::RecoveryReport,
     options: Options,
@@ -198,7 +203,7 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         counters: Counters::default(),
         last_sequence: AtomicU64::new(a.last_sequence),
         snapshots: Arc::new(SnapshotList::default()),
-        writes: WriteQueue::new(a.log),
+        writes: WritePath::new(a.log, a.last_sequence),
         poisoned: Mutex::new(None),
         is_poisoned: AtomicBool::new(false),
         closed: AtomicBool::new(false),
@@ -258,7 +263,7 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
     } else {
         tables.remove(0)
     };
-    let log = LogWriter::new(Box::new(DiscardFile::new(dir)), 0)?;
+    let log = WalLog::discard(dir, Arc::clone(&mem.table))?;
     let (table_cache, block_cache) = caches(dir, &options);
     Ok(assemble(Assembly {
         dir,
@@ -275,40 +280,6 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         block_cache,
         read_only: true,
     }))
-}
-
-/// The WAL of a read-only database: nothing is ever written to it (writes
-/// are refused before they reach the log); what the log's header would be
-/// is dropped.
-#[derive(Debug)]
-struct DiscardFile {
-    path: std::path::PathBuf,
-    len: u64,
-}
-
-impl DiscardFile {
-    fn new(dir: &Path) -> DiscardFile {
-        DiscardFile {
-            path: dir.join("(read-only: no WAL)"),
-            len: 0,
-        }
-    }
-}
-
-impl crate::io::WritableFile for DiscardFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.len += data.len() as u64;
-        Ok(())
-    }
-    fn sync_data(&mut self) -> Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 /// Takes `LOCK`, retrying for a moment before reporting `Error::Locked`:

@@ -25,7 +25,7 @@ use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::sst::{Table, TableReadOptions};
 use crate::version::{FileMetaData, VersionEdit, VersionSet};
-use crate::wal::{self, LogWriter};
+use crate::wal;
 use crate::{Error, Result, WriteBatch};
 
 /// Name of the subdirectory that receives files repair rejects.
@@ -189,11 +189,10 @@ fn salvage_wal(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<WalState> {
 
 /// Writes a new WAL `n` holding `records` and syncs it.
 fn rewrite_wal(fs: &dyn FileSystem, dir: &Path, n: u64, records: &[Vec<u8>]) -> Result<()> {
-    let mut log = LogWriter::new(fs.create_writable(&wal_path(dir, n))?, n)?;
-    for r in records {
-        log.add_record(r)?;
-    }
-    log.sync()?;
+    let mut file = fs.create_writable(&wal_path(dir, n))?;
+    let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+    wal::write_log(file.as_mut(), n, &records)?;
+    file.sync_data()?;
     fs.sync_dir(dir)
 }
 

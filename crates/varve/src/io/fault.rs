@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use parking_lot::Mutex;
 
 use super::fault_read::{FaultyRandomAccess, ReadFault, ReadFaults};
-use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use super::fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
 use crate::{Error, Result};
 
 #[derive(Debug)]
@@ -339,21 +339,18 @@ fn injected(path: &Path, kind: std::io::ErrorKind, what: &str) -> Error {
     )
 }
 
-impl WritableFile for FaultyWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        let s = &self.switches;
-        if s.crashed.load(Ordering::SeqCst) {
-            return Err(injected(
-                self.inner.path(),
-                std::io::ErrorKind::Other,
-                "simulated crash",
-            ));
+impl Switches {
+    /// The checks every write (append or positional) passes: crash, EIO
+    /// after the set number of writes, ENOSPC.
+    fn admit(&self, path: &Path, len: u64) -> Result<()> {
+        if self.crashed.load(Ordering::SeqCst) {
+            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
         }
-        let delay = s.sst_append_delay_micros.load(Ordering::SeqCst);
-        if delay > 0 && self.inner.path().extension().is_some_and(|e| e == "sst") {
+        let delay = self.sst_append_delay_micros.load(Ordering::SeqCst);
+        if delay > 0 && path.extension().is_some_and(|e| e == "sst") {
             std::thread::sleep(std::time::Duration::from_micros(delay));
         }
-        let allowed = s
+        let allowed = self
             .appends_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
                 u64::MAX => Some(n),
@@ -363,13 +360,12 @@ impl WritableFile for FaultyWritable {
             .is_ok();
         if !allowed {
             return Err(injected(
-                self.inner.path(),
+                path,
                 std::io::ErrorKind::Other,
                 "append failed (EIO)",
             ));
         }
-        let len = data.len() as u64;
-        let fits = s
+        let fits = self
             .space_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| match left {
                 u64::MAX => Some(left),
@@ -378,40 +374,97 @@ impl WritableFile for FaultyWritable {
             .is_ok();
         if !fits {
             return Err(injected(
-                self.inner.path(),
+                path,
                 std::io::ErrorKind::StorageFull,
                 "no space left on device (ENOSPC)",
             ));
         }
-        self.inner.append(data)?;
-        s.appends.fetch_add(1, Ordering::SeqCst);
-        if let Some(d) = s.tracked.lock().get_mut(self.inner.path()) {
-            d.len += len;
+        Ok(())
+    }
+
+    /// The checks of an fdatasync.
+    fn admit_sync(&self, path: &Path) -> Result<()> {
+        if self.crashed.load(Ordering::SeqCst) {
+            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
         }
+        if self.fail_syncs.load(Ordering::SeqCst) {
+            return Err(injected(
+                path,
+                std::io::ErrorKind::Other,
+                "fdatasync failed (EIO)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Records a successful write that ends at `end`.
+    fn wrote(&self, path: &Path, end: u64) {
+        self.appends.fetch_add(1, Ordering::SeqCst);
+        if let Some(d) = self.tracked.lock().get_mut(path) {
+            d.len = d.len.max(end);
+        }
+    }
+
+    /// Records a successful fdatasync.
+    fn synced(&self, path: &Path) {
+        self.syncs.fetch_add(1, Ordering::SeqCst);
+        if let Some(d) = self.tracked.lock().get_mut(path) {
+            d.synced_len = d.len;
+        }
+    }
+}
+
+/// A WAL file of the wrapper: positional writes and syncs obey the switches
+/// and are tracked for power loss like appends.
+#[derive(Debug)]
+struct FaultyLog {
+    inner: Arc<dyn LogFile>,
+    switches: Arc<Switches>,
+}
+
+impl LogFile for FaultyLog {
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let s = &self.switches;
+        s.admit(self.inner.path(), data.len() as u64)?;
+        self.inner.write_at(offset, data)?;
+        s.wrote(self.inner.path(), offset + data.len() as u64);
+        Ok(())
+    }
+
+    fn sync_data(&self) -> Result<()> {
+        // Whatever was written when the sync starts is durable after it.
+        let s = &self.switches;
+        s.admit_sync(self.inner.path())?;
+        let len_before = s.tracked.lock().get(self.inner.path()).map(|d| d.len);
+        self.inner.sync_data()?;
+        s.syncs.fetch_add(1, Ordering::SeqCst);
+        if let (Some(len), Some(d)) = (len_before, s.tracked.lock().get_mut(self.inner.path())) {
+            d.synced_len = d.synced_len.max(len);
+        }
+        Ok(())
+    }
+
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+}
+
+impl WritableFile for FaultyWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        let s = &self.switches;
+        let len = data.len() as u64;
+        s.admit(self.inner.path(), len)?;
+        let end = self.inner.len() + len;
+        self.inner.append(data)?;
+        s.wrote(self.inner.path(), end);
         Ok(())
     }
 
     fn sync_data(&mut self) -> Result<()> {
         let s = &self.switches;
-        if s.crashed.load(Ordering::SeqCst) {
-            return Err(injected(
-                self.inner.path(),
-                std::io::ErrorKind::Other,
-                "simulated crash",
-            ));
-        }
-        if s.fail_syncs.load(Ordering::SeqCst) {
-            return Err(injected(
-                self.inner.path(),
-                std::io::ErrorKind::Other,
-                "fdatasync failed (EIO)",
-            ));
-        }
+        s.admit_sync(self.inner.path())?;
         self.inner.sync_data()?;
-        s.syncs.fetch_add(1, Ordering::SeqCst);
-        if let Some(d) = s.tracked.lock().get_mut(self.inner.path()) {
-            d.synced_len = d.len;
-        }
+        s.synced(self.inner.path());
         Ok(())
     }
 
@@ -448,6 +501,14 @@ impl FileSystem for FaultInjectingFs {
         self.check_direct(path)?;
         let inner = self.faulty_reads(self.inner.open_random_access_direct(path)?);
         Ok(self.counting(inner))
+    }
+    fn create_log_file(&self, path: &Path) -> Result<Arc<dyn LogFile>> {
+        self.check_alive(path)?;
+        self.track_new(path)?;
+        Ok(Arc::new(FaultyLog {
+            inner: self.inner.create_log_file(path)?,
+            switches: Arc::clone(&self.switches),
+        }))
     }
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>> {
         self.inner.open_sequential(path)

@@ -28,6 +28,58 @@ pub trait WritableFile: Send + Debug {
     fn path(&self) -> &Path;
 }
 
+/// A log file written at explicit offsets, shared by many threads (the WAL
+/// slots finish in any order and hand their bytes over from any thread).
+pub trait LogFile: Send + Sync + Debug {
+    /// Writes all of `data` at `offset`; on return the OS has it (it
+    /// survives `kill -9`). A short write is an error.
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()>;
+    /// Makes every byte written so far durable (fdatasync).
+    fn sync_data(&self) -> Result<()>;
+    /// The file's path.
+    fn path(&self) -> &Path;
+}
+
+/// [`LogFile`] over a [`WritableFile`]: positional writes must arrive in
+/// file order (`offset` == bytes written so far), which the WAL's ordered
+/// sink guarantees. The default for file systems without positional writes.
+#[derive(Debug)]
+pub struct AppendLogFile {
+    file: parking_lot::Mutex<Box<dyn WritableFile>>,
+    path: std::path::PathBuf,
+}
+
+impl AppendLogFile {
+    /// Wraps `file` (writes continue at its current length).
+    pub fn new(file: Box<dyn WritableFile>) -> AppendLogFile {
+        AppendLogFile {
+            path: file.path().to_path_buf(),
+            file: parking_lot::Mutex::new(file),
+        }
+    }
+}
+
+impl LogFile for AppendLogFile {
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let mut f = self.file.lock();
+        if f.len() != offset {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{}: positional write at {offset} but the file has {} bytes (this file system \
+                 only appends)",
+                self.path.display(),
+                f.len()
+            )));
+        }
+        f.append(data)
+    }
+    fn sync_data(&self) -> Result<()> {
+        self.file.lock().sync_data()
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// A file read front to back.
 pub trait SequentialFile: Send + Debug {
     /// Reads up to `buf.len()` bytes; 0 means end of file.
@@ -66,6 +118,12 @@ pub trait FileSystem: Send + Sync + Debug {
     fn is_dir(&self, path: &Path) -> Result<bool>;
     /// Creates (or truncates) `path` for appending.
     fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) `path` as a [`LogFile`]. The default appends
+    /// through [`create_writable`](Self::create_writable) and so needs
+    /// writes in file order.
+    fn create_log_file(&self, path: &Path) -> Result<Arc<dyn LogFile>> {
+        Ok(Arc::new(AppendLogFile::new(self.create_writable(path)?)))
+    }
     /// Opens `path` to read front to back.
     fn open_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
     /// Opens `path` for positional reads.

@@ -18,6 +18,8 @@ pub use direct::ALIGN as DIRECT_IO_ALIGN;
 pub(crate) use direct::AlignedBuf;
 pub use fault::{FaultInjectingFs, ReadRecord};
 pub use fault_read::ReadFault;
-pub use fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+pub use fs::{
+    AppendLogFile, FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile,
+};
 pub use posix::PosixFs;
 pub use uring::{in_flight_reads, io_uring_available};

@@ -8,10 +8,11 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::fs::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
+use super::fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
 use crate::fiber::fiber_aio_read;
 use crate::{Error, Result};
 
@@ -41,6 +42,29 @@ impl WritableFile for PosixWritable {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A WAL file written with `pwrite` (`FileExt::write_all_at`).
+#[derive(Debug)]
+struct PosixLogFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl LogFile for PosixLogFile {
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.file
+            .write_all_at(data, offset)
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn sync_data(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
     }
 
     fn path(&self) -> &Path {
@@ -144,6 +168,19 @@ impl FileSystem for PosixFs {
             file,
             path: path.to_path_buf(),
             len: 0,
+        }))
+    }
+
+    fn create_log_file(&self, path: &Path) -> Result<Arc<dyn LogFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Arc::new(PosixLogFile {
+            file,
+            path: path.to_path_buf(),
         }))
     }
 

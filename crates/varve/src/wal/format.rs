@@ -17,7 +17,9 @@ pub const BLOCK_SIZE: usize = 32 * 1024;
 /// Size of a record header: CRC (4) | length (2) | type (1) | log number low bits (4).
 pub const HEADER_SIZE: usize = 11;
 
-/// The format version this build writes and the newest it reads.
+/// The version of the block framing ([`LogWriter`](super::LogWriter), used by
+/// the manifest and by WALs of older databases). WALs this build writes are
+/// version [`WAL_FORMAT_V2`](super::record::WAL_FORMAT_V2).
 pub const FORMAT_VERSION: u32 = 1;
 
 /// The first 8 bytes of the file-header payload.
@@ -154,6 +156,42 @@ pub fn parse_file_header(payload: &[u8]) -> Result<u64, FileHeaderError> {
     }
     decode_fixed64(&payload[12..]).ok_or(FileHeaderError::BadLength(payload.len()))
 }
+
+/// Parses a file-header payload of any version this build reads (1 or 2);
+/// returns the version and the full log number it names.
+pub fn parse_file_header_any(payload: &[u8]) -> Result<(u32, u64), FileHeaderError> {
+    if payload.get(..8) != Some(&MAGIC[..]) {
+        return Err(FileHeaderError::BadMagic);
+    }
+    let version = decode_fixed32(&payload[8..]).ok_or(FileHeaderError::BadMagic)?;
+    if version != FORMAT_VERSION && version != super::record::WAL_FORMAT_V2 {
+        return Err(FileHeaderError::Version(version));
+    }
+    if payload.len() != FILE_HEADER_PAYLOAD_LEN {
+        return Err(FileHeaderError::BadLength(payload.len()));
+    }
+    let n = decode_fixed64(&payload[12..]).ok_or(FileHeaderError::BadLength(payload.len()))?;
+    Ok((version, n))
+}
+
+/// The whole FILE_HEADER record (block framing, 31 bytes) of a log of
+/// format `version` numbered `log_number`.
+pub fn file_header_record(version: u32, log_number: u64) -> Vec<u8> {
+    let payload = file_header_payload(version, log_number);
+    let mut out = Vec::with_capacity(FILE_HEADER_RECORD_LEN);
+    put_header(
+        &mut out,
+        RecordType::FileHeader,
+        log_low(log_number),
+        &payload,
+        FILE_HEADER_PAYLOAD_LEN as u16,
+    );
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Length of the whole FILE_HEADER record: header + payload.
+pub const FILE_HEADER_RECORD_LEN: usize = HEADER_SIZE + FILE_HEADER_PAYLOAD_LEN;
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,11 @@
 //! already treats as the end of the log; on drop the file is cut back to its
 //! logical length.
 //!
+//! [`MappedLog`] puts one behind the slot WAL's [`LogFile`] boundary: the
+//! slot sink hands it byte ranges strictly in log order, each copied under a
+//! short lock, while `fdatasync` runs on a second handle of the file outside
+//! that lock, so writers keep copying while the log syncs.
+//!
 //! Thread-safety: the owner appends through `&mut self`; the mapping is
 //! private to this value (never handed out), so no other reference to it
 //! exists while it is written, grown or unmapped. Invariants: `ptr` maps
@@ -24,7 +29,9 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 
-use crate::io::WritableFile;
+use parking_lot::Mutex;
+
+use crate::io::{LogFile, WritableFile};
 use crate::{Error, Result};
 
 /// Granularity of the mapping and of growth.
@@ -195,6 +202,63 @@ impl WritableFile for MappedLogFile {
     }
 }
 
+/// A [`MappedLogFile`] as the slot WAL's [`LogFile`]: positional writes
+/// must arrive in log order (`offset` == bytes written so far), which the
+/// WAL's ordered sink guarantees; `sync_data` does not wait for writers.
+pub struct MappedLog {
+    file: Mutex<MappedLogFile>,
+    sync_handle: File,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for MappedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedLog")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl MappedLog {
+    /// Wraps `file` (writes continue at its current length).
+    pub fn new(file: MappedLogFile) -> Result<MappedLog> {
+        let sync_handle = file
+            .file
+            .try_clone()
+            .map_err(|e| Error::io(&file.path, e))?;
+        Ok(MappedLog {
+            path: file.path.clone(),
+            file: Mutex::new(file),
+            sync_handle,
+        })
+    }
+}
+
+impl LogFile for MappedLog {
+    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        let mut f = self.file.lock();
+        if f.len() != offset {
+            return Err(Error::InvalidArgument(format!(
+                "{}: mapped log written at {offset} but it holds {} bytes (writes must come in log order)",
+                self.path.display(),
+                f.len()
+            )));
+        }
+        f.append(data)
+    }
+
+    fn sync_data(&self) -> Result<()> {
+        // Same inode, so this covers every page dirtied through the mapping.
+        self.sync_handle
+            .sync_data()
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 impl Drop for MappedLogFile {
     fn drop(&mut self) {
         // SAFETY: `ptr`/`cap` are our live mapping and nothing refers into it;
@@ -270,6 +334,38 @@ mod tests {
         .expect("thread");
         drop(f);
         assert_eq!(std::fs::read(&path).expect("read"), b"ab");
+    }
+
+    #[test]
+    fn mapped_log_takes_writes_in_log_order_and_syncs_beside_them() {
+        let dir = tmp();
+        let path = dir.path().join("000005.log");
+        let log = std::sync::Arc::new(
+            MappedLog::new(MappedLogFile::create(&path, 4096).expect("create")).expect("log"),
+        );
+        log.write_at(0, b"abc").expect("write");
+        let err = log.write_at(10, b"x").expect_err("out of order");
+        assert!(err.to_string().contains("log order"), "{err}");
+        let syncer = {
+            let log = std::sync::Arc::clone(&log);
+            std::thread::spawn(move || {
+                for _ in 0..20 {
+                    log.sync_data().expect("sync");
+                }
+            })
+        };
+        let mut off = 3u64;
+        for i in 0..2000u32 {
+            let rec = i.to_le_bytes();
+            log.write_at(off, &rec).expect("write");
+            off += rec.len() as u64;
+        }
+        syncer.join().expect("syncer");
+        drop(log);
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len() as u64, off);
+        assert_eq!(&bytes[..3], b"abc");
+        assert_eq!(&bytes[3..7], &0u32.to_le_bytes());
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use super::format::{
-    self, FORMAT_VERSION, FileHeaderError, HEADER_SIZE, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, RecordType,
+    self, FileHeaderError, HEADER_SIZE, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, RecordType,
 };
 use crate::io::{FileSystem, SequentialFile};
 use crate::util::checksum::unmask;
@@ -45,26 +45,8 @@ pub struct ReplayOutcome {
     pub tail: TailStatus,
 }
 
-/// Reads every record of log `log_number` at `path` in order, calling
-/// `f(payload, offset)` with the offset of the record's first fragment.
-///
-/// The FILE_HEADER is checked (magic, version, log number) but not delivered.
-/// At the first bad record the rest of the file is scanned: if a valid record
-/// of this log follows, the result is `Error::Corruption` naming the bad
-/// record's offset; otherwise `Ok` with [`TailStatus::Truncated`]. Records
-/// before the bad point have already been delivered to `f` when Corruption is
-/// returned, so a caller that must not apply a partial log buffers them.
-/// An error from `f` aborts the replay and is returned unchanged.
-pub fn replay(
-    fs: &dyn FileSystem,
-    path: &Path,
-    log_number: u64,
-    f: impl FnMut(&[u8], u64) -> Result<()>,
-) -> Result<ReplayOutcome> {
-    replay_with_block_size(fs, path, log_number, format::BLOCK_SIZE, f)
-}
-
-/// [`replay`] with a non-standard block size (tests only).
+/// Replays a version-1 (block-framed) log; [`super::replay`] dispatches here
+/// by the file header (tests also pass non-standard block sizes).
 pub(crate) fn replay_with_block_size(
     fs: &dyn FileSystem,
     path: &Path,
@@ -318,7 +300,7 @@ impl Reader<'_> {
             Err(FileHeaderError::Version(found)) => Err(Error::UnsupportedVersion {
                 file: self.path.to_path_buf(),
                 found,
-                supported: FORMAT_VERSION,
+                supported: super::record::WAL_FORMAT_V2,
             }),
             Err(FileHeaderError::BadMagic) => Err(Error::corruption(
                 self.path,

@@ -303,13 +303,13 @@ fn version_magic_and_log_number_checks() {
 
     write_all(
         &path,
-        &log_with_file_header(9, &format::file_header_payload(2, 9), body),
+        &log_with_file_header(9, &format::file_header_payload(7, 9), body),
     );
     match collect(&PosixFs, &path, 9, BLOCK_SIZE).1 {
         Err(Error::UnsupportedVersion {
             file,
-            found: 2,
-            supported: 1,
+            found: 7,
+            supported: 2,
         }) => assert_eq!(file, path),
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }

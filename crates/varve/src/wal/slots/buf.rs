@@ -32,7 +32,23 @@ impl std::fmt::Debug for SlotBuf {
 }
 
 impl SlotBuf {
-    /// A zeroed buffer of `capacity` bytes.
+    /// A zeroed buffer of `capacity` bytes (one zeroed allocation; the
+    /// kernel supplies zero pages lazily).
+    #[cfg(not(loom))]
+    pub(super) fn new(capacity: usize) -> Self {
+        let bytes: Box<[u8]> = vec![0u8; capacity].into_boxed_slice();
+        let raw = Box::into_raw(bytes) as *mut [UnsafeCell<u8>];
+        // SAFETY: `UnsafeCell<u8>` is `repr(transparent)` over `u8` (same
+        // size, alignment and bit validity), so the allocation of a boxed
+        // `[u8]` of `capacity` bytes is a valid boxed `[UnsafeCell<u8>]` of
+        // the same length and layout; ownership moves from `bytes` to the
+        // new box, which frees it with the same layout.
+        let cells = unsafe { Box::from_raw(raw) };
+        SlotBuf { cells }
+    }
+
+    /// A zeroed buffer of `capacity` loom-checked cells.
+    #[cfg(loom)]
     pub(super) fn new(capacity: usize) -> Self {
         SlotBuf {
             cells: (0..capacity).map(|_| UnsafeCell::new(0u8)).collect(),

@@ -198,13 +198,21 @@ impl SlotPool {
     /// slot is empty or already closing. A caller always sees its own
     /// earlier joins, so a sync writer's record is never left behind.
     pub fn close_active(&self) -> Option<WriteJob<'_>> {
+        self.close_active_before(u64::MAX)
+    }
+
+    /// [`close_active`](Self::close_active), but only if the open slot
+    /// starts before log offset `end` — i.e. it holds bytes of the caller's
+    /// record that ends at `end`. A writer waiting for its record to be
+    /// written uses this so that it never closes a later slot early.
+    pub fn close_active_before(&self, end: u64) -> Option<WriteJob<'_>> {
         let mut sw = self.switch.lock();
         if sw.waiting {
             return None;
         }
         let i = self.active.0.load(Ordering::Relaxed);
         let slot = &self.slots[i];
-        if slot.state.load(Ordering::Acquire) == state::OPEN_EMPTY {
+        if slot.state.load(Ordering::Acquire) == state::OPEN_EMPTY || slot.start() >= end {
             return None;
         }
         match slot.close() {

@@ -1,0 +1,241 @@
+//! The write path: WiredTiger-style log slots (`wal::slots`) in front of
+//! the concurrent memtable, with no leader and no queue.
+//!
+//! A write (see [`write`]): validate; one short delay if a stall is near
+//! (`room`); take the *write gate* shared and reserve the batch's memtable
+//! charge in the current log (else switch memtables, `room`); take a
+//! sequence range with one `fetch_add` (`sequencer`); encode the batch with
+//! it; join/copy/release the record into the open slot (`wal_log`); insert
+//! into the memtable concurrently with other writers; complete the sequence
+//! range; leave the gate. Then, outside the gate: write the slot (or direct
+//! record) this writer ended up owning, wait until its own sequence is
+//! published (read-your-writes), wait until its record reached the OS (the
+//! `kill -9` rule — closing and writing the open slot itself when the sink
+//! is idle), and for `sync = true` until the syncer (`syncer`) made it
+//! durable.
+//!
+//! Invariants: a reader never sees part of a batch, nor a sequence number
+//! without every smaller one (`sequencer`). A write acknowledged with
+//! `sync = false` has reached the OS; with `sync = true` it was
+//! fdatasync'ed. A write that depends on an earlier one it observed was
+//! placed in the log after it (the earlier write joined its slot before it
+//! was published), and the file only ever holds a prefix of the log, so an
+//! acknowledged write never survives a crash without the writes it
+//! depended on. A WAL failure poisons the database: the writers whose
+//! records were not yet written get the IO error, later writes
+//! `Error::Poisoned`. Thread-safety: any number of threads may call
+//! [`write`] at once.
+
+mod room;
+mod sequencer;
+mod syncer;
+mod wal_log;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::DbInner;
+use super::memtables::insert_batch;
+use super::stats::Counters;
+use crate::batch::BatchOp;
+use crate::memtable::MemTable;
+use crate::{Error, Result, WriteBatch, WriteOptions};
+pub(crate) use sequencer::Sequencer;
+pub(crate) use wal_log::WalLog;
+
+/// The write path's shared state (one per database).
+#[derive(Debug)]
+pub(crate) struct WritePath {
+    /// The current log (and its memtable). Writers hold it shared from
+    /// reserving memtable room until their insert; a memtable switch holds
+    /// it exclusively.
+    gate: RwLock<Arc<WalLog>>,
+    /// One memtable switch (or stall) at a time.
+    switching: Mutex<()>,
+    seq: Sequencer,
+    syncer: syncer::Syncer,
+}
+
+impl WritePath {
+    /// The write path of a database whose current log is `log` and whose
+    /// last published sequence is `last_sequence`.
+    pub(crate) fn new(log: WalLog, last_sequence: u64) -> WritePath {
+        WritePath {
+            gate: RwLock::new(Arc::new(log)),
+            switching: Mutex::new(()),
+            seq: Sequencer::new(last_sequence),
+            syncer: syncer::Syncer::default(),
+        }
+    }
+
+    /// The current log.
+    pub(crate) fn current(&self) -> Arc<WalLog> {
+        Arc::clone(&self.gate.read())
+    }
+
+    /// Starts the syncing thread (idle push, batched and periodic fdatasync).
+    pub(crate) fn start(db: &Arc<DbInner>) -> Result<()> {
+        let o = &db.options;
+        let weak: Weak<DbInner> = Arc::downgrade(db);
+        db.writes
+            .syncer
+            .start(weak, o.wal_idle_flush_interval, o.wal_sync_interval)
+    }
+
+    /// Stops the syncing thread.
+    pub(crate) fn stop(&self) {
+        self.syncer.stop();
+    }
+
+    /// Writes and fdatasyncs every record placed in the current log.
+    pub(crate) fn sync_wal(&self, db: &DbInner) -> Result<()> {
+        let log = self.current();
+        match log.flush_and_sync() {
+            Ok(true) => {
+                Counters::add(&db.counters.wal_syncs, 1);
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(e) => {
+                db.poison(format!("WAL sync failed: {e}"));
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes the current memtable immutable (if it holds anything) and waits
+    /// until every immutable memtable is flushed.
+    pub(crate) fn flush_memtable(&self, db: &DbInner) -> Result<()> {
+        db.check_writable()?;
+        {
+            let _one = self.switching.lock();
+            if !db.super_version().mem.table.is_empty() {
+                room::switch_memtable(db, 0)?;
+            }
+        }
+        db.bg.kick();
+        while !db.super_version().imms.is_empty() {
+            db.check_writable()?;
+            db.bg.wait_progress(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+}
+
+/// Checks the batch against the size limits of the options and returns the
+/// memtable bytes it needs.
+fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
+    let o = &db.options;
+    let mut charge = 0;
+    for op in batch.iter() {
+        let key = op.key();
+        if key.is_empty() {
+            return Err(Error::InvalidArgument("empty keys are not allowed".into()));
+        }
+        if key.len() > o.max_key_size {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes exceeds max_key_size {}",
+                key.len(),
+                o.max_key_size
+            )));
+        }
+        let value_len = match op {
+            BatchOp::Put { value, .. } => value.len(),
+            BatchOp::Delete { .. } => 0,
+        };
+        if value_len > o.max_value_size {
+            return Err(Error::InvalidArgument(format!(
+                "value of {value_len} bytes exceeds max_value_size {}",
+                o.max_value_size
+            )));
+        }
+        charge += MemTable::entry_charge(key.len(), value_len);
+    }
+    Ok(charge)
+}
+
+/// Applies `batch` atomically (see the module docs).
+pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+    let charge = validate(db, &batch)?;
+    db.check_writable()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    room::slowdown(db);
+    let wp = &db.writes;
+    let count = batch.len() as u64;
+    let (log, gate) = loop {
+        let gate = wp.gate.read();
+        if gate.try_reserve(charge) {
+            break (Arc::clone(&gate), gate);
+        }
+        drop(gate);
+        room::make_room(db, charge)?;
+    };
+    // Inside the gate: sequence, log placement, memtable insert.
+    let first = wp.seq.assign(&db.last_sequence, count)?;
+    let last = first + count - 1;
+    batch.set_sequence(first);
+    let placed = if opts.disable_wal {
+        None
+    } else {
+        match log.place(batch.encoded()) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                wp.seq.complete(&db.last_sequence, first, last);
+                drop(gate);
+                db.poison(format!("WAL append failed: {e}"));
+                return Err(e);
+            }
+        }
+    };
+    let inserted = insert_batch(&log.mem, &batch, first);
+    wp.seq.complete(&db.last_sequence, first, last);
+    drop(gate);
+    if inserted.is_err() {
+        // The charge was reserved, so this is a bug; stop accepting writes.
+        let why = "memtable rejected an entry it had room for".to_string();
+        db.poison(why.clone());
+        return Err(Error::Poisoned(why));
+    }
+    Counters::add(
+        &db.counters.user_bytes,
+        (batch.size_in_bytes() - crate::batch::HEADER_LEN) as u64,
+    );
+    Counters::add(&db.counters.user_writes, 1);
+
+    // Outside the gate: write what this thread owns first (others may be
+    // waiting for exactly that slot), then wait.
+    let end = match placed {
+        None => None,
+        Some(p) => {
+            let end = p.end;
+            Counters::add(
+                &db.counters.wal_bytes,
+                crate::wal::record::encoded_len(batch.encoded().len()) as u64,
+            );
+            if let Err(e) = log.finish(p) {
+                db.poison(format!("WAL append failed: {e}"));
+                return Err(e);
+            }
+            Some(end)
+        }
+    };
+    wp.seq.wait_published(&db.last_sequence, last);
+    let Some(end) = end else {
+        return Ok(());
+    };
+    if let Err(e) = log.wait_written(end) {
+        db.poison(format!("WAL append failed: {e}"));
+        return Err(e);
+    }
+    if opts.sync
+        && let Err(e) = log.wait_durable(end, || wp.syncer.request())
+    {
+        db.poison(format!("WAL sync failed: {e}"));
+        return Err(e);
+    }
+    Ok(())
+}

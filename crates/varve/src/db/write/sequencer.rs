@@ -1,0 +1,151 @@
+//! [`Sequencer`]: hands out sequence-number ranges without a lock and
+//! publishes them to readers in order.
+//!
+//! A writer takes a range with one `fetch_add` on `next`, inserts its batch
+//! into the memtable under those numbers, then [`Sequencer::complete`]s the
+//! range. The published sequence (`DbInner::last_sequence`) advances only
+//! over *contiguous* completed ranges: whoever completes the range right
+//! after the published one advances over it and over every later range that
+//! already completed out of order (kept in a small map), so no writer has to
+//! wait for its turn to publish. [`Sequencer::wait_published`] lets a writer
+//! see its own write before returning (spin briefly, then park).
+//!
+//! Thread-safety: `Sync`; `complete` takes a short mutex. Invariants:
+//! `last_sequence` only grows and is only written under `pending`'s lock;
+//! every sequence `<= last_sequence` belongs to a completed range, so a
+//! reader never sees a batch in part, nor a later write without every
+//! earlier one; every range handed out is completed exactly once (also on
+//! failure) so publishing never stalls behind a failed writer.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::keys::MAX_SEQUENCE;
+use crate::{Error, Result};
+
+/// Sequence assignment and in-order publication.
+#[derive(Debug)]
+pub(crate) struct Sequencer {
+    /// The next sequence number to hand out.
+    next: AtomicU64,
+    /// Completed ranges (first -> last) above the published sequence that
+    /// are not contiguous with it yet.
+    pending: Mutex<BTreeMap<u64, u64>>,
+    cv: Condvar,
+    waiters: AtomicUsize,
+}
+
+impl Sequencer {
+    /// Starts after `last_sequence` (the last published number).
+    pub(crate) fn new(last_sequence: u64) -> Sequencer {
+        Sequencer {
+            next: AtomicU64::new(last_sequence + 1),
+            pending: Mutex::new(BTreeMap::new()),
+            cv: Condvar::new(),
+            waiters: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes `count >= 1` numbers; returns the first. On exhaustion the
+    /// range is still completed (so later publishing does not stall) and an
+    /// error returned.
+    pub(crate) fn assign(&self, published: &AtomicU64, count: u64) -> Result<u64> {
+        let first = self.next.fetch_add(count, Ordering::Relaxed);
+        if first.saturating_add(count - 1) > MAX_SEQUENCE {
+            self.complete(published, first, first + count - 1);
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        Ok(first)
+    }
+
+    /// Marks `first..=last` inserted and publishes whatever became
+    /// contiguous.
+    pub(crate) fn complete(&self, published: &AtomicU64, first: u64, last: u64) {
+        let mut pending = self.pending.lock();
+        let current = published.load(Ordering::Relaxed);
+        if first != current + 1 {
+            pending.insert(first, last);
+            return;
+        }
+        let mut top = last;
+        while let Some(end) = pending.remove(&(top + 1)) {
+            top = end;
+        }
+        published.store(top, Ordering::Release);
+        drop(pending);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = self.pending.lock();
+            self.cv.notify_all();
+        }
+    }
+
+    /// Waits until `published >= seq` (spin briefly, then park).
+    pub(crate) fn wait_published(&self, published: &AtomicU64, seq: u64) {
+        for round in 0..64 {
+            if published.load(Ordering::Acquire) >= seq {
+                return;
+            }
+            if round < 48 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let mut g = self.pending.lock();
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        while published.load(Ordering::Acquire) < seq {
+            // The timeout only bounds a missed wake-up; `complete` notifies.
+            self.cv.wait_for(&mut g, Duration::from_millis(2));
+        }
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publishes_only_contiguous_ranges() {
+        let published = AtomicU64::new(10);
+        let s = Sequencer::new(10);
+        let a = s.assign(&published, 3).expect("a"); // 11..=13
+        let b = s.assign(&published, 1).expect("b"); // 14
+        let c = s.assign(&published, 2).expect("c"); // 15..=16
+        assert_eq!((a, b, c), (11, 14, 15));
+        s.complete(&published, c, 16);
+        assert_eq!(published.load(Ordering::Relaxed), 10);
+        s.complete(&published, a, 13);
+        assert_eq!(published.load(Ordering::Relaxed), 13);
+        s.complete(&published, b, 14);
+        assert_eq!(published.load(Ordering::Relaxed), 16);
+        s.wait_published(&published, 16);
+    }
+
+    #[test]
+    fn many_threads_publish_everything() {
+        let published = AtomicU64::new(0);
+        let s = Sequencer::new(0);
+        std::thread::scope(|sc| {
+            for t in 0..8u64 {
+                let (s, published) = (&s, &published);
+                sc.spawn(move || {
+                    for i in 0..2000u64 {
+                        let n = 1 + (i + t) % 3;
+                        let first = s.assign(published, n).expect("assign");
+                        s.complete(published, first, first + n - 1);
+                        s.wait_published(published, first + n - 1);
+                    }
+                });
+            }
+        });
+        let total: u64 = (0..8u64)
+            .map(|t| (0..2000u64).map(|i| 1 + (i + t) % 3).sum::<u64>())
+            .sum();
+        assert_eq!(published.load(Ordering::Relaxed), total);
+    }
+}

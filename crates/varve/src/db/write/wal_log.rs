@@ -1,0 +1,477 @@
+//! [`WalLog`]: one WAL file (format version 2) with its slot pool, its
+//! memtable budget and its written / durable positions.
+//!
+//! Writers *place* their record into the slot pool (join, copy, release)
+//! while holding the write gate shared, and afterwards write whatever slot
+//! or direct record they ended up owning through the [`OrderedSink`]. The
+//! sink hands bytes to the file with `pwrite` at file offset = log offset
+//! (the pool's log offsets already include the 31-byte file header), and
+//! does so in log order: a slot that finished early waits for the slots
+//! before it. So the file only ever holds a prefix of the log — after
+//! `kill -9` there is never a hole followed by records, and recovery's rule
+//! "a bad record followed by a good one is corruption" still holds.
+//!
+//! Positions: `written` (the pool's `written_position`: every byte below it
+//! reached the OS) and `durable` (every byte below it was fdatasync'ed; the
+//! syncer takes `written` before fdatasync and publishes it after). Both
+//! only grow. Waiters spin briefly, then park on [`Events`], which every
+//! advance and every failure notifies.
+//!
+//! Thread-safety: `WalLog` is `Sync`. Invariants: a record is acknowledged
+//! only when `written` (sync = false) or `durable` (sync = true) passes its
+//! end; the first IO failure is kept and returned to every writer whose
+//! record was not yet written/durable; after it nothing more reaches the
+//! file.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::io::{FileSystem, LogFile};
+use crate::memtable::MemTable;
+use crate::wal::format::{self, FILE_HEADER_RECORD_LEN};
+use crate::wal::record::{self, RECORD_HEADER_SIZE, WAL_FORMAT_V2};
+use crate::wal::slots::{DirectReservation, Join, SlotConfig, SlotPool, SlotSink, WriteJob};
+use crate::{Error, Result};
+
+/// Slots in each log's ring.
+pub(crate) const SLOTS: usize = 8;
+/// Most bytes per slot buffer; a slot closes when half full, records
+/// longer than the other half take the direct path. Small memtables get
+/// smaller slots (an eighth of the memtable, at least 4 KiB).
+pub(crate) const SLOT_CAPACITY: usize = 256 << 10;
+
+/// Slot buffer size for a memtable of `mem_capacity` bytes.
+fn slot_capacity(mem_capacity: usize) -> usize {
+    (mem_capacity / 8).clamp(4 << 10, SLOT_CAPACITY)
+}
+
+/// Park/notify for position changes (written, durable, failure).
+#[derive(Debug, Default)]
+pub(crate) struct Events {
+    lock: Mutex<()>,
+    cv: Condvar,
+    waiters: AtomicUsize,
+    /// Bumped by every notify, so a waiter can tell that something happened
+    /// since it last looked.
+    epoch: AtomicU64,
+}
+
+impl Events {
+    /// The current notify count.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Wakes every parked waiter (cheap when nobody waits).
+    pub(crate) fn notify(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            let _g = self.lock.lock();
+            self.cv.notify_all();
+        }
+    }
+
+    /// Parks until notified (or `max` passes) unless `ready()` already holds.
+    pub(crate) fn park(&self, ready: impl Fn() -> bool, max: Duration) {
+        let mut g = self.lock.lock();
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        if !ready() {
+            self.cv.wait_for(&mut g, max);
+        }
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The pool's IO boundary: `pwrite` in log order.
+#[derive(Debug)]
+struct OrderedSink {
+    file: Arc<dyn LogFile>,
+    /// The log offset the next write must start at.
+    next: Mutex<u64>,
+    cv: Condvar,
+    /// Writes in progress or waiting for their turn.
+    busy: AtomicUsize,
+    /// The first failure (kept for every waiter).
+    failure: Mutex<Option<Error>>,
+    failed: AtomicBool,
+}
+
+impl OrderedSink {
+    fn fail(&self, e: &Error) {
+        let mut f = self.failure.lock();
+        if f.is_none() {
+            *f = Some(e.duplicate());
+        }
+        self.failed.store(true, Ordering::Release);
+    }
+}
+
+impl SlotSink for OrderedSink {
+    fn write_at_log_offset(&self, log_offset: u64, bytes: &[u8]) -> io::Result<()> {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        let result = (|| {
+            let mut next = self.next.lock();
+            while *next != log_offset && !self.failed.load(Ordering::Acquire) {
+                self.cv.wait(&mut next);
+            }
+            if self.failed.load(Ordering::Acquire) {
+                return Err(io::Error::other("an earlier WAL write failed"));
+            }
+            let r = self.file.write_at(log_offset, bytes);
+            match r {
+                Ok(()) => *next += bytes.len() as u64,
+                Err(ref e) => self.fail(e),
+            }
+            self.cv.notify_all();
+            r.map_err(|e| io::Error::other(e.to_string()))
+        })();
+        self.busy.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+}
+
+/// A record placed in the log whose bytes may still have to be written by
+/// the placing thread (see [`WalLog::finish`]).
+#[must_use]
+pub(crate) struct Placed<'a> {
+    /// Log offset just past the record.
+    pub(crate) end: u64,
+    job: Option<WriteJob<'a>>,
+    direct: Option<(DirectReservation<'a>, Vec<u8>)>,
+}
+
+/// One WAL file and its slots; see the module docs.
+#[derive(Debug)]
+pub(crate) struct WalLog {
+    /// The log's file number.
+    pub(crate) number: u64,
+    /// The memtable this log's records go to.
+    pub(crate) mem: Arc<MemTable>,
+    /// Memtable bytes writers may reserve (entry charges are upper bounds,
+    /// so reserved inserts never fail). The memtable is always fresh when
+    /// its log is created.
+    budget: usize,
+    reserved: AtomicUsize,
+    pool: SlotPool,
+    sink: OrderedSink,
+    /// Largest end offset of any record placed so far.
+    end: AtomicU64,
+    durable: AtomicU64,
+    /// Notified after every sink write and on failure (write waiters).
+    pub(crate) events: Events,
+    /// Notified when the durable position advances and on failure (sync
+    /// waiters), so they are not woken by every slot write.
+    durable_events: Events,
+    path: PathBuf,
+}
+
+impl WalLog {
+    /// Creates log file `number` in `dir` (its FILE_HEADER written; the
+    /// caller syncs the directory) feeding memtable `mem`; memory-mapped
+    /// when `mmap` (see `wal::create_log_file`).
+    pub(crate) fn create(
+        fs: &dyn FileSystem,
+        path: &Path,
+        mmap: bool,
+        number: u64,
+        mem: Arc<MemTable>,
+    ) -> Result<WalLog> {
+        let file = crate::wal::create_log_file(fs, path, mmap)?;
+        file.write_at(0, &format::file_header_record(WAL_FORMAT_V2, number))?;
+        Self::with_file(file, number, mem)
+    }
+
+    /// A log that writes nothing (read-only databases refuse writes before
+    /// they reach it).
+    pub(crate) fn discard(dir: &Path, mem: Arc<MemTable>) -> Result<WalLog> {
+        let file: Arc<dyn LogFile> = Arc::new(DiscardLog {
+            path: dir.join("(read-only: no WAL)"),
+        });
+        Self::with_file(file, 0, mem)
+    }
+
+    fn with_file(file: Arc<dyn LogFile>, number: u64, mem: Arc<MemTable>) -> Result<WalLog> {
+        let start = FILE_HEADER_RECORD_LEN as u64;
+        let config = SlotConfig::new(SLOTS, slot_capacity(mem.capacity()));
+        let pool = SlotPool::new(config, start)?;
+        Ok(WalLog {
+            number,
+            // Entry charges include the head node's share, so a fresh
+            // memtable accepts entries whose charges sum to its capacity.
+            budget: mem.capacity(),
+            mem,
+            reserved: AtomicUsize::new(0),
+            pool,
+            path: file.path().to_path_buf(),
+            sink: OrderedSink {
+                file,
+                next: Mutex::new(start),
+                cv: Condvar::new(),
+                busy: AtomicUsize::new(0),
+                failure: Mutex::new(None),
+                failed: AtomicBool::new(false),
+            },
+            end: AtomicU64::new(start),
+            durable: AtomicU64::new(start),
+            events: Events::default(),
+            durable_events: Events::default(),
+        })
+    }
+
+    /// Reserves `charge` bytes of the memtable; false if they do not fit.
+    pub(crate) fn try_reserve(&self, charge: usize) -> bool {
+        let before = self.reserved.fetch_add(charge, Ordering::Relaxed);
+        if before.saturating_add(charge) <= self.budget {
+            return true;
+        }
+        self.reserved.fetch_sub(charge, Ordering::Relaxed);
+        false
+    }
+
+    /// Whether `charge` more bytes would fit (no reservation).
+    pub(crate) fn has_room(&self, charge: usize) -> bool {
+        self.reserved.load(Ordering::Relaxed).saturating_add(charge) <= self.budget
+    }
+
+    /// Whether `charge` bytes fit this log's memtable at all.
+    pub(crate) fn could_hold(&self, charge: usize) -> bool {
+        charge <= self.budget
+    }
+
+    /// The first IO failure, if any.
+    fn failure(&self) -> Option<Error> {
+        if !self.sink.failed.load(Ordering::Acquire) && !self.pool.is_poisoned() {
+            return None;
+        }
+        Some(self.sink.failure.lock().as_ref().map_or_else(
+            || Error::Poisoned(format!("WAL {} failed earlier", self.path.display())),
+            Error::duplicate,
+        ))
+    }
+
+    fn fail(&self, e: &Error) {
+        self.sink.fail(e);
+        self.pool.poison();
+        self.sink.cv.notify_all();
+        self.events.notify();
+        self.durable_events.notify();
+    }
+
+    /// Joins the log with `payload` framed as one record (lock-free; call
+    /// under the write gate). The returned [`Placed`] must be passed to
+    /// [`finish`](Self::finish) — after leaving the gate.
+    pub(crate) fn place(&self, payload: &[u8]) -> Result<Placed<'_>> {
+        if payload.len() > record::MAX_RECORD_PAYLOAD {
+            return Err(Error::InvalidArgument(format!(
+                "write batch of {} bytes exceeds the WAL record limit {}",
+                payload.len(),
+                record::MAX_RECORD_PAYLOAD
+            )));
+        }
+        let low = format::log_low(self.number);
+        let len = record::encoded_len(payload.len());
+        let header = record::header(low, payload);
+        let placed = match self.pool.join(len) {
+            Join::Slot(mut r) => {
+                r.write_at(0, &header);
+                r.write_at(RECORD_HEADER_SIZE, payload);
+                let end = r.log_offset() + len as u64;
+                Placed {
+                    end,
+                    job: r.release(),
+                    direct: None,
+                }
+            }
+            Join::TooLarge => {
+                let (d, job) = self.pool.reserve_direct(len);
+                let mut bytes = Vec::with_capacity(len);
+                bytes.extend_from_slice(&header);
+                bytes.extend_from_slice(payload);
+                Placed {
+                    end: d.log_offset() + len as u64,
+                    job,
+                    direct: Some((d, bytes)),
+                }
+            }
+            Join::Empty => unreachable!("a framed record is never empty"),
+            Join::Poisoned => return Err(self.failure().unwrap_or_else(|| self.poisoned())),
+        };
+        self.end.fetch_max(placed.end, Ordering::AcqRel);
+        Ok(placed)
+    }
+
+    fn poisoned(&self) -> Error {
+        Error::Poisoned(format!("WAL {} failed earlier", self.path.display()))
+    }
+
+    /// Writes what `placed` left to this thread (a slot it released last,
+    /// a direct record). Never waits for anything but earlier log bytes.
+    pub(crate) fn finish(&self, placed: Placed<'_>) -> Result<()> {
+        if let Some(job) = placed.job {
+            self.write_job(job)?;
+        }
+        if let Some((d, bytes)) = placed.direct {
+            let r = d.write_to(&self.sink, &bytes);
+            self.events.notify();
+            if r.is_err() {
+                return Err(self.failure().unwrap_or_else(|| self.poisoned()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one slot through the ordered sink and wakes waiters.
+    fn write_job(&self, job: WriteJob<'_>) -> Result<()> {
+        let r = job.write_to(&self.sink);
+        self.events.notify();
+        match r {
+            Ok(()) => Ok(()),
+            Err(_) => {
+                let e = self.failure().unwrap_or_else(|| self.poisoned());
+                self.fail(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Log offset below which every byte reached the OS.
+    pub(crate) fn written(&self) -> u64 {
+        self.pool.written_position()
+    }
+
+    /// Log offset below which every byte is durable.
+    pub(crate) fn durable(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    /// Largest end of any record placed so far.
+    pub(crate) fn placed_end(&self) -> u64 {
+        self.end.load(Ordering::Acquire)
+    }
+
+    /// The `kill -9` rule: returns once every byte below `end` reached the
+    /// OS. While the sink is idle and the open slot holds part of the
+    /// caller's record, the caller closes that slot and writes it itself
+    /// (natural group commit: slots fill while a write is in progress).
+    pub(crate) fn wait_written(&self, end: u64) -> Result<()> {
+        let mut round = 0u32;
+        loop {
+            let seen = self.events.epoch();
+            if self.written() >= end {
+                return Ok(());
+            }
+            if let Some(e) = self.failure() {
+                return Err(e);
+            }
+            if self.sink.busy.load(Ordering::SeqCst) == 0
+                && let Some(job) = self.pool.close_active_before(end)
+            {
+                self.write_job(job)?;
+                continue;
+            }
+            round += 1;
+            if round < 32 {
+                std::hint::spin_loop();
+            } else if round < 40 {
+                std::thread::yield_now();
+            } else {
+                // Every sink write and failure notifies, so a wake-up means
+                // the sink may be idle now or our bytes may be written.
+                self.events
+                    .park(|| self.events.epoch() != seen, Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Waits until every byte below `end` is durable; `request` asks the
+    /// syncer for an fdatasync (called again while waiting).
+    pub(crate) fn wait_durable(&self, end: u64, request: impl Fn()) -> Result<()> {
+        let mut round = 0u32;
+        loop {
+            let seen = self.durable_events.epoch();
+            if self.durable() >= end {
+                return Ok(());
+            }
+            if let Some(e) = self.failure() {
+                return Err(e);
+            }
+            if round.is_multiple_of(64) {
+                request();
+            }
+            round += 1;
+            if round < 16 {
+                std::hint::spin_loop();
+            } else {
+                self.durable_events.park(
+                    || self.durable_events.epoch() != seen,
+                    Duration::from_millis(2),
+                );
+            }
+        }
+    }
+
+    /// Pushes the open slot if it holds anything (the idle timer).
+    pub(crate) fn push_idle(&self) -> Result<()> {
+        if self.sink.busy.load(Ordering::SeqCst) == 0
+            && let Some(job) = self.pool.close_active()
+        {
+            self.write_job(job)?;
+        }
+        Ok(())
+    }
+
+    /// fdatasyncs what is written now and publishes it as durable. Returns
+    /// whether an fdatasync was issued. A failure is kept for every waiter.
+    pub(crate) fn sync(&self) -> Result<bool> {
+        if let Some(e) = self.failure() {
+            return Err(e);
+        }
+        let w = self.written();
+        if w <= self.durable() {
+            return Ok(false);
+        }
+        match self.sink.file.sync_data() {
+            Ok(()) => {
+                self.durable.fetch_max(w, Ordering::AcqRel);
+                self.durable_events.notify();
+                Ok(true)
+            }
+            Err(e) => {
+                self.fail(&e);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes and syncs every record placed so far (the caller keeps new
+    /// records out, e.g. by holding the write gate, for a complete seal).
+    pub(crate) fn flush_and_sync(&self) -> Result<bool> {
+        let end = self.placed_end();
+        self.wait_written(end)?;
+        self.sync()
+    }
+}
+
+/// The log file of a read-only database: accepts nothing is ever written.
+#[derive(Debug)]
+struct DiscardLog {
+    path: PathBuf,
+}
+
+impl LogFile for DiscardLog {
+    fn write_at(&self, _offset: u64, _data: &[u8]) -> Result<()> {
+        Ok(())
+    }
+    fn sync_data(&self) -> Result<()> {
+        Ok(())
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
