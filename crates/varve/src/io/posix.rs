@@ -126,6 +126,16 @@ struct PosixLock {
 
 impl FileLock for PosixLock {}
 
+/// Creates (or truncates) `path` for writing.
+fn create_truncated(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))
+}
+
 impl FileSystem for PosixFs {
     fn supports_mapped_logs(&self) -> bool {
         true
@@ -158,12 +168,7 @@ impl FileSystem for PosixFs {
     }
 
     fn create_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let file = create_truncated(path)?;
         Ok(Box::new(PosixWritable {
             file,
             path: path.to_path_buf(),
@@ -172,12 +177,7 @@ impl FileSystem for PosixFs {
     }
 
     fn create_log_file(&self, path: &Path) -> Result<Arc<dyn LogFile>> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let file = create_truncated(path)?;
         Ok(Arc::new(PosixLogFile {
             file,
             path: path.to_path_buf(),
