@@ -145,6 +145,12 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub wal_mmap: bool,
 
+    /// varve: write the WAL through io_uring (one ring thread; write and
+    /// fdatasync linked with IO_LINK). Takes precedence over --wal_mmap.
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub wal_io_uring: bool,
+
     /// Most parallel parts of one compaction (RocksDB max_subcompactions;
     /// varve's default is 2).
     #[arg(long, default_value_t = 2)]

@@ -26,6 +26,15 @@ const CHILD_ENV: &str = "VARVE_CRASH_CHILD_DIR";
 const THREADS: usize = 4;
 
 fn options(lsm_stress: bool) -> Options {
+    let uring = std::env::var("VARVE_CRASH_URING").as_deref() == Ok("1");
+    let o = options_for(lsm_stress);
+    Options {
+        wal_io_uring: uring,
+        ..o
+    }
+}
+
+fn options_for(lsm_stress: bool) -> Options {
     if lsm_stress {
         // Flushes every 64 KiB and compactions all the time.
         return Options {
@@ -102,6 +111,7 @@ fn crash_child_entry() {
 }
 
 fn spawn_child(dir: &Path, sync: bool, run: u64, lsm_stress: bool) -> Child {
+    let uring = std::env::var("VARVE_CRASH_URING").as_deref() == Ok("1");
     Command::new(std::env::current_exe().expect("current exe"))
         .args([
             "--exact",
@@ -113,6 +123,7 @@ fn spawn_child(dir: &Path, sync: bool, run: u64, lsm_stress: bool) -> Child {
         .env("VARVE_CRASH_SYNC", if sync { "1" } else { "0" })
         .env("VARVE_CRASH_RUN", run.to_string())
         .env("VARVE_CRASH_LSM", if lsm_stress { "1" } else { "0" })
+        .env("VARVE_CRASH_URING", if uring { "1" } else { "0" })
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -215,4 +226,30 @@ fn kill9_during_flush_and_compaction_loses_nothing_acknowledged() {
         return;
     }
     run_crash_loop(false, true);
+}
+
+/// The io_uring WAL (`Options::wal_io_uring`): a write is acknowledged only
+/// after its completion was reaped. Runs in a child process of its own so
+/// the mode switch (an environment variable the options read) cannot leak
+/// into the other tests of this binary.
+#[test]
+fn kill9_with_io_uring_wal_loses_nothing_acknowledged() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    if std::env::var("VARVE_CRASH_URING").as_deref() == Ok("1") {
+        run_crash_loop(false, false);
+        return;
+    }
+    let status = Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            "--exact",
+            "kill9_with_io_uring_wal_loses_nothing_acknowledged",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("VARVE_CRASH_URING", "1")
+        .status()
+        .expect("spawn io_uring crash loop");
+    assert!(status.success(), "io_uring crash loop failed: {status}");
 }

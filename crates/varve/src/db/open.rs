@@ -128,7 +128,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let log = WalLog::create(
         fs.as_ref(),
         &log_path,
-        options.wal_mmap,
+        crate::wal::LogIo::from_options(&options),
         log_number,
         Arc::clone(&mem_table),
     )?;

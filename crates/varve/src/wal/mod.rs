@@ -18,6 +18,7 @@ mod reader;
 mod reader_v2;
 pub mod record;
 pub mod slots;
+mod uring_log;
 mod writer;
 
 #[cfg(test)]
@@ -26,6 +27,7 @@ mod tests;
 pub use mapped_file::{MappedLog, MappedLogFile};
 pub use reader::{ReplayOutcome, TailStatus};
 pub use reader_v2::{replay, write_log};
+pub use uring_log::UringLog;
 pub use writer::LogWriter;
 
 use std::path::Path;
@@ -39,16 +41,57 @@ use crate::io::{FileSystem, LogFile};
 /// cheap even where allocation zero-fills (tmpfs).
 const MAPPED_LOG_INITIAL: usize = 1 << 20;
 
-/// Creates a new WAL file at `path`: mapped ([`MappedLog`]) when `mmap` is
-/// asked for and the file system supports it (falling back to the file
-/// system's own log file if mapping fails), the file system's otherwise.
-pub fn create_log_file(fs: &dyn FileSystem, path: &Path, mmap: bool) -> Result<Arc<dyn LogFile>> {
-    if mmap
-        && fs.supports_mapped_logs()
-        && let Ok(file) = MappedLogFile::create(path, MAPPED_LOG_INITIAL)
-        && let Ok(log) = MappedLog::new(file)
-    {
-        return Ok(Arc::new(log));
+/// How WAL bytes reach the file (from [`Options`](crate::Options)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogIo {
+    /// The file system's own log file (`pwrite`).
+    Plain,
+    /// A memory mapping of preallocated space ([`MappedLog`]).
+    Mapped,
+    /// A ring owned by one thread ([`UringLog`]).
+    IoUring,
+}
+
+impl LogIo {
+    /// `wal_io_uring` wins over `wal_mmap`; neither: plain.
+    pub fn from_options(opts: &crate::Options) -> LogIo {
+        if opts.wal_io_uring {
+            LogIo::IoUring
+        } else if opts.wal_mmap {
+            LogIo::Mapped
+        } else {
+            LogIo::Plain
+        }
+    }
+}
+
+/// Creates a new WAL file at `path` written the way `io` says, where the file
+/// system's paths are the operating system's
+/// ([`FileSystem::supports_mapped_logs`]); otherwise, or if that way cannot
+/// be set up here, the file system's own log file.
+pub fn create_log_file(fs: &dyn FileSystem, path: &Path, io: LogIo) -> Result<Arc<dyn LogFile>> {
+    if fs.supports_mapped_logs() {
+        match io {
+            LogIo::Mapped => {
+                if let Ok(file) = MappedLogFile::create(path, MAPPED_LOG_INITIAL)
+                    && let Ok(log) = MappedLog::new(file)
+                {
+                    return Ok(Arc::new(log));
+                }
+            }
+            LogIo::IoUring => {
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(path)
+                    .map_err(|e| crate::Error::io(path, e))?;
+                if let Ok(log) = UringLog::new(file, path) {
+                    return Ok(Arc::new(log));
+                }
+            }
+            LogIo::Plain => {}
+        }
     }
     fs.create_log_file(path)
 }

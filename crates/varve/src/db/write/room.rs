@@ -107,7 +107,7 @@ pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
     let log = WalLog::create(
         db.fs.as_ref(),
         &path,
-        db.options.wal_mmap,
+        crate::wal::LogIo::from_options(&db.options),
         number,
         Arc::clone(&mem),
     )

@@ -174,15 +174,15 @@ pub(crate) struct WalLog {
 impl WalLog {
     /// Creates log file `number` in `dir` (its FILE_HEADER written; the
     /// caller syncs the directory) feeding memtable `mem`; memory-mapped
-    /// when `mmap` (see `wal::create_log_file`).
+    /// written the way `io` says (see `wal::create_log_file`).
     pub(crate) fn create(
         fs: &dyn FileSystem,
         path: &Path,
-        mmap: bool,
+        io: crate::wal::LogIo,
         number: u64,
         mem: Arc<MemTable>,
     ) -> Result<WalLog> {
-        let file = crate::wal::create_log_file(fs, path, mmap)?;
+        let file = crate::wal::create_log_file(fs, path, io)?;
         file.write_at(0, &format::file_header_record(WAL_FORMAT_V2, number))?;
         Self::with_file(file, number, mem)
     }
