@@ -73,7 +73,7 @@ pub struct Options {
     /// file space (a `memcpy` per write group) instead of one `write(2)` per
     /// group. Either way an acknowledged write survives `kill -9`, and
     /// `sync` writes are `fdatasync`ed before they return. Used only where
-    /// the file system supports it ([`FileSystem::supports_mapped_logs`]);
+    /// the file system is plain OS files ([`FileSystem::uses_os_files`]);
     /// elsewhere plain appends are used. Default `true` (it halves the cost
     /// of a small unsynced write; see `docs/wal-format.md`).
     pub wal_mmap: bool,

@@ -3,7 +3,7 @@
 //!
 //! Opening a table reads its footer, index, filter and properties and pins
 //! them in memory, so the cache bounds both open file descriptors and that
-//! pinned memory. The bookkeeping is the block cache's [`LruShard`] with a
+//! pinned memory. The bookkeeping is the block cache's `LruShard` with a
 //! charge of one per table. A reader already handed out stays valid after eviction
 //! (it is an `Arc`). Thread-safe; tables are opened outside the lock, so
 //! two threads may open the same table at once and one copy is kept.

@@ -432,7 +432,11 @@ impl Db {
 
     /// Number of keys of `range` (intersected with the bounds of `opts`)
     /// visible in one snapshot, counted on `threads` threads like
-    /// [`par_scan`](Self::par_scan); values are never copied.
+    /// [`par_scan`](Self::par_scan); values are never copied. A count over
+    /// much more data than the block cache holds should pass
+    /// `fill_cache: false`: otherwise every block read is inserted and
+    /// evicts another (on a hot 10M-key database that churn cost 40% of
+    /// the count).
     pub fn par_count(&self, opts: &ReadOptions, range: &KeyRange, threads: usize) -> Result<u64> {
         par_scan::par_count(self, opts, range, threads)
     }

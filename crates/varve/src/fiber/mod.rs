@@ -1,7 +1,7 @@
 //! Stackful fibers that give IO concurrency to unchanged synchronous code
 //! (seed 000, ToplingDB's MultiGet).
 //!
-//! [`pool`] runs a batch of tasks (e.g. the table lookups of `multi_get`)
+//! `pool` runs a batch of tasks (e.g. the table lookups of `multi_get`)
 //! on at most `async_queue_depth` fibers of the calling thread; each fiber
 //! is a `corosensei` coroutine on a reusable, guard-paged stack. A task's
 //! file reads go through [`fiber_aio_read`], which inside a fiber queues an

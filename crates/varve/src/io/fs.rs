@@ -165,11 +165,13 @@ pub trait FileSystem: Send + Sync + Debug {
             path.display()
         )))
     }
-    /// Whether WAL files may be written through a shared memory mapping of
-    /// the real file at the same path (`wal::MappedLogFile`). Only a file
-    /// system whose paths are the operating system's can say yes; wrappers
-    /// that track or fake writes must not. Default `false`.
-    fn supports_mapped_logs(&self) -> bool {
+    /// Whether this file system's paths are plain operating-system files, so
+    /// the WAL may write them behind the trait's back: through a shared
+    /// memory mapping (`wal::MappedLog`) or an io_uring (`wal::UringLog`).
+    /// Wrappers that track or fake writes (the fault-injecting file system)
+    /// must say no, and then get every WAL write through
+    /// [`create_log_file`](Self::create_log_file). Default `false`.
+    fn uses_os_files(&self) -> bool {
         false
     }
     /// Takes an exclusive, non-blocking lock on `path` (created if missing).

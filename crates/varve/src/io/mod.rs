@@ -22,4 +22,5 @@ pub use fs::{
     AppendLogFile, FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile,
 };
 pub use posix::PosixFs;
+pub(crate) use posix::create_truncated;
 pub use uring::{in_flight_reads, io_uring_available};

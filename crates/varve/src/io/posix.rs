@@ -127,7 +127,7 @@ struct PosixLock {
 impl FileLock for PosixLock {}
 
 /// Creates (or truncates) `path` for writing.
-fn create_truncated(path: &Path) -> Result<File> {
+pub(crate) fn create_truncated(path: &Path) -> Result<File> {
     OpenOptions::new()
         .write(true)
         .create(true)
@@ -137,7 +137,7 @@ fn create_truncated(path: &Path) -> Result<File> {
 }
 
 impl FileSystem for PosixFs {
-    fn supports_mapped_logs(&self) -> bool {
+    fn uses_os_files(&self) -> bool {
         true
     }
 

@@ -148,7 +148,7 @@ impl Readahead {
     }
 
     /// Like [`new`](Self::new); with `prefetch`, once the chunks have grown
-    /// to `max` (at least [`PREFETCH_MIN`]), a helper thread reads the next
+    /// to `max` (at least `PREFETCH_MIN` (256 KiB)), a helper thread reads the next
     /// chunk while the current one is consumed.
     pub fn with_prefetch(max: usize, prefetch: bool) -> Readahead {
         Readahead {

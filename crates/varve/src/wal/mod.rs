@@ -67,10 +67,10 @@ impl LogIo {
 
 /// Creates a new WAL file at `path` written the way `io` says, where the file
 /// system's paths are the operating system's
-/// ([`FileSystem::supports_mapped_logs`]); otherwise, or if that way cannot
+/// ([`FileSystem::uses_os_files`]); otherwise, or if that way cannot
 /// be set up here, the file system's own log file.
 pub fn create_log_file(fs: &dyn FileSystem, path: &Path, io: LogIo) -> Result<Arc<dyn LogFile>> {
-    if fs.supports_mapped_logs() {
+    if fs.uses_os_files() {
         match io {
             LogIo::Mapped => {
                 if let Ok(file) = MappedLogFile::create(path, MAPPED_LOG_INITIAL)
@@ -80,13 +80,7 @@ pub fn create_log_file(fs: &dyn FileSystem, path: &Path, io: LogIo) -> Result<Ar
                 }
             }
             LogIo::IoUring => {
-                let file = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .open(path)
-                    .map_err(|e| crate::Error::io(path, e))?;
-                if let Ok(log) = UringLog::new(file, path) {
+                if let Ok(log) = UringLog::new(crate::io::create_truncated(path)?, path) {
                     return Ok(Arc::new(log));
                 }
             }
@@ -99,16 +93,15 @@ pub fn create_log_file(fs: &dyn FileSystem, path: &Path, io: LogIo) -> Result<Ar
 /// Whether every byte of `path` from `offset` to its end is zero: the
 /// preallocated space of a mapped log (see [`MappedLogFile`]), not damage.
 pub fn zero_from(fs: &dyn FileSystem, path: &Path, offset: u64) -> Result<bool> {
-    let mut file = fs.open_sequential(path)?;
+    let file = fs.open_random_access(path)?;
     let mut buf = vec![0u8; 1 << 16];
-    let mut pos = 0u64;
+    let mut pos = offset;
     loop {
-        let n = file.read(&mut buf)?;
+        let n = file.read_at(&mut buf, pos)?;
         if n == 0 {
             return Ok(true);
         }
-        let skip = usize::try_from(offset.saturating_sub(pos)).unwrap_or(usize::MAX);
-        if buf[..n].iter().skip(skip).any(|&b| b != 0) {
+        if buf[..n].iter().any(|&b| b != 0) {
             return Ok(false);
         }
         pos += n as u64;

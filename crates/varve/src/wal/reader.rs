@@ -33,7 +33,7 @@ pub enum TailStatus {
     },
 }
 
-/// What [`replay`] found.
+/// What [`replay`](super::replay) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayOutcome {
     /// Good records delivered.

@@ -10,7 +10,7 @@
 //! thread whose own ring cannot be created also falls back. Falling back
 //! means plain `pread`, with identical results.
 //!
-//! `unsafe` here is confined to [`reactor`] (pushing entries that point at
+//! `unsafe` here is confined to `reactor` (pushing entries that point at
 //! caller buffers); see its module docs for the invariants.
 
 mod reactor;
