@@ -31,6 +31,8 @@ pub fn fill(
     } else {
         0
     };
+    // Build the shared value buffer before the clock starts.
+    drop(ValueGen::new(f.value_size, f.compression_ratio));
     let stats = run_threads(ctx, threads, |_tid, st| {
         let mut rng = ctx.thread_rng();
         let mut keys = KeyGen::new(mode, num, &mut rng);
