@@ -165,6 +165,7 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
     }
     room::slowdown(db);
     let wp = &db.writes;
+    let _counted = opts.sync.then(|| wp.syncer.sync_writer());
     let count = batch.len() as u64;
     let (log, gate) = loop {
         let gate = wp.gate.read();
@@ -232,7 +233,10 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
         return Err(e);
     }
     if opts.sync
-        && let Err(e) = log.wait_durable(end, || wp.syncer.request())
+        && let Err(e) = {
+            let _waiting = wp.syncer.durable_waiter();
+            log.wait_durable(end, || wp.syncer.request())
+        }
     {
         db.poison(format!("WAL sync failed: {e}"));
         return Err(e);
