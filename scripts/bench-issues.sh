@@ -3,7 +3,7 @@
 # in the same run, printed as raw varve-bench/db_bench lines (one per run,
 # prefixed with what ran) so medians and ratios can be read off.
 #
-#   scripts/bench-issues.sh [SECTION...]     SECTION: disk writes sync mget scan compact
+#   scripts/bench-issues.sh [SECTION...]     SECTION: disk writes sync wal mget scan compact
 #                                            (default: all, in that order)
 #
 # Environment:
@@ -21,6 +21,9 @@
 #            second pass), bloom_bits=10
 #   sync     #5: fillsync with 1, 4, 16, 64 threads; fillrandom with 1, 2, 8,
 #            32, 64 threads (100 B values, 5 s each)
+#   wal      #5 items 5 and 6: fillsync (1, 16, 64 threads) and fillseq with
+#            each WAL write mode: plain pwrite, mapped fallocate'd space
+#            (default), mapped zero-filled space, io_uring
 #   mget     #6: multireadrandom, 1M x 4 KiB keys (filluniquerandom), batch 128:
 #            cold sync / async / RocksDB, async_queue_depth sweep; hot on a
 #            400k-key database that fits a 2 GiB cache (warmed by readseq)
@@ -35,7 +38,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DB_DIR="${DB_DIR:-/tmp/varve-bench-issues}"
 REPS="${REPS:-3}"
 SECTIONS=("$@")
-[ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(disk writes sync mget scan compact)
+[ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(disk writes sync wal mget scan compact)
 
 if [ -z "${BIN:-}" ]; then
     TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -108,6 +111,29 @@ section_sync() {
     done
     fresh "$DB_DIR/s-varve"
     fresh "$DB_DIR/s-rocksdb"
+}
+
+section_wal() {
+    echo "## wal modes (#5)"
+    local modes=("plain:--wal_mmap=false" "fallocate:--wal_mmap=true"
+        "zerofill:--wal_mmap=true --wal_zero_fill=true" "uring:--wal_io_uring=true")
+    for rep in $(seq "$REPS"); do
+        for t in 1 16 64; do
+            for m in "${modes[@]}"; do
+                fresh "$DB_DIR/s-varve"
+                # shellcheck disable=SC2086
+                run "fillsync t=$t ${m%%:*} rep$rep" varve --benchmarks=fillsync --threads=$t \
+                    --num=1000000 --duration=5 --value_size=100 --db="$DB_DIR/s-varve" --seed=$rep ${m#*:}
+            done
+        done
+        for m in "${modes[@]}"; do
+            fresh "$DB_DIR/s-varve"
+            # shellcheck disable=SC2086
+            run "fillseq ${m%%:*} rep$rep" varve --benchmarks=fillseq --num=1000000 \
+                --value_size=100 --db="$DB_DIR/s-varve" --seed=$rep ${m#*:}
+        done
+    done
+    fresh "$DB_DIR/s-varve"
 }
 
 section_mget() {

@@ -145,6 +145,12 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub wal_mmap: bool,
 
+    /// varve: with --wal_mmap, preallocate the log by writing zeros instead
+    /// of fallocate (fdatasyncs then never commit an extent conversion).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub wal_zero_fill: bool,
+
     /// varve: write the WAL through io_uring (one ring thread; write and
     /// fdatasync linked with IO_LINK). Takes precedence over --wal_mmap.
     #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,

@@ -34,10 +34,16 @@ fn io_uring_probe() -> Option<()> {
 
 #[test]
 fn every_wal_io_mode_keeps_every_write() {
-    for (mmap, uring) in [(false, false), (true, false), (false, true)] {
+    for (mmap, zero, uring) in [
+        (false, false, false),
+        (true, false, false),
+        (true, true, false),
+        (false, false, true),
+    ] {
         let dir = common::fast_tempdir();
         let opts = || Options {
             wal_mmap: mmap,
+            wal_zero_fill: zero,
             wal_io_uring: uring,
             write_buffer_size: 256 << 10, // several log switches
             ..Options::default()
@@ -73,10 +79,14 @@ fn every_wal_io_mode_keeps_every_write() {
                 assert_eq!(
                     db.get(&k).expect("get"),
                     Some(common::value_for(k.as_bytes())),
-                    "mmap={mmap} uring={uring} {k}"
+                    "mmap={mmap} zero={zero} uring={uring} {k}"
                 );
             }
         }
-        assert_eq!(db.iter().count(), 6000, "mmap={mmap} uring={uring}");
+        assert_eq!(
+            db.iter().count(),
+            6000,
+            "mmap={mmap} zero={zero} uring={uring}"
+        );
     }
 }

@@ -42,6 +42,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         use_direct_reads: flags.use_direct_reads,
         use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
         wal_mmap: flags.wal_mmap,
+        wal_zero_fill: flags.wal_zero_fill,
         wal_io_uring: flags.wal_io_uring,
         max_subcompactions: flags.subcompactions.max(1),
         ..Default::default()

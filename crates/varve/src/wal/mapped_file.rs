@@ -1,7 +1,8 @@
 //! A WAL file appended through a shared memory mapping instead of one
 //! `write(2)` per record (the contest engine's trick, seed 001).
 //!
-//! The file is preallocated with `fallocate` and mapped `MAP_SHARED`; an
+//! The file is preallocated with `fallocate` (or, when asked, by writing
+//! zeros: see [`Preallocate`]) and mapped `MAP_SHARED`; an
 //! append is a `memcpy` into the mapping. The bytes land in the kernel's page
 //! cache the moment they are copied, so an appended record survives `kill -9`
 //! of the process exactly like a `write(2)` would; `sync_data` is
@@ -39,9 +40,23 @@ const GROW_STEP: usize = 1 << 20;
 /// Growth doubles the mapping up to this step, then adds it each time.
 const MAX_GROWTH: usize = 16 << 20;
 
+/// How a mapped log's file space is preallocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preallocate {
+    /// `fallocate`: instant, but on ext4 and XFS the space is *unwritten*
+    /// extents, and the first fdatasync after bytes land in one must also
+    /// commit its conversion to written (a journal commit).
+    Fallocate,
+    /// `pwrite` of zeros: costs the write once, but later fdatasyncs of
+    /// records copied over them only write data (the extents are already
+    /// written), like a recycled log file.
+    ZeroFill,
+}
+
 /// A log file written through a `MAP_SHARED` mapping of preallocated space.
 pub struct MappedLogFile {
     file: File,
+    how: Preallocate,
     path: PathBuf,
     ptr: NonNull<u8>,
     cap: usize,
@@ -72,8 +87,21 @@ fn last_os_error(path: &Path, what: &str) -> Error {
     Error::io(path, std::io::Error::new(e.kind(), format!("{what}: {e}")))
 }
 
-/// Allocates `[0, len)` of `file` (no holes: later stores cannot hit ENOSPC).
-fn allocate(file: &File, path: &Path, len: usize) -> Result<()> {
+/// Allocates `[from, len)` of `file` the way `how` says (no holes: later
+/// stores cannot hit ENOSPC); `[0, from)` is allocated already.
+fn allocate(file: &File, path: &Path, how: Preallocate, from: usize, len: usize) -> Result<()> {
+    if how == Preallocate::ZeroFill {
+        use std::os::unix::fs::FileExt;
+        let zeros = vec![0u8; GROW_STEP];
+        let mut at = from;
+        while at < len {
+            let n = (len - at).min(GROW_STEP);
+            file.write_all_at(&zeros[..n], at as u64)
+                .map_err(|e| Error::io(path, e))?;
+            at += n;
+        }
+        return Ok(());
+    }
     let len = libc::off_t::try_from(len)
         .map_err(|_| Error::InvalidArgument(format!("WAL of {len} bytes is too large")))?;
     loop {
@@ -95,6 +123,11 @@ impl MappedLogFile {
     /// up to 16 MiB steps, then by 16 MiB. Fails where the file system has no
     /// `fallocate` or `mmap`; the caller then falls back to plain appends.
     pub fn create(path: &Path, capacity: usize) -> Result<Self> {
+        Self::create_with(path, capacity, Preallocate::Fallocate)
+    }
+
+    /// [`create`](Self::create), preallocating the way `how` says.
+    pub fn create_with(path: &Path, capacity: usize, how: Preallocate) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -103,7 +136,7 @@ impl MappedLogFile {
             .open(path)
             .map_err(|e| Error::io(path, e))?;
         let cap = round_up(capacity);
-        allocate(&file, path, cap)?;
+        allocate(&file, path, how, 0, cap)?;
         // SAFETY: a fresh shared mapping of `cap` bytes of a file that is at
         // least `cap` bytes long (just allocated); the kernel picks the
         // address, so no existing memory is replaced.
@@ -123,6 +156,7 @@ impl MappedLogFile {
         let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(|| last_os_error(path, "mmap"))?;
         Ok(MappedLogFile {
             file,
+            how,
             path: path.to_path_buf(),
             ptr,
             cap,
@@ -139,7 +173,7 @@ impl MappedLogFile {
     /// moves the mapping over it.
     fn grow(&mut self, need: usize) -> Result<()> {
         let new_cap = round_up(need.max(self.cap.saturating_add(self.cap.min(MAX_GROWTH))));
-        allocate(&self.file, &self.path, new_cap)?;
+        allocate(&self.file, &self.path, self.how, self.cap, new_cap)?;
         // SAFETY: `ptr`/`cap` describe our live mapping (struct invariant);
         // no reference into it exists (appends copy and return), and the
         // file now spans `new_cap` bytes. MREMAP_MAYMOVE may move it; we
@@ -301,9 +335,36 @@ mod tests {
 
     #[test]
     fn growing_keeps_every_byte_and_moves_the_mapping_safely() {
+        for how in [Preallocate::Fallocate, Preallocate::ZeroFill] {
+            grows_keeping_every_byte(how);
+        }
+    }
+
+    #[test]
+    fn zero_filled_space_is_written_zeros_past_the_end() {
+        let dir = tmp();
+        let path = dir.path().join("000003.log");
+        let mut f = MappedLogFile::create_with(&path, 1, Preallocate::ZeroFill).expect("create");
+        f.append(b"abc").expect("append");
+        f.append(&vec![7u8; GROW_STEP])
+            .expect("append past the first step");
+        let cap = f.capacity();
+        // While open, the file spans the whole capacity: data, then zeros.
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len(), cap);
+        assert_eq!(&bytes[..3], b"abc");
+        assert!(bytes[3 + GROW_STEP..].iter().all(|&b| b == 0));
+        drop(f);
+        assert_eq!(
+            std::fs::metadata(&path).expect("stat").len(),
+            3 + GROW_STEP as u64
+        );
+    }
+
+    fn grows_keeping_every_byte(how: Preallocate) {
         let dir = tmp();
         let path = dir.path().join("000002.log");
-        let mut f = MappedLogFile::create(&path, 1).expect("create");
+        let mut f = MappedLogFile::create_with(&path, 1, how).expect("create");
         let mut expect = Vec::new();
         // Mixed sizes, including one append larger than twice the capacity.
         for i in 0..200u32 {

@@ -24,7 +24,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub use mapped_file::{MappedLog, MappedLogFile};
+pub use mapped_file::{MappedLog, MappedLogFile, Preallocate};
 pub use reader::{ReplayOutcome, TailStatus};
 pub use reader_v2::{replay, write_log};
 pub use uring_log::UringLog;
@@ -46,8 +46,10 @@ const MAPPED_LOG_INITIAL: usize = 1 << 20;
 pub enum LogIo {
     /// The file system's own log file (`pwrite`).
     Plain,
-    /// A memory mapping of preallocated space ([`MappedLog`]).
+    /// A memory mapping of `fallocate`d space ([`MappedLog`]).
     Mapped,
+    /// A memory mapping of zero-filled space ([`Preallocate::ZeroFill`]).
+    MappedZeroFilled,
     /// A ring owned by one thread ([`UringLog`]).
     IoUring,
 }
@@ -57,6 +59,8 @@ impl LogIo {
     pub fn from_options(opts: &crate::Options) -> LogIo {
         if opts.wal_io_uring {
             LogIo::IoUring
+        } else if opts.wal_mmap && opts.wal_zero_fill {
+            LogIo::MappedZeroFilled
         } else if opts.wal_mmap {
             LogIo::Mapped
         } else {
@@ -72,8 +76,13 @@ impl LogIo {
 pub fn create_log_file(fs: &dyn FileSystem, path: &Path, io: LogIo) -> Result<Arc<dyn LogFile>> {
     if fs.uses_os_files() {
         match io {
-            LogIo::Mapped => {
-                if let Ok(file) = MappedLogFile::create(path, MAPPED_LOG_INITIAL)
+            LogIo::Mapped | LogIo::MappedZeroFilled => {
+                let how = if io == LogIo::Mapped {
+                    Preallocate::Fallocate
+                } else {
+                    Preallocate::ZeroFill
+                };
+                if let Ok(file) = MappedLogFile::create_with(path, MAPPED_LOG_INITIAL, how)
                     && let Ok(log) = MappedLog::new(file)
                 {
                     return Ok(Arc::new(log));

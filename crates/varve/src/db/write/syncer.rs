@@ -253,8 +253,14 @@ mod tests {
             gather(m, Duration::from_secs(5));
         });
         let took = t.elapsed();
-        assert!(took >= Duration::from_millis(25), "returned before the crowd was complete");
-        assert!(took < Duration::from_secs(4), "missed the last writer's notification");
+        assert!(
+            took >= Duration::from_millis(25),
+            "returned before the crowd was complete"
+        );
+        assert!(
+            took < Duration::from_secs(4),
+            "missed the last writer's notification"
+        );
     }
 
     #[test]
