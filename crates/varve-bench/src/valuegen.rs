@@ -22,8 +22,11 @@ pub struct ValueGen {
 }
 
 /// Buffers built so far, by (value size, ratio bits).
+type Buffers = Mutex<HashMap<(usize, u64), Arc<Vec<u8>>>>;
+
+/// The buffer for (`value_size`, `ratio`), built on first use.
 fn shared(value_size: usize, ratio: f64) -> Arc<Vec<u8>> {
-    static BUFFERS: OnceLock<Mutex<HashMap<(usize, u64), Arc<Vec<u8>>>>> = OnceLock::new();
+    static BUFFERS: OnceLock<Buffers> = OnceLock::new();
     let map = BUFFERS.get_or_init(Default::default);
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
     Arc::clone(
