@@ -72,7 +72,7 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
     let scan = ScanOptions {
         readahead_size: opts.readahead_size,
         fill_cache: opts.fill_cache,
-        async_io: opts.async_io,
+        async_io: opts.async_io || opts.adaptive_prefetch,
         upper_bound: opts.iterate_upper_bound.clone(),
     };
     let mut children = sv.memtable_iterators();

@@ -25,6 +25,7 @@
 //! the state is dropped. Invariant: `buf_valid` bytes of
 //! `buf` hold the file `file` from `buf_start` on.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, mpsc};
 
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
@@ -46,8 +47,11 @@ pub const COMPACTION_READAHEAD: usize = 2 << 20;
 #[derive(Debug)]
 pub struct Readahead {
     max: usize,
-    /// Read the next chunk in the background once chunks are `max` bytes.
+    /// Read the next chunks in the background once a sequential chunk of
+    /// at least `prefetch_from` bytes has been read.
     prefetch: bool,
+    /// Smallest synchronous sequential chunk that starts the prefetch.
+    prefetch_from: usize,
     next_size: usize,
     /// The file of the last block access, kept alive so its identity holds.
     file: Option<Arc<dyn RandomAccessFile>>,
@@ -62,16 +66,22 @@ pub struct Readahead {
     chunk_bytes: u64,
     /// Background reader of the next chunk (started on first use).
     worker: Option<Worker>,
-    /// The chunk the worker is reading for this state, if any.
-    pending: Option<Pending>,
-    /// A buffer to hand to the worker (the previous chunk's).
-    spare: Option<AlignedBuf>,
+    /// The chunks the worker is reading for this state, in file order, at
+    /// most [`PREFETCH_DEPTH`]; each starts where the one before ends.
+    pending: VecDeque<Pending>,
+    /// Buffers to hand to the worker (earlier chunks').
+    spare: Vec<AlignedBuf>,
     /// Tags jobs, so results of abandoned prefetches are recognized.
     next_job: u64,
 }
 
 /// Smallest maximum chunk for which background prefetch is used.
 pub const PREFETCH_MIN: usize = 256 << 10;
+
+/// Most chunks read in the background for one state at once: the worker
+/// reads them back to back, so the disk does not idle while the consumer
+/// swaps buffers.
+pub const PREFETCH_DEPTH: usize = 2;
 
 /// A chunk being read in the background.
 #[derive(Debug)]
@@ -136,6 +146,11 @@ fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, 
     )
 }
 
+/// Temporary experiment knob (removed before merge).
+fn prefetch_from_env() -> Option<usize> {
+    std::env::var("VARVE_PREFETCH_FROM").ok()?.parse().ok()
+}
+
 fn same_file(a: &Arc<dyn RandomAccessFile>, b: &Arc<dyn RandomAccessFile>) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
@@ -154,6 +169,7 @@ impl Readahead {
         Readahead {
             max,
             prefetch: prefetch && max >= PREFETCH_MIN,
+            prefetch_from: prefetch_from_env().unwrap_or(max),
             next_size: MIN_READAHEAD.min(max),
             file: None,
             file_data_end: 0,
@@ -164,8 +180,8 @@ impl Readahead {
             chunk_reads: 0,
             chunk_bytes: 0,
             worker: None,
-            pending: None,
-            spare: None,
+            pending: VecDeque::new(),
+            spare: Vec::new(),
             next_job: 0,
         }
     }
@@ -201,7 +217,7 @@ impl Readahead {
         if !self.file.as_ref().is_some_and(|f| same_file(f, file)) {
             self.file = Some(Arc::clone(file));
             self.buf_valid = 0;
-            self.pending = None;
+            self.pending.clear();
         }
         self.file_data_end = data_end;
         self.last_end = h.end().unwrap_or(u64::MAX);
@@ -233,7 +249,7 @@ impl Readahead {
             self.set_last(file, data_end, h);
             return Ok(block);
         }
-        self.pending = None;
+        self.pending.clear();
         let sequential = self.is_sequential(file, h.offset);
         self.set_last(file, data_end, h);
         let want_end = h
@@ -272,60 +288,81 @@ impl Readahead {
                 format!("short read: {got} bytes at {start}, block ends at {end}"),
             ));
         }
-        if self.prefetch && size == self.max {
+        if self.prefetch && size >= self.prefetch_from.min(self.max) {
             self.prefetch_next(file, limit.min(data_end));
         }
         self.decode_buffered(file, h, end, verify)
     }
 
-    /// Starts reading the chunk after the current buffer in the background,
-    /// if the buffer was read whole and the data (up to `limit`) goes on.
+    /// Starts reading the chunks after the current buffer (and after the
+    /// chunks already pending) in the background, up to [`PREFETCH_DEPTH`]
+    /// in flight, if the buffer was read whole and the data (up to `limit`)
+    /// goes on. Each chunk is `next_size` bytes, which keeps doubling up to
+    /// the maximum.
     fn prefetch_next(&mut self, file: &Arc<dyn RandomAccessFile>, limit: u64) {
-        let start = self.buf_start + self.buf_valid as u64;
-        if self.pending.is_some() || start >= limit || self.buf_valid != self.buf.as_slice().len() {
-            return;
-        }
-        let stop = match file.direct_alignment() {
-            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
-                let a = a as u64;
-                if !start.is_multiple_of(a) {
-                    return;
+        while self.pending.len() < PREFETCH_DEPTH {
+            let start = match self.pending.back() {
+                Some(p) => p.start + p.len as u64,
+                None if self.buf_valid == self.buf.as_slice().len() => {
+                    self.buf_start + self.buf_valid as u64
                 }
-                start
-                    .saturating_add(self.next_size as u64)
-                    .min(limit)
-                    .div_ceil(a)
-                    * a
+                None => return,
+            };
+            if start >= limit {
+                return;
             }
-            _ => start.saturating_add(self.next_size as u64).min(limit),
-        };
-        let Ok(len) = usize::try_from(stop - start) else {
-            return;
-        };
-        if self.worker.is_none() {
-            self.worker = Worker::spawn();
-        }
-        let Some(worker) = &self.worker else {
-            return;
-        };
-        let mut buf = self.spare.take().unwrap_or_else(|| AlignedBuf::new(0));
-        buf.resize(len);
-        let id = self.next_job;
-        self.next_job += 1;
-        let job = Job {
-            id,
-            file: Arc::clone(file),
-            start,
-            buf,
-        };
-        if worker.jobs.send(job).is_ok() {
-            self.pending = Some(Pending { id, start, len });
-        } else {
-            self.worker = None;
+            let stop = match file.direct_alignment() {
+                Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
+                    let a = a as u64;
+                    if !start.is_multiple_of(a) {
+                        return;
+                    }
+                    start
+                        .saturating_add(self.next_size as u64)
+                        .min(limit)
+                        .div_ceil(a)
+                        * a
+                }
+                _ => start.saturating_add(self.next_size as u64).min(limit),
+            };
+            let Ok(len) = usize::try_from(stop - start) else {
+                return;
+            };
+            if self.worker.is_none() {
+                self.worker = Worker::spawn();
+            }
+            let Some(worker) = &self.worker else {
+                return;
+            };
+            let mut buf = self.spare.pop().unwrap_or_else(|| AlignedBuf::new(0));
+            buf.resize(len);
+            let id = self.next_job;
+            self.next_job += 1;
+            let job = Job {
+                id,
+                file: Arc::clone(file),
+                start,
+                buf,
+            };
+            if worker.jobs.send(job).is_err() {
+                self.worker = None;
+                self.pending.clear();
+                return;
+            }
+            self.pending.push_back(Pending { id, start, len });
+            self.next_size = self.next_size.saturating_mul(2).min(self.max);
         }
     }
 
-    /// The block `[h.offset, end)` from the chunk being read in the
+    /// Keeps `buf` for a later chunk (at most one per chunk in flight plus
+    /// one; the rest are freed).
+    fn keep_spare(&mut self, buf: AlignedBuf) {
+        if self.spare.len() <= PREFETCH_DEPTH {
+            self.spare.push(buf);
+        }
+    }
+
+    /// The block `[h.offset, end)` from the first chunk being read in the
     /// background, when it starts in the current buffer's tail or inside
     /// that chunk: waits for the chunk, makes it the current buffer (a
     /// block cut by the chunk boundary is put together from both) and
@@ -338,7 +375,7 @@ impl Readahead {
         limit: u64,
         verify: bool,
     ) -> Result<Option<Vec<u8>>> {
-        let Some(p) = &self.pending else {
+        let Some(p) = self.pending.front() else {
             return Ok(None);
         };
         let cur_end = self.buf_start + self.buf_valid as u64;
@@ -348,21 +385,29 @@ impl Readahead {
             return Ok(None);
         }
         let (id, start, len) = (p.id, p.start, p.len);
-        self.pending = None;
-        let Some(worker) = &self.worker else {
-            return Ok(None);
-        };
+        self.pending.pop_front();
         let done = loop {
+            let Some(worker) = &self.worker else {
+                self.pending.clear();
+                return Ok(None);
+            };
             match worker.done.recv() {
                 Ok(d) if d.id == id => break d,
-                Ok(stale) => self.spare = Some(stale.buf),
+                Ok(stale) => self.keep_spare(stale.buf),
                 Err(_) => {
                     self.worker = None;
+                    self.pending.clear();
                     return Ok(None);
                 }
             }
         };
-        let got = done.got?;
+        let got = match done.got {
+            Ok(got) => got,
+            Err(e) => {
+                self.pending.clear();
+                return Err(e);
+            }
+        };
         self.chunk_reads += 1;
         self.chunk_bytes += got as u64;
         let tail = if in_tail {
@@ -372,14 +417,19 @@ impl Readahead {
             None
         };
         let old = std::mem::replace(&mut self.buf, done.buf);
-        self.spare = Some(old);
+        self.keep_spare(old);
         self.buf_start = start;
         self.buf_valid = got;
+        if got < len {
+            // A short chunk: the chunks after it start past its end.
+            self.pending.clear();
+        }
         if end > start + got as u64 {
             if got < len {
                 return Err(short(file, h.offset, start, got, end));
             }
             // A block larger than what is left of the chunk: read it alone.
+            self.pending.clear();
             let block = read_block(file.as_ref(), h, end, verify)?;
             return Ok(Some(block));
         }
