@@ -17,15 +17,26 @@
 //! bounce copy. Every block served from the buffer is checksummed like a
 //! block read on its own, so damage is still `Error::Corruption`.
 //!
+//! Background prefetch (when enabled): once a synchronous sequential chunk
+//! of the full maximum size has been read — the iterator has proven
+//! sequential, having read about twice the maximum in order — a helper
+//! thread reads the following chunks, up to [`PREFETCH_DEPTH`] in flight
+//! back to back, while the consumer decodes the current one. Any
+//! non-sequential access abandons them; the worker skips abandoned chunks
+//! it has not started yet. Short scans and point seeks never get there, so
+//! they pay nothing for it.
+//!
 //! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
 //! between scans); table iterators of one level share it through an
 //! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
-//! thread owned by the state reads the next chunk into a buffer that is
-//! moved to it and back through channels (nothing shared); it exits when
-//! the state is dropped. Invariant: `buf_valid` bytes of
-//! `buf` hold the file `file` from `buf_start` on.
+//! thread owned by the state reads chunks into buffers that are moved to it
+//! and back through channels (nothing shared but an atomic job id below
+//! which jobs are skipped); it exits when the state is dropped. Invariants:
+//! `buf_valid` bytes of `buf` hold the file `file` from `buf_start` on;
+//! `pending` chunks are contiguous and start where the buffer ends.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
@@ -48,10 +59,8 @@ pub const COMPACTION_READAHEAD: usize = 2 << 20;
 pub struct Readahead {
     max: usize,
     /// Read the next chunks in the background once a sequential chunk of
-    /// at least `prefetch_from` bytes has been read.
+    /// `max` bytes has been read.
     prefetch: bool,
-    /// Smallest synchronous sequential chunk that starts the prefetch.
-    prefetch_from: usize,
     next_size: usize,
     /// The file of the last block access, kept alive so its identity holds.
     file: Option<Arc<dyn RandomAccessFile>>,
@@ -112,17 +121,26 @@ struct Done {
 struct Worker {
     jobs: mpsc::Sender<Job>,
     done: mpsc::Receiver<Done>,
+    /// Jobs with a smaller id were abandoned: the worker skips them if it
+    /// has not started them yet (and replies with 0 bytes).
+    cancel_below: Arc<AtomicU64>,
 }
 
 impl Worker {
     fn spawn() -> Option<Worker> {
         let (jobs, job_rx) = mpsc::channel::<Job>();
         let (done_tx, done) = mpsc::channel::<Done>();
+        let cancel_below = Arc::new(AtomicU64::new(0));
+        let cancel = Arc::clone(&cancel_below);
         std::thread::Builder::new()
             .name("varve-readahead".into())
             .spawn(move || {
                 for mut job in job_rx {
-                    let got = job.file.read_at(job.buf.as_mut_slice(), job.start);
+                    let got = if job.id < cancel.load(Ordering::Acquire) {
+                        Ok(0)
+                    } else {
+                        job.file.read_at(job.buf.as_mut_slice(), job.start)
+                    };
                     let reply = Done {
                         id: job.id,
                         buf: job.buf,
@@ -134,7 +152,11 @@ impl Worker {
                 }
             })
             .ok()?;
-        Some(Worker { jobs, done })
+        Some(Worker {
+            jobs,
+            done,
+            cancel_below,
+        })
     }
 }
 
@@ -144,11 +166,6 @@ fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, 
         offset,
         format!("short read: {got} bytes at {start}, block ends at {end}"),
     )
-}
-
-/// Temporary experiment knob (removed before merge).
-fn prefetch_from_env() -> Option<usize> {
-    std::env::var("VARVE_PREFETCH_FROM").ok()?.parse().ok()
 }
 
 fn same_file(a: &Arc<dyn RandomAccessFile>, b: &Arc<dyn RandomAccessFile>) -> bool {
@@ -169,7 +186,6 @@ impl Readahead {
         Readahead {
             max,
             prefetch: prefetch && max >= PREFETCH_MIN,
-            prefetch_from: prefetch_from_env().unwrap_or(max),
             next_size: MIN_READAHEAD.min(max),
             file: None,
             file_data_end: 0,
@@ -217,7 +233,7 @@ impl Readahead {
         if !self.file.as_ref().is_some_and(|f| same_file(f, file)) {
             self.file = Some(Arc::clone(file));
             self.buf_valid = 0;
-            self.pending.clear();
+            self.abandon();
         }
         self.file_data_end = data_end;
         self.last_end = h.end().unwrap_or(u64::MAX);
@@ -249,7 +265,7 @@ impl Readahead {
             self.set_last(file, data_end, h);
             return Ok(block);
         }
-        self.pending.clear();
+        self.abandon();
         let sequential = self.is_sequential(file, h.offset);
         self.set_last(file, data_end, h);
         let want_end = h
@@ -288,7 +304,7 @@ impl Readahead {
                 format!("short read: {got} bytes at {start}, block ends at {end}"),
             ));
         }
-        if self.prefetch && size >= self.prefetch_from.min(self.max) {
+        if self.prefetch && size == self.max {
             self.prefetch_next(file, limit.min(data_end));
         }
         self.decode_buffered(file, h, end, verify)
@@ -346,11 +362,23 @@ impl Readahead {
             };
             if worker.jobs.send(job).is_err() {
                 self.worker = None;
-                self.pending.clear();
+                self.abandon();
                 return;
             }
             self.pending.push_back(Pending { id, start, len });
             self.next_size = self.next_size.saturating_mul(2).min(self.max);
+        }
+    }
+
+    /// Forgets the chunks being read in the background; the worker skips
+    /// those it has not started.
+    fn abandon(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.pending.clear();
+        if let Some(w) = &self.worker {
+            w.cancel_below.store(self.next_job, Ordering::Release);
         }
     }
 
@@ -388,7 +416,7 @@ impl Readahead {
         self.pending.pop_front();
         let done = loop {
             let Some(worker) = &self.worker else {
-                self.pending.clear();
+                self.abandon();
                 return Ok(None);
             };
             match worker.done.recv() {
@@ -396,7 +424,7 @@ impl Readahead {
                 Ok(stale) => self.keep_spare(stale.buf),
                 Err(_) => {
                     self.worker = None;
-                    self.pending.clear();
+                    self.abandon();
                     return Ok(None);
                 }
             }
@@ -404,7 +432,7 @@ impl Readahead {
         let got = match done.got {
             Ok(got) => got,
             Err(e) => {
-                self.pending.clear();
+                self.abandon();
                 return Err(e);
             }
         };
@@ -422,14 +450,14 @@ impl Readahead {
         self.buf_valid = got;
         if got < len {
             // A short chunk: the chunks after it start past its end.
-            self.pending.clear();
+            self.abandon();
         }
         if end > start + got as u64 {
             if got < len {
                 return Err(short(file, h.offset, start, got, end));
             }
             // A block larger than what is left of the chunk: read it alone.
-            self.pending.clear();
+            self.abandon();
             let block = read_block(file.as_ref(), h, end, verify)?;
             return Ok(Some(block));
         }
@@ -484,12 +512,17 @@ mod tests {
         data: Vec<u8>,
         align: Option<usize>,
         log: Mutex<Vec<(u64, usize)>>,
+        /// The reads made by the background worker.
+        bg: Mutex<Vec<(u64, usize)>>,
         path: PathBuf,
     }
 
     impl RandomAccessFile for MemFile {
         fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
             self.log.lock().push((offset, buf.len()));
+            if std::thread::current().name() == Some("varve-readahead") {
+                self.bg.lock().push((offset, buf.len()));
+            }
             let start = (offset as usize).min(self.data.len());
             let n = buf.len().min(self.data.len() - start);
             buf[..n].copy_from_slice(&self.data[start..start + n]);
@@ -520,6 +553,7 @@ mod tests {
             data,
             align,
             log: Mutex::new(Vec::new()),
+            bg: Mutex::new(Vec::new()),
             path: PathBuf::from("mem.sst"),
         };
         (Arc::new(f), handles)
@@ -657,6 +691,7 @@ mod tests {
             data,
             align: None,
             log: Mutex::new(Vec::new()),
+            bg: Mutex::new(Vec::new()),
             path: PathBuf::from("bad.sst"),
         });
         let mut ra = Readahead::new(1 << 20);
@@ -697,6 +732,7 @@ mod tests {
                 data: data.clone(),
                 align,
                 log: Mutex::new(Vec::new()),
+                bg: Mutex::new(Vec::new()),
                 path: PathBuf::from("mixed.sst"),
             });
             let mut ra = Readahead::with_prefetch(1 << 20, true);
@@ -723,6 +759,73 @@ mod tests {
         }
     }
 
+    /// Prefetch starts only once a full-size chunk was read in sequence: a
+    /// short scan never makes a background read; a long one does, and
+    /// never past the limit, with aligned chunks for O_DIRECT files.
+    #[test]
+    fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
+        for align in [None, Some(4096)] {
+            let (f, hs) = file(2000, 4000, align);
+            let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+            let end = f.data.len() as u64;
+            let max = 256 << 10;
+            // Short: 60 blocks (240 KiB, read as one block, then 16 KiB
+            // doubling to 128 KiB).
+            let mut ra = Readahead::with_prefetch(max, true);
+            read_all(&mut ra, &f, &hs[..60], u64::MAX).expect("short");
+            assert!(ra.worker.is_none(), "no helper thread for a short scan");
+            assert!(f.bg.lock().is_empty());
+            // Long and bounded: blocks 0..=1500 of 2000.
+            let limit = hs[1500].end().expect("end");
+            let mut ra = Readahead::with_prefetch(max, true);
+            f.log.lock().clear();
+            for (i, h) in hs[..=1500].iter().enumerate() {
+                let got = ra.read_block(&dynf, end, *h, limit, true).expect("read");
+                assert_eq!(got, vec![i as u8; 4000], "block {i}");
+            }
+            drop(ra); // the worker exits once its queue is empty
+            let bg = f.bg.lock().clone();
+            assert!(bg.len() > 5, "the long scan prefetched: {bg:?}");
+            let log = f.log.lock().clone();
+            // Synchronous chunks before the first background read reached
+            // the full size.
+            let first_bg = log.iter().position(|r| bg.contains(r)).expect("bg");
+            assert!(log[first_bg - 1].1 >= max, "{log:?}");
+            assert!(log[..first_bg - 1].iter().all(|r| r.1 < max), "{log:?}");
+            let cap = match align {
+                Some(a) => limit.div_ceil(a as u64) * a as u64,
+                None => limit,
+            };
+            for &(o, n) in &bg {
+                assert!(o + n as u64 <= cap, "read {n} at {o} past {cap}");
+                if align.is_some() {
+                    assert!(o % 4096 == 0 && n % 4096 == 0, "chunk {n} at {o}");
+                }
+            }
+        }
+    }
+
+    /// Jumps back and forth while chunks are in flight: abandoned chunks
+    /// never serve a block, and the worker skips those not yet started.
+    #[test]
+    fn abandoned_prefetches_never_serve_blocks() {
+        let (f, hs) = file(3000, 4000, Some(4096));
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        for start in [0usize, 1200, 300, 2000, 10, 2500] {
+            for (i, h) in hs.iter().enumerate().skip(start).take(400) {
+                let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                assert_eq!(
+                    got,
+                    vec![i as u8; 4000],
+                    "block {i} after a jump to {start}"
+                );
+            }
+        }
+        assert!(ra.worker.is_some());
+    }
+
     #[test]
     fn truncated_file_is_a_short_read_corruption() {
         let (f, hs) = file(20, 4000, None);
@@ -732,6 +835,7 @@ mod tests {
             data,
             align: None,
             log: Mutex::new(Vec::new()),
+            bg: Mutex::new(Vec::new()),
             path: PathBuf::from("short.sst"),
         });
         let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&short) as Arc<dyn RandomAccessFile>;
