@@ -382,10 +382,10 @@ impl Readahead {
         }
     }
 
-    /// Keeps `buf` for a later chunk (at most one per chunk in flight plus
-    /// one; the rest are freed).
+    /// Keeps `buf` for a later chunk (at most one per chunk that may be in
+    /// flight; the rest are freed).
     fn keep_spare(&mut self, buf: AlignedBuf) {
-        if self.spare.len() <= PREFETCH_DEPTH {
+        if self.spare.len() < PREFETCH_DEPTH {
             self.spare.push(buf);
         }
     }
