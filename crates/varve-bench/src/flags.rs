@@ -237,6 +237,13 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub adaptive_prefetch: bool,
 
+    /// varve: position an iterator's sources for a seek concurrently on
+    /// fibers with io_uring (`ReadOptions::concurrent_seeks`, default true).
+    /// Other engines ignore it.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub concurrent_seeks: bool,
+
     /// Append one JSON object per workload to this file (newline-delimited).
     #[arg(long)]
     pub json: Option<String>,
@@ -387,6 +394,8 @@ mod tests {
     fn adaptive_prefetch_flag() {
         assert!(parse(&[]).adaptive_prefetch);
         assert!(!parse(&["--adaptive_prefetch=false"]).adaptive_prefetch);
+        assert!(parse(&[]).concurrent_seeks);
+        assert!(!parse(&["--concurrent_seeks=false"]).concurrent_seeks);
     }
 
     #[test]

@@ -309,6 +309,15 @@ pub struct ReadOptions {
     /// `par_scan` / `par_count` ignore it (they already run one reader per
     /// thread) and prefetch only with `async_io`. See `docs/readahead.md`.
     pub adaptive_prefetch: bool,
+    /// Iterators position their sources (memtables, L0 files, levels) for a
+    /// seek concurrently: each source's seek runs on a fiber of the calling
+    /// thread, so the block reads of several levels are in flight together
+    /// through io_uring. Without io_uring (or with `VARVE_IO=sync`) the
+    /// sources are positioned one after another, with identical results.
+    /// A thread that positions an iterator this way gets its own io_uring
+    /// (created on first use, like `multi_get`'s). Default `true`. See
+    /// `docs/readahead.md`.
+    pub concurrent_seeks: bool,
     /// `multi_get` with `async_io`: most lookups (and so file reads) in
     /// flight at once. Default [`DEFAULT_ASYNC_QUEUE_DEPTH`] (32); 0 counts as 1.
     pub async_queue_depth: usize,
@@ -324,6 +333,7 @@ impl Default for ReadOptions {
             fill_cache: true,
             async_io: false,
             adaptive_prefetch: true,
+            concurrent_seeks: true,
             async_queue_depth: DEFAULT_ASYNC_QUEUE_DEPTH,
         }
     }

@@ -10,7 +10,9 @@
 //! `--readahead_size` when given (`ReadOptions::readahead_size`; else
 //! varve's default, 2 MiB); cursors prefetch the next chunks in the
 //! background once they have proven sequential (`--adaptive_prefetch`,
-//! default true), and with `--async_io` so do `par_count`'s.
+//! default true), and with `--async_io` so do `par_count`'s. Cursors
+//! position their levels for a seek concurrently (`--concurrent_seeks`,
+//! default true).
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
 
 use std::path::Path;
@@ -63,6 +65,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         async_io: flags.async_io,
         async_queue_depth: flags.async_queue_depth.max(1),
         adaptive_prefetch: flags.adaptive_prefetch,
+        concurrent_seeks: flags.concurrent_seeks,
         ..Default::default()
     };
     if let Some(n) = flags.readahead_size {

@@ -88,7 +88,10 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
             children.push(db.table_cache.files_iterator(files, &scan));
         }
     }
-    let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));
+    let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::with_concurrent_seeks(
+        children,
+        opts.concurrent_seeks,
+    ));
     DbIterator::new(
         merged,
         snapshot,
