@@ -8,7 +8,9 @@
 //! then L0 tables newest first, then one table per deeper level; the first
 //! entry found decides. Thread-safe; never blocks writers. Iterators read
 //! table data ahead (`ReadOptions::readahead_size`, one read-ahead state per
-//! L0 file and per level); point reads never do.
+//! L0 file and per level; background prefetch once sequential with
+//! `adaptive_prefetch` or `async_io`) and position their sources for a seek
+//! concurrently on fibers (`concurrent_seeks`); point reads do neither.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
