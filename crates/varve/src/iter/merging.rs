@@ -253,6 +253,133 @@ pub(crate) mod tests {
         }
     }
 
+    /// A child that counts the seeks it ran on a fiber.
+    struct Probe {
+        inner: VecIter,
+        on_fiber: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Probe {
+        fn note(&self) {
+            if crate::fiber::in_fiber() {
+                self.on_fiber
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    impl InternalIterator for Probe {
+        fn valid(&self) -> bool {
+            self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.note();
+            self.inner.seek_to_first();
+        }
+        fn seek_to_last(&mut self) {
+            self.note();
+            self.inner.seek_to_last();
+        }
+        fn seek(&mut self, t: &[u8]) {
+            self.note();
+            self.inner.seek(t);
+        }
+        fn seek_for_prev(&mut self, t: &[u8]) {
+            self.note();
+            self.inner.seek_for_prev(t);
+        }
+        fn next(&mut self) {
+            self.inner.next();
+        }
+        fn prev(&mut self) {
+            self.inner.prev();
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+    }
+
+    /// Concurrent positioning runs every child's seek on a fiber (when this
+    /// thread has io_uring) and lands where the plain merge lands.
+    #[test]
+    fn concurrent_seeks_run_children_on_fibers_with_the_same_results() {
+        let on_fiber = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let children = |probe: bool| -> Vec<Box<dyn InternalIterator>> {
+            (0..4u64)
+                .map(|c| {
+                    let entries = (0..50u64)
+                        .filter(|i| i % 4 == c || i % 7 == c)
+                        .map(|i| (ik(&format!("k{i:03}"), 100 * c + i), vec![c as u8]))
+                        .collect();
+                    let inner = VecIter::new(entries);
+                    if probe {
+                        Box::new(Probe {
+                            inner,
+                            on_fiber: std::sync::Arc::clone(&on_fiber),
+                        }) as Box<dyn InternalIterator>
+                    } else {
+                        Box::new(inner)
+                    }
+                })
+                .collect()
+        };
+        let mut plain = MergingIterator::new(children(false));
+        let mut conc = MergingIterator::with_concurrent_seeks(children(true), true);
+        let walk = |m: &mut MergingIterator, forward: bool| {
+            let mut out = Vec::new();
+            for _ in 0..15 {
+                if !m.valid() {
+                    break;
+                }
+                out.push((m.key().to_vec(), m.value().to_vec()));
+                if forward {
+                    m.next();
+                } else {
+                    m.prev();
+                }
+            }
+            out
+        };
+        let mut seeks = 0;
+        for i in 0..55u64 {
+            let t = ik(&format!("k{i:03}"), 1000);
+            match i % 4 {
+                0 => {
+                    plain.seek(&t);
+                    conc.seek(&t);
+                }
+                1 => {
+                    plain.seek_for_prev(&t);
+                    conc.seek_for_prev(&t);
+                }
+                2 => {
+                    plain.seek_to_first();
+                    conc.seek_to_first();
+                }
+                _ => {
+                    plain.seek_to_last();
+                    conc.seek_to_last();
+                }
+            }
+            seeks += 1;
+            let forward = i % 3 != 0;
+            assert_eq!(
+                walk(&mut plain, forward),
+                walk(&mut conc, forward),
+                "seek {i}"
+            );
+        }
+        let on = on_fiber.load(std::sync::atomic::Ordering::Relaxed);
+        if crate::io::uring::with_reactor(|_| ()).is_some() {
+            assert_eq!(on, 4 * seeks, "every child's seek ran on a fiber");
+        } else {
+            assert_eq!(on, 0, "no io_uring: the plain path");
+        }
+    }
+
     fn ik(k: &str, seq: u64) -> Vec<u8> {
         make_internal_key(k.as_bytes(), seq, ValueKind::Value)
     }
