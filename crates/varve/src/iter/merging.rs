@@ -14,7 +14,11 @@
 //! reads are in flight together through io_uring. Without io_uring (or
 //! `VARVE_IO=sync`, or when already on a fiber) the tasks run one after
 //! another: the same seeks in the same order, identical results. Each task
-//! touches only its own child (a `RefCell` per child, never shared).
+//! touches only its own child (a `RefCell` per child, never shared). It is
+//! adaptive: a concurrent positioning faster than `CACHED_SEEK` (20 µs, no
+//! disk read) makes the next 16 seeks position in order, since fibers and
+//! io_uring only cost when everything is cached; an ordered positioning
+//! slower than twice that switches back at once.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -36,7 +40,17 @@ pub struct MergingIterator {
     direction: Direction,
     /// Position the children of a seek concurrently (see the module docs).
     concurrent: bool,
+    /// Seeks left to position in order before trying fibers again.
+    plain_left: u32,
 }
+
+/// After a concurrent positioning that took less than [`CACHED_SEEK`], this
+/// many seeks position their children in order (fibers would only cost).
+const PLAIN_AFTER_CHEAP_SEEK: u32 = 16;
+
+/// A positioning faster than this was served from memory (block or page
+/// cache): a random read from a disk takes longer.
+const CACHED_SEEK: std::time::Duration = std::time::Duration::from_micros(20);
 
 impl MergingIterator {
     /// Merges `children` (which need not be positioned).
@@ -46,6 +60,7 @@ impl MergingIterator {
             current: None,
             direction: Direction::Forward,
             concurrent: false,
+            plain_left: 0,
         }
     }
 
@@ -62,10 +77,23 @@ impl MergingIterator {
     }
 
     /// Applies `f` to every child: on fibers when concurrent (and there is
-    /// more than one child), else in order.
+    /// more than one child), else in order. Adaptive: a concurrent
+    /// positioning that took less than [`CACHED_SEEK`] (no disk read: block
+    /// or page cache) makes the next [`PLAIN_AFTER_CHEAP_SEEK`] seeks go in
+    /// order; an ordered one that took over twice that (it waited for the
+    /// disk) goes back to fibers at once.
     fn position_all(&mut self, f: &(dyn Fn(&mut dyn InternalIterator) + '_)) {
         if !self.concurrent || self.children.len() < 2 {
             self.children.iter_mut().for_each(|c| f(c.as_mut()));
+            return;
+        }
+        let start = std::time::Instant::now();
+        if self.plain_left > 0 {
+            self.plain_left -= 1;
+            self.children.iter_mut().for_each(|c| f(c.as_mut()));
+            if start.elapsed() > 2 * CACHED_SEEK {
+                self.plain_left = 0;
+            }
             return;
         }
         let cells: Vec<RefCell<&mut Box<dyn InternalIterator>>> =
@@ -79,6 +107,10 @@ impl MergingIterator {
             }
         };
         crate::fiber::run_tasks(cells.len(), cells.len(), &task);
+        drop(cells);
+        if start.elapsed() < CACHED_SEEK {
+            self.plain_left = PLAIN_AFTER_CHEAP_SEEK;
+        }
     }
 
     fn pick(&mut self, want: Ordering) {
@@ -253,10 +285,12 @@ pub(crate) mod tests {
         }
     }
 
-    /// A child that counts the seeks it ran on a fiber.
+    /// A child that counts the seeks it ran on a fiber; with a file, every
+    /// seek reads a few bytes of it (like a table reading a block).
     struct Probe {
         inner: VecIter,
         on_fiber: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+        file: Option<std::sync::Arc<std::fs::File>>,
     }
 
     impl Probe {
@@ -264,6 +298,13 @@ pub(crate) mod tests {
             if crate::fiber::in_fiber() {
                 self.on_fiber
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            if let Some(f) = &self.file {
+                // A disk read's latency (the file itself is cached).
+                std::thread::sleep(std::time::Duration::from_micros(50));
+                let mut buf = [0u8; 8];
+                let n = crate::fiber::fiber_aio_read(f, &mut buf, 0).expect("read");
+                assert_eq!(&buf[..n], b"probe!!!");
             }
         }
     }
@@ -306,6 +347,10 @@ pub(crate) mod tests {
     /// thread has io_uring) and lands where the plain merge lands.
     #[test]
     fn concurrent_seeks_run_children_on_fibers_with_the_same_results() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("probe");
+        std::fs::write(&path, b"probe!!!").expect("write");
+        let file = std::sync::Arc::new(std::fs::File::open(&path).expect("open"));
         let on_fiber = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let children = |probe: bool| -> Vec<Box<dyn InternalIterator>> {
             (0..4u64)
@@ -319,6 +364,7 @@ pub(crate) mod tests {
                         Box::new(Probe {
                             inner,
                             on_fiber: std::sync::Arc::clone(&on_fiber),
+                            file: Some(std::sync::Arc::clone(&file)),
                         }) as Box<dyn InternalIterator>
                     } else {
                         Box::new(inner)
@@ -373,10 +419,36 @@ pub(crate) mod tests {
             );
         }
         let on = on_fiber.load(std::sync::atomic::Ordering::Relaxed);
-        if crate::io::uring::with_reactor(|_| ()).is_some() {
+        let uring = crate::io::uring::with_reactor(|_| ()).is_some();
+        if uring {
             assert_eq!(on, 4 * seeks, "every child's seek ran on a fiber");
         } else {
             assert_eq!(on, 0, "no io_uring: the plain path");
+        }
+        // Children that read nothing (all cached): after one concurrent
+        // positioning, the next PLAIN_AFTER_CHEAP_SEEK seeks go in order.
+        let no_reads: Vec<Box<dyn InternalIterator>> = (0..3)
+            .map(|_| {
+                Box::new(Probe {
+                    inner: VecIter::new(vec![(ik("a", 1), b"1".to_vec())]),
+                    on_fiber: std::sync::Arc::clone(&on_fiber),
+                    file: None,
+                }) as Box<dyn InternalIterator>
+            })
+            .collect();
+        let mut cheap = MergingIterator::with_concurrent_seeks(no_reads, true);
+        let mut counts = Vec::new();
+        for _ in 0..(PLAIN_AFTER_CHEAP_SEEK + 2) {
+            let before = on_fiber.load(std::sync::atomic::Ordering::Relaxed);
+            cheap.seek_to_first();
+            assert_eq!(cheap.value(), b"1");
+            counts.push(on_fiber.load(std::sync::atomic::Ordering::Relaxed) - before);
+        }
+        if uring {
+            let mut want = vec![3];
+            want.extend(std::iter::repeat_n(0, PLAIN_AFTER_CHEAP_SEEK as usize));
+            want.push(3);
+            assert_eq!(counts, want);
         }
     }
 
