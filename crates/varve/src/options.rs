@@ -314,6 +314,8 @@ pub struct ReadOptions {
     /// thread, so the block reads of several levels are in flight together
     /// through io_uring. Without io_uring (or with `VARVE_IO=sync`) the
     /// sources are positioned one after another, with identical results.
+    /// Adaptive: after a positioning that found everything cached (under
+    /// 20 µs), the next 16 seeks position in order.
     /// A thread that positions an iterator this way gets its own io_uring
     /// (created on first use, like `multi_get`'s). Default `true`. See
     /// `docs/readahead.md`.
