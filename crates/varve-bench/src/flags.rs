@@ -235,6 +235,21 @@ pub struct Flags {
     #[arg(long)]
     pub readahead_size: Option<usize>,
 
+    /// varve: background prefetch of iterators that have proven sequential
+    /// (`ReadOptions::adaptive_prefetch`, default true); false = read-ahead
+    /// chunks are read synchronously unless `--async_io`. Other engines
+    /// ignore it.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub adaptive_prefetch: bool,
+
+    /// varve: position an iterator's sources for a seek concurrently on
+    /// fibers with io_uring (`ReadOptions::concurrent_seeks`, default true).
+    /// Other engines ignore it.
+    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub concurrent_seeks: bool,
+
     /// Append one JSON object per workload to this file (newline-delimited).
     #[arg(long)]
     pub json: Option<String>,
@@ -379,6 +394,14 @@ mod tests {
         assert_eq!(f.engine, "varve");
         assert!(!f.sync && !f.histogram && !f.use_direct_reads);
         assert_eq!(f.readahead_size, None);
+    }
+
+    #[test]
+    fn adaptive_prefetch_flag() {
+        assert!(parse(&[]).adaptive_prefetch);
+        assert!(!parse(&["--adaptive_prefetch=false"]).adaptive_prefetch);
+        assert!(parse(&[]).concurrent_seeks);
+        assert!(!parse(&["--concurrent_seeks=false"]).concurrent_seeks);
     }
 
     #[test]

@@ -305,8 +305,29 @@ pub struct ReadOptions {
     /// where io_uring is unavailable). In iterators: once read-ahead chunks
     /// have grown to `readahead_size` (at least 256 KiB), read the next chunk
     /// on a helper thread (one per L0 file or level being scanned) while the
-    /// current one is consumed. Default `false`.
+    /// current one is consumed (what `adaptive_prefetch`, on by default,
+    /// does too). Default `false`.
     pub async_io: bool,
+    /// Background prefetch for iterators that have proven sequential: once
+    /// an iterator's read-ahead chunks have grown to `readahead_size` (at
+    /// least 256 KiB, so after about twice that many bytes read in
+    /// sequence), a helper thread per L0 file or level being scanned reads
+    /// the next chunks (two in flight) while the current one is consumed.
+    /// Point lookups and short scans never start it. Default `true`;
+    /// `par_scan` / `par_count` ignore it (they already run one reader per
+    /// thread) and prefetch only with `async_io`. See `docs/readahead.md`.
+    pub adaptive_prefetch: bool,
+    /// Iterators position their sources (memtables, L0 files, levels) for a
+    /// seek concurrently: each source's seek runs on a fiber of the calling
+    /// thread, so the block reads of several levels are in flight together
+    /// through io_uring. Without io_uring (or with `VARVE_IO=sync`) the
+    /// sources are positioned one after another, with identical results.
+    /// Adaptive: after a positioning that found everything cached (under
+    /// 20 µs), the next 16 seeks position in order.
+    /// A thread that positions an iterator this way gets its own io_uring
+    /// (created on first use, like `multi_get`'s). Default `true`. See
+    /// `docs/readahead.md`.
+    pub concurrent_seeks: bool,
     /// `multi_get` with `async_io`: most lookups (and so file reads) in
     /// flight at once. Default [`DEFAULT_ASYNC_QUEUE_DEPTH`] (32); 0 counts as 1.
     pub async_queue_depth: usize,
@@ -321,6 +342,8 @@ impl Default for ReadOptions {
             readahead_size: crate::sst::DEFAULT_READAHEAD,
             fill_cache: true,
             async_io: false,
+            adaptive_prefetch: true,
+            concurrent_seeks: true,
             async_queue_depth: DEFAULT_ASYNC_QUEUE_DEPTH,
         }
     }

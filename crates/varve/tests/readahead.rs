@@ -50,7 +50,17 @@ fn multi_level_db(dir: &Path, opts: Options) -> (Db, Model) {
     (db, model)
 }
 
+/// Read-ahead without background prefetch (exact read patterns).
 fn ro(readahead: usize) -> ReadOptions {
+    ReadOptions {
+        readahead_size: readahead,
+        adaptive_prefetch: false,
+        ..ReadOptions::default()
+    }
+}
+
+/// Read-ahead with the default adaptive prefetch.
+fn ro_default(readahead: usize) -> ReadOptions {
     ReadOptions {
         readahead_size: readahead,
         ..ReadOptions::default()
@@ -131,6 +141,10 @@ fn same_results_with_and_without_readahead() {
         assert!(
             workload(&db, &ro_async(size)) == off,
             "async {size} differs"
+        );
+        assert!(
+            workload(&db, &ro_default(size)) == off,
+            "adaptive prefetch {size} differs"
         );
     }
     // With the block cache on, and without filling it.
@@ -252,6 +266,39 @@ fn read_size_grows_carries_over_files_and_resets_on_seek() {
     assert_eq!(after_seek[1].len, 16 << 10, "{after_seek:?}");
 }
 
+/// The default adaptive prefetch changes nothing for seeks followed by
+/// short scans (the same reads, in the same order, from the caller's
+/// thread), and a long scan still sees every key.
+#[test]
+fn adaptive_prefetch_leaves_short_scans_alone() {
+    let dir = fast_tempdir();
+    let (db, fs) = logged_db(dir.path(), 8000, false);
+    full_scan(&db, &ro(0));
+    fs.record_reads(true);
+    let max = 256 << 10;
+    let short_scans = |opts: &ReadOptions| {
+        let mut it = db.iter_opt(opts);
+        let mut rng = Rng(5);
+        for _ in 0..30 {
+            let k = rng.below(7800);
+            it.seek(key(k));
+            for _ in 0..100 {
+                it.move_next();
+            }
+            assert_eq!(it.key(), key(k + 100).as_slice());
+        }
+        it.status().expect("scan");
+    };
+    short_scans(&ro(max));
+    let plain = sst_reads(&fs);
+    short_scans(&ro_default(max));
+    let adaptive = sst_reads(&fs);
+    assert!(!plain.is_empty());
+    assert!(adaptive == plain, "{adaptive:?} vs {plain:?}");
+    assert_eq!(full_scan(&db, &ro_default(max)), 8000);
+    assert_eq!(full_scan(&db, &ReadOptions::default()), 8000);
+}
+
 #[test]
 fn bounded_scan_reads_stop_at_the_bound() {
     let dir = fast_tempdir();
@@ -323,14 +370,16 @@ fn direct_reads_same_results_through_aligned_reads() {
     let want = collect(&mut it, true, usize::MAX);
     assert_eq!(want.len(), 3000);
     fs.record_reads(true);
-    for (size, asynchronous) in [
-        (4096, false),
-        (100_000, false),
-        (1 << 20, false),
-        (256 << 10, true),
+    for (size, asynchronous, adaptive) in [
+        (4096, false, false),
+        (100_000, false, false),
+        (1 << 20, false, false),
+        (256 << 10, true, false),
+        (256 << 10, false, true),
     ] {
         let base = ReadOptions {
             async_io: asynchronous,
+            adaptive_prefetch: adaptive,
             ..ro(size)
         };
         let mut it = db.iter_opt(&base);

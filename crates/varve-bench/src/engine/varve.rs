@@ -8,8 +8,11 @@
 //! from `--async_io` / `--async_queue_depth` (fibers + io_uring when async).
 //! `count` uses `par_count` without filling the block cache. Cursors and `par_count` read ahead with
 //! `--readahead_size` when given (`ReadOptions::readahead_size`; else
-//! varve's default, 2 MiB), and with `--async_io` read the next chunk in the
-//! background.
+//! varve's default, 2 MiB); cursors prefetch the next chunks in the
+//! background once they have proven sequential (`--adaptive_prefetch`,
+//! default true), and with `--async_io` so do `par_count`'s. Cursors
+//! position their levels for a seek concurrently (`--concurrent_seeks`,
+//! default true).
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
 
 use std::path::Path;
@@ -62,6 +65,8 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     let mut read = varve::ReadOptions {
         async_io: flags.async_io,
         async_queue_depth: flags.async_queue_depth.max(1),
+        adaptive_prefetch: flags.adaptive_prefetch,
+        concurrent_seeks: flags.concurrent_seeks,
         ..Default::default()
     };
     if let Some(n) = flags.readahead_size {

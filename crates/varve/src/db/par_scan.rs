@@ -119,6 +119,7 @@ impl Plan {
             readahead_size: self.readahead_size,
             fill_cache: self.fill_cache,
             async_io: self.async_io,
+            adaptive_prefetch: false,
             ..ReadOptions::default()
         });
         it.seek_to_first();

@@ -8,7 +8,9 @@
 //! then L0 tables newest first, then one table per deeper level; the first
 //! entry found decides. Thread-safe; never blocks writers. Iterators read
 //! table data ahead (`ReadOptions::readahead_size`, one read-ahead state per
-//! L0 file and per level); point reads never do.
+//! L0 file and per level; background prefetch once sequential with
+//! `adaptive_prefetch` or `async_io`) and position their sources for a seek
+//! concurrently on fibers (`concurrent_seeks`); point reads do neither.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -72,7 +74,7 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
     let scan = ScanOptions {
         readahead_size: opts.readahead_size,
         fill_cache: opts.fill_cache,
-        async_io: opts.async_io,
+        async_io: opts.async_io || opts.adaptive_prefetch,
         upper_bound: opts.iterate_upper_bound.clone(),
     };
     let mut children = sv.memtable_iterators();
@@ -88,7 +90,10 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
             children.push(db.table_cache.files_iterator(files, &scan));
         }
     }
-    let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::new(children));
+    let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::with_concurrent_seeks(
+        children,
+        opts.concurrent_seeks,
+    ));
     DbIterator::new(
         merged,
         snapshot,

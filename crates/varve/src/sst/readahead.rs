@@ -17,14 +17,26 @@
 //! bounce copy. Every block served from the buffer is checksummed like a
 //! block read on its own, so damage is still `Error::Corruption`.
 //!
+//! Background prefetch (when enabled): once a synchronous sequential chunk
+//! of the full maximum size has been read — the iterator has proven
+//! sequential, having read about twice the maximum in order — a helper
+//! thread reads the following chunks, up to [`PREFETCH_DEPTH`] in flight
+//! back to back, while the consumer decodes the current one. Any
+//! non-sequential access abandons them; the worker skips abandoned chunks
+//! it has not started yet. Short scans and point seeks never get there, so
+//! they pay nothing for it.
+//!
 //! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
 //! between scans); table iterators of one level share it through an
 //! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
-//! thread owned by the state reads the next chunk into a buffer that is
-//! moved to it and back through channels (nothing shared); it exits when
-//! the state is dropped. Invariant: `buf_valid` bytes of
-//! `buf` hold the file `file` from `buf_start` on.
+//! thread owned by the state reads chunks into buffers that are moved to it
+//! and back through channels (nothing shared but an atomic job id below
+//! which jobs are skipped); it exits when the state is dropped. Invariants:
+//! `buf_valid` bytes of `buf` hold the file `file` from `buf_start` on;
+//! `pending` chunks are contiguous and start where the buffer ends.
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
@@ -46,7 +58,8 @@ pub const COMPACTION_READAHEAD: usize = 2 << 20;
 #[derive(Debug)]
 pub struct Readahead {
     max: usize,
-    /// Read the next chunk in the background once chunks are `max` bytes.
+    /// Read the next chunks in the background once a sequential chunk of
+    /// `max` bytes has been read.
     prefetch: bool,
     next_size: usize,
     /// The file of the last block access, kept alive so its identity holds.
@@ -62,16 +75,22 @@ pub struct Readahead {
     chunk_bytes: u64,
     /// Background reader of the next chunk (started on first use).
     worker: Option<Worker>,
-    /// The chunk the worker is reading for this state, if any.
-    pending: Option<Pending>,
-    /// A buffer to hand to the worker (the previous chunk's).
-    spare: Option<AlignedBuf>,
+    /// The chunks the worker is reading for this state, in file order, at
+    /// most [`PREFETCH_DEPTH`]; each starts where the one before ends.
+    pending: VecDeque<Pending>,
+    /// Buffers to hand to the worker (earlier chunks').
+    spare: Vec<AlignedBuf>,
     /// Tags jobs, so results of abandoned prefetches are recognized.
     next_job: u64,
 }
 
 /// Smallest maximum chunk for which background prefetch is used.
 pub const PREFETCH_MIN: usize = 256 << 10;
+
+/// Most chunks read in the background for one state at once: the worker
+/// reads them back to back, so the disk does not idle while the consumer
+/// swaps buffers.
+pub const PREFETCH_DEPTH: usize = 2;
 
 /// A chunk being read in the background.
 #[derive(Debug)]
@@ -102,17 +121,26 @@ struct Done {
 struct Worker {
     jobs: mpsc::Sender<Job>,
     done: mpsc::Receiver<Done>,
+    /// Jobs with a smaller id were abandoned: the worker skips them if it
+    /// has not started them yet (and replies with 0 bytes).
+    cancel_below: Arc<AtomicU64>,
 }
 
 impl Worker {
     fn spawn() -> Option<Worker> {
         let (jobs, job_rx) = mpsc::channel::<Job>();
         let (done_tx, done) = mpsc::channel::<Done>();
+        let cancel_below = Arc::new(AtomicU64::new(0));
+        let cancel = Arc::clone(&cancel_below);
         std::thread::Builder::new()
             .name("varve-readahead".into())
             .spawn(move || {
                 for mut job in job_rx {
-                    let got = job.file.read_at(job.buf.as_mut_slice(), job.start);
+                    let got = if job.id < cancel.load(Ordering::Acquire) {
+                        Ok(0)
+                    } else {
+                        job.file.read_at(job.buf.as_mut_slice(), job.start)
+                    };
                     let reply = Done {
                         id: job.id,
                         buf: job.buf,
@@ -124,7 +152,11 @@ impl Worker {
                 }
             })
             .ok()?;
-        Some(Worker { jobs, done })
+        Some(Worker {
+            jobs,
+            done,
+            cancel_below,
+        })
     }
 }
 
@@ -164,8 +196,8 @@ impl Readahead {
             chunk_reads: 0,
             chunk_bytes: 0,
             worker: None,
-            pending: None,
-            spare: None,
+            pending: VecDeque::new(),
+            spare: Vec::new(),
             next_job: 0,
         }
     }
@@ -201,7 +233,7 @@ impl Readahead {
         if !self.file.as_ref().is_some_and(|f| same_file(f, file)) {
             self.file = Some(Arc::clone(file));
             self.buf_valid = 0;
-            self.pending = None;
+            self.abandon();
         }
         self.file_data_end = data_end;
         self.last_end = h.end().unwrap_or(u64::MAX);
@@ -233,7 +265,7 @@ impl Readahead {
             self.set_last(file, data_end, h);
             return Ok(block);
         }
-        self.pending = None;
+        self.abandon();
         let sequential = self.is_sequential(file, h.offset);
         self.set_last(file, data_end, h);
         let want_end = h
@@ -278,54 +310,87 @@ impl Readahead {
         self.decode_buffered(file, h, end, verify)
     }
 
-    /// Starts reading the chunk after the current buffer in the background,
-    /// if the buffer was read whole and the data (up to `limit`) goes on.
+    /// Starts reading the chunks after the current buffer (and after the
+    /// chunks already pending) in the background, up to [`PREFETCH_DEPTH`]
+    /// in flight, if the buffer was read whole and the data (up to `limit`)
+    /// goes on. Each chunk is `next_size` bytes, which keeps doubling up to
+    /// the maximum.
     fn prefetch_next(&mut self, file: &Arc<dyn RandomAccessFile>, limit: u64) {
-        let start = self.buf_start + self.buf_valid as u64;
-        if self.pending.is_some() || start >= limit || self.buf_valid != self.buf.as_slice().len() {
-            return;
-        }
-        let stop = match file.direct_alignment() {
-            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
-                let a = a as u64;
-                if !start.is_multiple_of(a) {
-                    return;
+        while self.pending.len() < PREFETCH_DEPTH {
+            let start = match self.pending.back() {
+                Some(p) => p.start + p.len as u64,
+                None if self.buf_valid == self.buf.as_slice().len() => {
+                    self.buf_start + self.buf_valid as u64
                 }
-                start
-                    .saturating_add(self.next_size as u64)
-                    .min(limit)
-                    .div_ceil(a)
-                    * a
+                None => return,
+            };
+            if start >= limit {
+                return;
             }
-            _ => start.saturating_add(self.next_size as u64).min(limit),
-        };
-        let Ok(len) = usize::try_from(stop - start) else {
-            return;
-        };
-        if self.worker.is_none() {
-            self.worker = Worker::spawn();
-        }
-        let Some(worker) = &self.worker else {
-            return;
-        };
-        let mut buf = self.spare.take().unwrap_or_else(|| AlignedBuf::new(0));
-        buf.resize(len);
-        let id = self.next_job;
-        self.next_job += 1;
-        let job = Job {
-            id,
-            file: Arc::clone(file),
-            start,
-            buf,
-        };
-        if worker.jobs.send(job).is_ok() {
-            self.pending = Some(Pending { id, start, len });
-        } else {
-            self.worker = None;
+            let stop = match file.direct_alignment() {
+                Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
+                    let a = a as u64;
+                    if !start.is_multiple_of(a) {
+                        return;
+                    }
+                    start
+                        .saturating_add(self.next_size as u64)
+                        .min(limit)
+                        .div_ceil(a)
+                        * a
+                }
+                _ => start.saturating_add(self.next_size as u64).min(limit),
+            };
+            let Ok(len) = usize::try_from(stop - start) else {
+                return;
+            };
+            if self.worker.is_none() {
+                self.worker = Worker::spawn();
+            }
+            let Some(worker) = &self.worker else {
+                return;
+            };
+            let mut buf = self.spare.pop().unwrap_or_else(|| AlignedBuf::new(0));
+            buf.resize(len);
+            let id = self.next_job;
+            self.next_job += 1;
+            let job = Job {
+                id,
+                file: Arc::clone(file),
+                start,
+                buf,
+            };
+            if worker.jobs.send(job).is_err() {
+                self.worker = None;
+                self.abandon();
+                return;
+            }
+            self.pending.push_back(Pending { id, start, len });
+            self.next_size = self.next_size.saturating_mul(2).min(self.max);
         }
     }
 
-    /// The block `[h.offset, end)` from the chunk being read in the
+    /// Forgets the chunks being read in the background; the worker skips
+    /// those it has not started.
+    fn abandon(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.pending.clear();
+        if let Some(w) = &self.worker {
+            w.cancel_below.store(self.next_job, Ordering::Release);
+        }
+    }
+
+    /// Keeps `buf` for a later chunk (at most one per chunk that may be in
+    /// flight; the rest are freed).
+    fn keep_spare(&mut self, buf: AlignedBuf) {
+        if self.spare.len() < PREFETCH_DEPTH {
+            self.spare.push(buf);
+        }
+    }
+
+    /// The block `[h.offset, end)` from the first chunk being read in the
     /// background, when it starts in the current buffer's tail or inside
     /// that chunk: waits for the chunk, makes it the current buffer (a
     /// block cut by the chunk boundary is put together from both) and
@@ -338,7 +403,7 @@ impl Readahead {
         limit: u64,
         verify: bool,
     ) -> Result<Option<Vec<u8>>> {
-        let Some(p) = &self.pending else {
+        let Some(p) = self.pending.front() else {
             return Ok(None);
         };
         let cur_end = self.buf_start + self.buf_valid as u64;
@@ -348,21 +413,29 @@ impl Readahead {
             return Ok(None);
         }
         let (id, start, len) = (p.id, p.start, p.len);
-        self.pending = None;
-        let Some(worker) = &self.worker else {
-            return Ok(None);
-        };
+        self.pending.pop_front();
         let done = loop {
+            let Some(worker) = &self.worker else {
+                self.abandon();
+                return Ok(None);
+            };
             match worker.done.recv() {
                 Ok(d) if d.id == id => break d,
-                Ok(stale) => self.spare = Some(stale.buf),
+                Ok(stale) => self.keep_spare(stale.buf),
                 Err(_) => {
                     self.worker = None;
+                    self.abandon();
                     return Ok(None);
                 }
             }
         };
-        let got = done.got?;
+        let got = match done.got {
+            Ok(got) => got,
+            Err(e) => {
+                self.abandon();
+                return Err(e);
+            }
+        };
         self.chunk_reads += 1;
         self.chunk_bytes += got as u64;
         let tail = if in_tail {
@@ -372,14 +445,19 @@ impl Readahead {
             None
         };
         let old = std::mem::replace(&mut self.buf, done.buf);
-        self.spare = Some(old);
+        self.keep_spare(old);
         self.buf_start = start;
         self.buf_valid = got;
+        if got < len {
+            // A short chunk: the chunks after it start past its end.
+            self.abandon();
+        }
         if end > start + got as u64 {
             if got < len {
                 return Err(short(file, h.offset, start, got, end));
             }
             // A block larger than what is left of the chunk: read it alone.
+            self.abandon();
             let block = read_block(file.as_ref(), h, end, verify)?;
             return Ok(Some(block));
         }
@@ -434,12 +512,17 @@ mod tests {
         data: Vec<u8>,
         align: Option<usize>,
         log: Mutex<Vec<(u64, usize)>>,
+        /// The reads made by the background worker.
+        bg: Mutex<Vec<(u64, usize)>>,
         path: PathBuf,
     }
 
     impl RandomAccessFile for MemFile {
         fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
             self.log.lock().push((offset, buf.len()));
+            if std::thread::current().name() == Some("varve-readahead") {
+                self.bg.lock().push((offset, buf.len()));
+            }
             let start = (offset as usize).min(self.data.len());
             let n = buf.len().min(self.data.len() - start);
             buf[..n].copy_from_slice(&self.data[start..start + n]);
@@ -470,6 +553,7 @@ mod tests {
             data,
             align,
             log: Mutex::new(Vec::new()),
+            bg: Mutex::new(Vec::new()),
             path: PathBuf::from("mem.sst"),
         };
         (Arc::new(f), handles)
@@ -607,6 +691,7 @@ mod tests {
             data,
             align: None,
             log: Mutex::new(Vec::new()),
+            bg: Mutex::new(Vec::new()),
             path: PathBuf::from("bad.sst"),
         });
         let mut ra = Readahead::new(1 << 20);
@@ -647,6 +732,7 @@ mod tests {
                 data: data.clone(),
                 align,
                 log: Mutex::new(Vec::new()),
+                bg: Mutex::new(Vec::new()),
                 path: PathBuf::from("mixed.sst"),
             });
             let mut ra = Readahead::with_prefetch(1 << 20, true);
@@ -673,6 +759,73 @@ mod tests {
         }
     }
 
+    /// Prefetch starts only once a full-size chunk was read in sequence: a
+    /// short scan never makes a background read; a long one does, and
+    /// never past the limit, with aligned chunks for O_DIRECT files.
+    #[test]
+    fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
+        for align in [None, Some(4096)] {
+            let (f, hs) = file(2000, 4000, align);
+            let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+            let end = f.data.len() as u64;
+            let max = 256 << 10;
+            // Short: 60 blocks (240 KiB, read as one block, then 16 KiB
+            // doubling to 128 KiB).
+            let mut ra = Readahead::with_prefetch(max, true);
+            read_all(&mut ra, &f, &hs[..60], u64::MAX).expect("short");
+            assert!(ra.worker.is_none(), "no helper thread for a short scan");
+            assert!(f.bg.lock().is_empty());
+            // Long and bounded: blocks 0..=1500 of 2000.
+            let limit = hs[1500].end().expect("end");
+            let mut ra = Readahead::with_prefetch(max, true);
+            f.log.lock().clear();
+            for (i, h) in hs[..=1500].iter().enumerate() {
+                let got = ra.read_block(&dynf, end, *h, limit, true).expect("read");
+                assert_eq!(got, vec![i as u8; 4000], "block {i}");
+            }
+            drop(ra); // the worker exits once its queue is empty
+            let bg = f.bg.lock().clone();
+            assert!(bg.len() > 5, "the long scan prefetched: {bg:?}");
+            let log = f.log.lock().clone();
+            // Synchronous chunks before the first background read reached
+            // the full size.
+            let first_bg = log.iter().position(|r| bg.contains(r)).expect("bg");
+            assert!(log[first_bg - 1].1 >= max, "{log:?}");
+            assert!(log[..first_bg - 1].iter().all(|r| r.1 < max), "{log:?}");
+            let cap = match align {
+                Some(a) => limit.div_ceil(a as u64) * a as u64,
+                None => limit,
+            };
+            for &(o, n) in &bg {
+                assert!(o + n as u64 <= cap, "read {n} at {o} past {cap}");
+                if align.is_some() {
+                    assert!(o % 4096 == 0 && n % 4096 == 0, "chunk {n} at {o}");
+                }
+            }
+        }
+    }
+
+    /// Jumps back and forth while chunks are in flight: abandoned chunks
+    /// never serve a block, and the worker skips those not yet started.
+    #[test]
+    fn abandoned_prefetches_never_serve_blocks() {
+        let (f, hs) = file(3000, 4000, Some(4096));
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        for start in [0usize, 1200, 300, 2000, 10, 2500] {
+            for (i, h) in hs.iter().enumerate().skip(start).take(400) {
+                let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                assert_eq!(
+                    got,
+                    vec![i as u8; 4000],
+                    "block {i} after a jump to {start}"
+                );
+            }
+        }
+        assert!(ra.worker.is_some());
+    }
+
     #[test]
     fn truncated_file_is_a_short_read_corruption() {
         let (f, hs) = file(20, 4000, None);
@@ -682,6 +835,7 @@ mod tests {
             data,
             align: None,
             log: Mutex::new(Vec::new()),
+            bg: Mutex::new(Vec::new()),
             path: PathBuf::from("short.sst"),
         });
         let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&short) as Arc<dyn RandomAccessFile>;

@@ -23,8 +23,9 @@ pub(crate) use reactor::Reactor;
 
 static AVAILABLE: OnceLock<bool> = OnceLock::new();
 
-/// Whether this process uses io_uring for reads inside `multi_get` fibers
-/// (probed once; `VARVE_IO=sync` turns it off).
+/// Whether this process uses io_uring for reads inside fibers (`multi_get`
+/// with `async_io`, iterator seeks with `concurrent_seeks`; probed once;
+/// `VARVE_IO=sync` turns it off).
 pub fn io_uring_available() -> bool {
     *AVAILABLE.get_or_init(probe)
 }
