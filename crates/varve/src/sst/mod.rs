@@ -14,6 +14,7 @@ mod block;
 mod block_builder;
 mod filter;
 mod format;
+mod index_search;
 mod properties;
 mod readahead;
 mod table;

@@ -7,7 +7,9 @@
 //! [`Table::get`] and iterate at once. Invariants established at open: the
 //! blocks tile the file exactly (data blocks contiguous from 0, then filter,
 //! index, properties, footer), every index entry decodes to the handle of the
-//! next data block, and the properties agree with that layout. Every failed
+//! next data block, and the properties agree with that layout. Point reads
+//! find their data block through an `IndexSearch` built at open (a dense
+//! array of key windows) instead of walking the index block. Every failed
 //! check is `Error::Corruption` naming the file and the block's offset.
 
 use std::fmt;
@@ -26,6 +28,7 @@ use super::format::{
     BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, check_handle, decode_block,
     read_block,
 };
+use super::index_search::{IndexHit, IndexSearch};
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::table_iter::{TableIterOptions, TableIterator};
@@ -73,6 +76,8 @@ pub struct Table {
     cache_id: u64,
     verify_checksums: bool,
     index: Arc<Block>,
+    /// Point reads' fast path through `index` (`None`: the block search).
+    index_search: Option<IndexSearch>,
     filter: Option<BloomFilter>,
     props: TableProperties,
 }
@@ -161,6 +166,7 @@ impl Table {
         };
 
         check_index(&index, data_end, &props).map_err(|r| corrupt(footer.index.offset, &r))?;
+        let index_search = IndexSearch::build(&index);
         let trailer = BLOCK_TRAILER_LEN as u64;
         let filter_bytes = if filter.is_some() {
             footer.filter.size + trailer
@@ -185,6 +191,7 @@ impl Table {
             cache_id: opts.cache_id,
             verify_checksums: opts.verify_checksums,
             index,
+            index_search,
             filter,
             props,
         }))
@@ -201,12 +208,22 @@ impl Table {
             return Ok(None);
         }
         let target = lookup_key(user_key, seq.min(MAX_SEQUENCE));
-        let mut idx = self.index.iter();
-        idx.seek(&target);
-        if !idx.valid() {
-            return idx.status().map_err(|_| self.bad_index()).map(|()| None);
-        }
-        let handle = self.decode_handle(idx.value())?;
+        let hit = match &self.index_search {
+            Some(s) => s.find(&self.index, &target, user_key),
+            None => IndexHit::Unsure,
+        };
+        let handle = match hit {
+            IndexHit::Block(_, h) => h,
+            IndexHit::PastEnd => return Ok(None),
+            IndexHit::Unsure => {
+                let mut idx = self.index.iter();
+                idx.seek(&target);
+                if !idx.valid() {
+                    return idx.status().map_err(|_| self.bad_index()).map(|()| None);
+                }
+                self.decode_handle(idx.value())?
+            }
+        };
         let block = self.read_data_block(handle)?;
         let mut it = block.iter();
         it.seek(&target);
@@ -249,6 +266,7 @@ impl Table {
     /// Bytes held in memory for the table's life (index, filter, properties).
     pub fn pinned_memory(&self) -> usize {
         self.index.charge()
+            + self.index_search.as_ref().map_or(0, IndexSearch::memory)
             + self.filter.as_ref().map_or(0, BloomFilter::memory)
             + self.props.memory()
     }
