@@ -1,9 +1,9 @@
-//! One LRU shard: a hash map from key to a slot in a slab of nodes that form
-//! a doubly linked list by index (most recently inserted or rescued at the
-//! head; a hit only sets a "referenced" bit, and eviction gives a referenced
-//! tail entry a second chance by moving it to the head, as CLOCK does, so a
-//! hit touches one node instead of three), charged
-//! in bytes.
+//! One LRU shard: a hash map from key to the value, a "referenced" bit and a
+//! slot in a slab of nodes that form a doubly linked list by index (most
+//! recently inserted or rescued at the head; a hit only sets the map entry's
+//! referenced bit, and eviction gives a referenced tail entry a second
+//! chance by moving it to the head, as CLOCK does, so a hit touches the map
+//! entry alone, no node), charged in bytes.
 //!
 //! Not thread-safe by itself: the block cache puts each shard behind a
 //! mutex. Invariants: `usage` is the sum of the charges of the entries held
@@ -37,15 +37,22 @@ impl Hasher for IntHasher {
 
 type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
+/// What the map holds per key: everything a hit needs, in one place.
+#[derive(Debug)]
+struct Entry<V> {
+    value: V,
+    /// Set by a hit; an entry found set at the tail gets a second chance.
+    referenced: bool,
+    /// The entry's node in `LruShard::nodes`.
+    slot: usize,
+}
+
 const NIL: usize = usize::MAX;
 
 #[derive(Debug)]
-struct Node<K, V> {
+struct Node<K> {
     key: K,
-    value: Option<V>,
     charge: usize,
-    /// Set by a hit; an entry found set at the tail gets a second chance.
-    referenced: bool,
     prev: usize,
     next: usize,
 }
@@ -53,8 +60,8 @@ struct Node<K, V> {
 /// A byte-charged LRU map.
 #[derive(Debug)]
 pub struct LruShard<K, V> {
-    map: FastMap<K, usize>,
-    nodes: Vec<Node<K, V>>,
+    map: FastMap<K, Entry<V>>,
+    nodes: Vec<Node<K>>,
     free: Vec<usize>,
     head: usize,
     tail: usize,
@@ -90,12 +97,11 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     /// pass that reaches it).
     pub fn get(&mut self, key: &K) -> Option<V> {
         // A hit only marks the entry (CLOCK's second chance): relinking it
-        // would touch two more random nodes on every hit. Eviction moves a
+        // would touch three random nodes on every hit. Eviction moves a
         // marked tail entry back to the front instead of dropping it.
-        let slot = *self.map.get(key)?;
-        let node = &mut self.nodes[slot];
-        node.referenced = true;
-        node.value.clone()
+        let e = self.map.get_mut(key)?;
+        e.referenced = true;
+        Some(e.value.clone())
     }
 
     /// Inserts or replaces `key`, then evicts least recently used entries
@@ -108,19 +114,19 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         }
         while self.usage + charge > self.capacity && self.tail != NIL {
             let victim = self.tail;
-            if std::mem::take(&mut self.nodes[victim].referenced) {
+            let k = self.nodes[victim].key.clone();
+            if let Some(e) = self.map.get_mut(&k)
+                && std::mem::take(&mut e.referenced)
+            {
                 self.unlink(victim);
                 self.push_front(victim);
                 continue;
             }
-            let k = self.nodes[victim].key.clone();
             self.remove(&k);
         }
         let node = Node {
             key: key.clone(),
-            value: Some(value),
             charge,
-            referenced: false,
             prev: NIL,
             next: NIL,
         };
@@ -135,25 +141,29 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
             }
         };
         self.push_front(slot);
-        self.map.insert(key, slot);
+        self.map.insert(
+            key,
+            Entry {
+                value,
+                referenced: false,
+                slot,
+            },
+        );
         self.usage += charge;
     }
 
     /// Every value held, in no particular order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.map
-            .values()
-            .filter_map(|&slot| self.nodes[slot].value.as_ref())
+        self.map.values().map(|e| &e.value)
     }
 
     /// Removes `key`; true if it was present.
     pub fn remove(&mut self, key: &K) -> bool {
-        let Some(slot) = self.map.remove(key) else {
+        let Some(Entry { slot, .. }) = self.map.remove(key) else {
             return false;
         };
         self.unlink(slot);
         self.usage -= self.nodes[slot].charge;
-        self.nodes[slot].value = None;
         self.free.push(slot);
         true
     }
