@@ -168,36 +168,6 @@ impl Block {
     fn restart_point(&self, i: usize) -> usize {
         decode_fixed32(&self.data[self.restarts_offset + 4 * i..]).unwrap_or(0) as usize
     }
-
-    /// Number of restart points.
-    pub(crate) fn num_restarts(&self) -> usize {
-        self.num_restarts
-    }
-
-    /// The full key stored at restart point `i` (`shared` is 0 there);
-    /// `None` if `i` is out of range or the entry does not decode.
-    pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
-        if i >= self.num_restarts {
-            return None;
-        }
-        let off = self.restart_point(i);
-        let data = &self.data[..self.restarts_offset];
-        let (_, n, _, h) = decode_entry_header(data.get(off..)?)?;
-        data.get(off + h..off.checked_add(h)?.checked_add(n)?)
-    }
-
-    /// The value stored at restart point `i`; `None` as for
-    /// [`Block::restart_key`].
-    pub(crate) fn restart_value(&self, i: usize) -> Option<&[u8]> {
-        if i >= self.num_restarts {
-            return None;
-        }
-        let off = self.restart_point(i);
-        let data = &self.data[..self.restarts_offset];
-        let (_, n, v, h) = decode_entry_header(data.get(off..)?)?;
-        let start = off.checked_add(h)?.checked_add(n)?;
-        data.get(start..start.checked_add(v)?)
-    }
 }
 
 /// A cursor over one [`Block`]; implements [`InternalIterator`].
@@ -263,7 +233,10 @@ impl BlockIter {
 
     /// The full key stored at restart point `i` (`shared` is 0 there).
     fn restart_key(&self, i: usize) -> Option<&[u8]> {
-        self.block.restart_key(i)
+        let off = self.block.restart_point(i);
+        let data = &self.block.data[..self.block.restarts_offset];
+        let (_, n, _, h) = decode_entry_header(data.get(off..)?)?;
+        data.get(off + h..off.checked_add(h)?.checked_add(n)?)
     }
 }
 

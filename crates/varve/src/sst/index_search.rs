@@ -1,6 +1,6 @@
 //! [`IndexSearch`]: a compact, in-memory search array over a table's index
-//! block, so that a point read finds its data block without walking the
-//! index block's entries.
+//! block, so that a point read finds its data block without touching the
+//! index block.
 //!
 //! Built once at table open from the (already validated) index block: the
 //! user keys of all index entries share a prefix `P` (their longest common
@@ -10,21 +10,21 @@
 //! implies `window(a) <= window(b)`, and `window(a) < window(b)` implies
 //! `a < b`. So a binary search over dense `u64`s (first over every 16th
 //! window, which stays in the CPU cache, then within one group of 16: few
-//! cache misses, no entry decoding, no key comparison) pins the answer
-//! to the entries whose window equals the target's; only those (usually
-//! none or one) are compared as full internal keys, read from the index
-//! block's restart points.
+//! cache misses, no entry decoding, no key comparison) narrows the first
+//! index entry `>=` a target to `lo..=hi`: entries before `lo` are smaller
+//! than the target's user key, entry `hi` (if any) is larger, and the
+//! entries in between (usually none) have the target's window. The reader
+//! then searches data blocks `lo, lo + 1, ...` and stops at the first that
+//! holds an entry `>=` the target: every entry of a block is `<=` its index
+//! separator, so a block whose separator is `<` the target holds nothing
+//! `>=` it.
 //!
 //! Immutable after build, `Send + Sync`. Invariants: `windows.len() + 1 ==
-//! bounds.len()`, entry `i`'s data block is `[bounds[i], bounds[i + 1])`
-//! (trailer included), and entry `i` of the index block is its restart
-//! point `i` (the search is only built for indexes with a restart per
-//! entry, which is what the table builder writes; any other index keeps the
-//! plain block search).
+//! bounds.len()`; entry `i`'s data block is `[bounds[i], bounds[i + 1])`,
+//! trailer included; `top[k] == windows[GROUP * k]`.
 
-use std::cmp::Ordering;
-
-use crate::keys::{compare_internal_keys, user_key};
+use crate::iter::InternalIterator;
+use crate::keys::user_key;
 
 use super::block::Block;
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle};
@@ -36,18 +36,6 @@ const WINDOW: usize = 8;
 /// group in `top` (small, stays in the CPU cache), then searches the
 /// group's `GROUP` windows (two cache lines).
 const GROUP: usize = 16;
-
-/// Where a point read's target lies, per [`IndexSearch::find`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum IndexHit {
-    /// The first index entry `>=` the target is entry `.0`; its data block.
-    Block(usize, BlockHandle),
-    /// Every index entry is `<` the target: the key is not in the table.
-    PastEnd,
-    /// The index block could not decide (an undecodable entry): use the
-    /// ordinary block search, which reports the damage.
-    Unsure,
-}
 
 /// The search array of one index block (see the module docs).
 #[derive(Debug)]
@@ -72,38 +60,35 @@ fn window(rest: &[u8]) -> u64 {
 }
 
 impl IndexSearch {
-    /// The search array of `index`, or `None` when the index does not have
-    /// one restart point per entry, an entry does not decode, or the handles
-    /// do not tile the data blocks from offset 0 (the table then keeps the
-    /// plain block search).
-    pub(crate) fn build(index: &Block) -> Option<IndexSearch> {
-        let n = index.len();
-        if index.num_restarts() != n {
-            return None;
-        }
-        let entries = (0..n).map(|i| {
-            let key = index.restart_key(i)?;
-            let value = index.restart_value(i)?;
-            Some((key, BlockHandle::decode_exact(value)?))
-        });
-        let mut prefix: Option<&[u8]> = None;
-        let mut bounds = Vec::with_capacity(n + 1);
+    /// The search array of `index`, or `None` when an entry does not decode
+    /// or the handles do not tile the data blocks from offset 0 (the table
+    /// then keeps the plain block search; `Table::open` has already
+    /// rejected such an index).
+    pub(crate) fn build(index: &std::sync::Arc<Block>) -> Option<IndexSearch> {
+        let mut it = index.iter();
+        it.seek_to_first();
+        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(index.len());
+        let mut bounds = Vec::with_capacity(index.len() + 1);
         bounds.push(0u64);
-        for e in entries.clone() {
-            let (key, h) = e?;
-            let uk = user_key(key);
-            let p = prefix.get_or_insert(uk);
-            let common = p.iter().zip(uk).take_while(|(a, b)| a == b).count();
-            *p = &p[..common];
+        let mut common: Option<usize> = None;
+        while it.valid() {
+            let h = BlockHandle::decode_exact(it.value())?;
             if bounds.last() != Some(&h.offset) {
                 return None;
             }
             bounds.push(h.end()?);
+            let uk = user_key(it.key()).to_vec();
+            if let Some(first) = keys.first() {
+                let same = first.iter().zip(&uk).take_while(|(a, b)| a == b).count();
+                common = Some(common.map_or(same, |c| c.min(same)));
+            }
+            keys.push(uk);
+            it.next();
         }
-        let prefix = prefix.unwrap_or_default().to_vec();
-        let windows = entries
-            .map(|e| e.map(|(key, _)| window(&user_key(key)[prefix.len()..])))
-            .collect::<Option<Vec<u64>>>()?;
+        it.status().ok()?;
+        let p = common.unwrap_or_else(|| keys.first().map_or(0, Vec::len));
+        let prefix = keys.first().map_or_else(Vec::new, |k| k[..p].to_vec());
+        let windows: Vec<u64> = keys.iter().map(|k| window(&k[p..])).collect();
         let top = windows.iter().step_by(GROUP).copied().collect();
         Some(IndexSearch {
             prefix,
@@ -119,18 +104,24 @@ impl IndexSearch {
             + 8 * (self.windows.capacity() + self.top.capacity() + self.bounds.capacity())
     }
 
-    /// The first entry of `index` (the block this search was built from)
-    /// that is `>=` the internal key `target`, whose user key is `uk`.
-    pub(crate) fn find(&self, index: &Block, target: &[u8], uk: &[u8]) -> IndexHit {
+    /// Number of index entries (data blocks).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// `(lo, hi)`: the first index entry `>=` any internal key with user
+    /// key `uk` is one of `lo..=hi` (`hi == len()`: possibly none).
+    pub(crate) fn find(&self, uk: &[u8]) -> (usize, usize) {
         let n = self.windows.len();
         let p = self.prefix.len();
         let head = &uk[..uk.len().min(p)];
         match head.cmp(&self.prefix[..head.len()]) {
-            Ordering::Less => return self.hit(0),
-            Ordering::Greater => return self.hit(n),
+            std::cmp::Ordering::Less => return (0, 0),
+            std::cmp::Ordering::Greater => return (n, n),
             // `uk` is a proper prefix of every entry's user key: smaller.
-            Ordering::Equal if uk.len() < p => return self.hit(0),
-            Ordering::Equal => {}
+            std::cmp::Ordering::Equal if uk.len() < p => return (0, 0),
+            std::cmp::Ordering::Equal => {}
         }
         let t = window(&uk[p..]);
         // Group `g` is the first whose first window is >= t, so the first
@@ -147,29 +138,16 @@ impl IndexSearch {
         while hi < n && self.windows[hi] == t {
             hi += 1;
         }
-        // Entries before `lo` are < target, entries from `hi` on are >
-        // target; compare the ties as full internal keys.
-        for i in lo..hi {
-            match index.restart_key(i) {
-                Some(k) if compare_internal_keys(k, target) == Ordering::Less => {}
-                Some(_) => return self.hit(i),
-                None => return IndexHit::Unsure,
-            }
-        }
-        self.hit(hi)
+        (lo, hi)
     }
 
-    fn hit(&self, i: usize) -> IndexHit {
-        match (self.bounds.get(i), self.bounds.get(i + 1)) {
-            (Some(&offset), Some(&end)) => IndexHit::Block(
-                i,
-                BlockHandle {
-                    offset,
-                    size: end - offset - BLOCK_TRAILER_LEN as u64,
-                },
-            ),
-            _ => IndexHit::PastEnd,
-        }
+    /// The data block of index entry `i`; `None` if `i >= len()`.
+    pub(crate) fn handle(&self, i: usize) -> Option<BlockHandle> {
+        let (&offset, &end) = (self.bounds.get(i)?, self.bounds.get(i + 1)?);
+        Some(BlockHandle {
+            offset,
+            size: end.checked_sub(offset + BLOCK_TRAILER_LEN as u64)?,
+        })
     }
 }
 
@@ -178,51 +156,68 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::iter::InternalIterator;
     use crate::keys::{ValueKind, lookup_key, make_internal_key};
     use crate::sst::BlockBuilder;
 
-    /// An index block over `keys` (internal keys, sorted), each block 100
-    /// bytes plus trailer, and its search array.
+    const STRIDE: u64 = 100 + BLOCK_TRAILER_LEN as u64;
+
+    /// An index block over `keys` (internal keys, sorted), each data block
+    /// 100 bytes plus trailer, and its search array.
     fn index(keys: &[Vec<u8>]) -> (Arc<Block>, IndexSearch) {
         let mut b = BlockBuilder::new(1);
-        let mut off = 0u64;
-        for k in keys {
+        for (i, k) in keys.iter().enumerate() {
             let mut v = Vec::new();
             BlockHandle {
-                offset: off,
+                offset: i as u64 * STRIDE,
                 size: 100,
             }
             .encode_to(&mut v);
             b.add(k, &v);
-            off += 100 + BLOCK_TRAILER_LEN as u64;
         }
         let block = Arc::new(Block::parse(b.finish().to_vec(), "t", 0).expect("parse"));
         let search = IndexSearch::build(&block).expect("search");
+        assert_eq!(search.len(), keys.len());
+        for i in 0..keys.len() {
+            let h = search.handle(i).expect("handle");
+            assert_eq!((h.offset, h.size), (i as u64 * STRIDE, 100));
+        }
+        assert!(search.handle(keys.len()).is_none());
         (block, search)
     }
 
-    /// What the plain block search answers.
-    fn expected(block: &Arc<Block>, target: &[u8]) -> IndexHit {
+    /// The plain block search's answer: the first entry `>= target`.
+    fn expected(block: &Arc<Block>, target: &[u8]) -> usize {
         let mut it = block.iter();
         it.seek(target);
         if !it.valid() {
-            return IndexHit::PastEnd;
+            return block.len();
         }
         let h = BlockHandle::decode_exact(it.value()).expect("handle");
-        let i = (h.offset / (100 + BLOCK_TRAILER_LEN as u64)) as usize;
-        IndexHit::Block(i, h)
+        (h.offset / STRIDE) as usize
     }
 
     fn ik(uk: &[u8], seq: u64) -> Vec<u8> {
         make_internal_key(uk, seq, ValueKind::Value)
     }
 
+    /// `find` brackets the block search's answer for every probe and seq.
+    fn check(keys: &[Vec<u8>], probes: &[Vec<u8>], max_spread: usize) {
+        let (block, search) = index(keys);
+        for uk in probes {
+            let (lo, hi) = search.find(uk);
+            assert!(hi - lo <= max_spread, "{uk:?}: {lo}..={hi}");
+            for seq in [100, 50, 30, 20, 10, 9, 5, 4, 1] {
+                let j = expected(&block, &lookup_key(uk, seq));
+                assert!(lo <= j && j <= hi, "{uk:?} @ {seq}: {j} not in {lo}..={hi}");
+            }
+        }
+    }
+
     #[test]
-    fn agrees_with_the_block_search() {
+    fn brackets_the_block_search() {
         // Shared prefixes, keys longer and shorter than the window, a user
-        // key split over several entries (ties), keys that are prefixes of
-        // others, and bytes 0x00 / 0xff.
+        // key split over several entries, keys that are prefixes of others,
+        // and bytes 0x00 / 0xff.
         let mut uks: Vec<Vec<u8>> = vec![
             b"pre".to_vec(),
             b"pre\x00".to_vec(),
@@ -243,8 +238,7 @@ mod tests {
                 keys.push(ik(uk, 20)); // same user key, older entry
             }
         }
-        let (block, search) = index(&keys);
-        let mut probes: Vec<Vec<u8>> = uks.clone();
+        let mut probes = uks.clone();
         probes.extend([
             b"".to_vec(),
             b"a".to_vec(),
@@ -255,16 +249,7 @@ mod tests {
             b"pre3".to_vec(),
             b"zzz".to_vec(),
         ]);
-        for uk in &probes {
-            for seq in [100, 50, 30, 20, 10] {
-                let target = lookup_key(uk, seq);
-                assert_eq!(
-                    search.find(&block, &target, uk),
-                    expected(&block, &target),
-                    "{uk:?} @ {seq}"
-                );
-            }
-        }
+        check(&keys, &probes, keys.len());
     }
 
     #[test]
@@ -280,49 +265,29 @@ mod tests {
                     keys.push(ik(uk.as_bytes(), 4));
                 }
             }
-            let (block, search) = index(&keys);
-            for j in 0..3 * n + 3 {
-                let uk = format!("{j:016}");
-                for seq in [10, 9, 5, 4, 1] {
-                    let target = lookup_key(uk.as_bytes(), seq);
-                    assert_eq!(
-                        search.find(&block, &target, uk.as_bytes()),
-                        expected(&block, &target),
-                        "n {n} key {uk} @ {seq}"
-                    );
-                }
-            }
+            let probes: Vec<Vec<u8>> = (0..3 * n + 3)
+                .map(|j| format!("{j:016}").into_bytes())
+                .collect();
+            // A window covers the whole key here: the spread is the user
+            // key's own entries.
+            check(&keys, &probes, 2);
         }
     }
 
     #[test]
-    fn single_entry_and_identical_keys() {
-        let (block, search) = index(&[ik(b"k", 5)]);
+    fn single_entry_and_empty_index() {
+        let keys = [ik(b"k", 5)];
+        let (_, search) = index(&keys);
         assert_eq!(search.prefix, b"k");
-        for uk in [&b"j"[..], b"k", b"k\x00", b"l", b""] {
-            for seq in [9, 5, 1] {
-                let target = lookup_key(uk, seq);
-                assert_eq!(search.find(&block, &target, uk), expected(&block, &target));
-            }
-        }
+        let probes = [&b"j"[..], b"k", b"k\x00", b"l", b""].map(|p| p.to_vec());
+        check(&keys, &probes, 1);
+        let (_, empty) = index(&[]);
+        assert_eq!(empty.find(b"k"), (0, 0));
+        assert!(empty.handle(0).is_none());
     }
 
     #[test]
-    fn other_indexes_keep_the_block_search() {
-        // Restart interval 2: entries are not all restart points.
-        let mut b = BlockBuilder::new(2);
-        for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
-            let mut v = Vec::new();
-            BlockHandle {
-                offset: i as u64 * 105,
-                size: 100,
-            }
-            .encode_to(&mut v);
-            b.add(&ik(*k, 1), &v);
-        }
-        let block = Block::parse(b.finish().to_vec(), "t", 0).expect("parse");
-        assert!(IndexSearch::build(&block).is_none());
-        // Handles that do not tile the data blocks.
+    fn handles_that_do_not_tile_keep_the_block_search() {
         let mut b = BlockBuilder::new(1);
         for (i, k) in [b"a", b"b"].iter().enumerate() {
             let mut v = Vec::new();
@@ -333,7 +298,7 @@ mod tests {
             .encode_to(&mut v);
             b.add(&ik(*k, 1), &v);
         }
-        let block = Block::parse(b.finish().to_vec(), "t", 0).expect("parse");
+        let block = Arc::new(Block::parse(b.finish().to_vec(), "t", 0).expect("parse"));
         assert!(IndexSearch::build(&block).is_none());
     }
 }

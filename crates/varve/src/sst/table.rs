@@ -28,7 +28,7 @@ use super::format::{
     BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, check_handle, decode_block,
     read_block,
 };
-use super::index_search::{IndexHit, IndexSearch};
+use super::index_search::IndexSearch;
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::table_iter::{TableIterOptions, TableIterator};
@@ -208,25 +208,44 @@ impl Table {
             return Ok(None);
         }
         let target = lookup_key(user_key, seq.min(MAX_SEQUENCE));
-        let hit = match &self.index_search {
-            Some(s) => s.find(&self.index, &target, user_key),
-            None => IndexHit::Unsure,
-        };
-        let handle = match hit {
-            IndexHit::Block(_, h) => h,
-            IndexHit::PastEnd => return Ok(None),
-            IndexHit::Unsure => {
-                let mut idx = self.index.iter();
-                idx.seek(&target);
-                if !idx.valid() {
-                    return idx.status().map_err(|_| self.bad_index()).map(|()| None);
+        if let Some(search) = &self.index_search {
+            // Blocks `lo..=hi` may hold the first entry >= target; a block
+            // that holds none (its separator is < target) sends us on.
+            let (lo, hi) = search.find(user_key);
+            for i in lo..=hi {
+                let Some(handle) = search.handle(i) else {
+                    break;
+                };
+                if let Some(found) = self.get_in_block(handle, &target, user_key)? {
+                    return Ok(found);
                 }
-                self.decode_handle(idx.value())?
             }
-        };
+            return Ok(None);
+        }
+        let mut idx = self.index.iter();
+        idx.seek(&target);
+        if !idx.valid() {
+            return idx.status().map_err(|_| self.bad_index()).map(|()| None);
+        }
+        let handle = self.decode_handle(idx.value())?;
+        Ok(self
+            .get_in_block(handle, &target, user_key)?
+            .unwrap_or_default())
+    }
+
+    /// The first entry `>= target` in the data block at `handle`, if it is
+    /// `user_key`'s (`Some(None)`: it is another key's; `None`: the block has
+    /// no entry `>= target`).
+    #[allow(clippy::type_complexity)]
+    fn get_in_block(
+        &self,
+        handle: BlockHandle,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<Option<(ValueKind, Vec<u8>)>>> {
         let block = self.read_data_block(handle)?;
         let mut it = block.iter();
-        it.seek(&target);
+        it.seek(target);
         if !it.valid() {
             return it
                 .status()
@@ -237,9 +256,9 @@ impl Table {
             Error::corruption(&self.path, handle.offset, "bad internal key in block")
         })?;
         if parsed.user_key != user_key {
-            return Ok(None);
+            return Ok(Some(None));
         }
-        Ok(Some((parsed.kind, it.value().to_vec())))
+        Ok(Some(Some((parsed.kind, it.value().to_vec()))))
     }
 
     /// False only if the bloom filter says `user_key` is absent.
