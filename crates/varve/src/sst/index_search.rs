@@ -65,33 +65,41 @@ impl IndexSearch {
     /// then keeps the plain block search; `Table::open` has already
     /// rejected such an index).
     pub(crate) fn build(index: &std::sync::Arc<Block>) -> Option<IndexSearch> {
+        // The entries are sorted, so the common prefix of all user keys is
+        // that of the first and the last (an unsorted index, which only a
+        // checksum collision could bring, gives wrong answers, as the block
+        // search would, and never a panic).
         let mut it = index.iter();
+        it.seek_to_last();
+        let last = it.valid().then(|| user_key(it.key()).to_vec());
         it.seek_to_first();
-        let mut keys: Vec<Vec<u8>> = Vec::with_capacity(index.len());
+        let p = match (&last, it.valid()) {
+            (Some(l), true) => {
+                let f = user_key(it.key());
+                f.iter().zip(l).take_while(|(a, b)| a == b).count()
+            }
+            _ => 0,
+        };
+        let prefix = last.map(|mut l| {
+            l.truncate(p);
+            l
+        });
         let mut bounds = Vec::with_capacity(index.len() + 1);
+        let mut windows = Vec::with_capacity(index.len());
         bounds.push(0u64);
-        let mut common: Option<usize> = None;
         while it.valid() {
             let h = BlockHandle::decode_exact(it.value())?;
             if bounds.last() != Some(&h.offset) {
                 return None;
             }
             bounds.push(h.end()?);
-            let uk = user_key(it.key()).to_vec();
-            if let Some(first) = keys.first() {
-                let same = first.iter().zip(&uk).take_while(|(a, b)| a == b).count();
-                common = Some(common.map_or(same, |c| c.min(same)));
-            }
-            keys.push(uk);
+            windows.push(window(user_key(it.key()).get(p..)?));
             it.next();
         }
         it.status().ok()?;
-        let p = common.unwrap_or_else(|| keys.first().map_or(0, Vec::len));
-        let prefix = keys.first().map_or_else(Vec::new, |k| k[..p].to_vec());
-        let windows: Vec<u64> = keys.iter().map(|k| window(&k[p..])).collect();
         let top = windows.iter().step_by(GROUP).copied().collect();
         Some(IndexSearch {
-            prefix,
+            prefix: prefix.unwrap_or_default(),
             windows,
             top,
             bounds,
