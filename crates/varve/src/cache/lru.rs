@@ -10,6 +10,7 @@
 //! and, after every insert, `usage <= capacity`; every map entry names a live
 //! slot and every live slot is on the list exactly once.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
@@ -42,7 +43,8 @@ type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 struct Entry<V> {
     value: V,
     /// Set by a hit; an entry found set at the tail gets a second chance.
-    referenced: bool,
+    /// (A `Cell` so that `get_many` can mark entries it holds shared.)
+    referenced: Cell<bool>,
     /// The entry's node in `LruShard::nodes`.
     slot: usize,
 }
@@ -99,9 +101,37 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         // A hit only marks the entry (CLOCK's second chance): relinking it
         // would touch three random nodes on every hit. Eviction moves a
         // marked tail entry back to the front instead of dropping it.
-        let e = self.map.get_mut(key)?;
-        e.referenced = true;
+        let e = self.map.get(key)?;
+        e.referenced.set(true);
         Some(e.value.clone())
+    }
+
+    /// The values of several keys at once (like [`LruShard::get`] on each,
+    /// results appended to `out` in order). The map lookups run first, one
+    /// after another with nothing in between, then `touch` reads each found
+    /// value, then the values are cloned: independent memory loads in a row
+    /// let the CPU overlap their cache misses, where `get` after `get` would
+    /// wait for each in turn.
+    pub fn get_many<'k>(
+        &mut self,
+        keys: impl Iterator<Item = &'k K>,
+        touch: impl Fn(&V) -> usize,
+        out: &mut Vec<Option<V>>,
+    ) where
+        K: 'k,
+    {
+        let found: Vec<Option<&Entry<V>>> = keys.map(|k| self.map.get(k)).collect();
+        let mut sum = 0usize;
+        for e in found.iter().flatten() {
+            sum = sum.wrapping_add(touch(&e.value));
+        }
+        std::hint::black_box(sum);
+        out.extend(found.iter().map(|e| {
+            e.map(|e| {
+                e.referenced.set(true);
+                e.value.clone()
+            })
+        }));
     }
 
     /// Inserts or replaces `key`, then evicts least recently used entries
@@ -115,8 +145,8 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         while self.usage + charge > self.capacity && self.tail != NIL {
             let victim = self.tail;
             let k = self.nodes[victim].key.clone();
-            if let Some(e) = self.map.get_mut(&k)
-                && std::mem::take(&mut e.referenced)
+            if let Some(e) = self.map.get(&k)
+                && e.referenced.replace(false)
             {
                 self.unlink(victim);
                 self.push_front(victim);
@@ -145,7 +175,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
             key,
             Entry {
                 value,
-                referenced: false,
+                referenced: Cell::new(false),
                 slot,
             },
         );
@@ -245,6 +275,9 @@ mod tests {
         s.insert(4, 41, 5); // replace
         assert_eq!(s.get(&4), Some(41));
         assert_eq!(s.usage(), 5);
+        let mut out = Vec::new();
+        s.get_many([4, 9, 4].iter(), |v| *v as usize, &mut out);
+        assert_eq!(out, vec![Some(41), None, Some(41)]);
         s.remove_if(|&k| k == 4);
         assert_eq!(s.len(), 0);
         assert_eq!(s.usage(), 0);

@@ -3,7 +3,9 @@
 //!
 //! One sequence number and one read state (`SuperVersion`) serve the whole
 //! batch, so the batch sees one consistent state. Memtable lookups run
-//! inline; every miss then runs the same table lookup as `get`
+//! inline; then the in-memory pass (`multi_get_cached`) answers, batch-wide
+//! and without IO, the misses whose blocks are in the block cache; every
+//! other miss runs the same table lookup as `get`
 //! (`read::get_from_version`): with `async_io`, as a task of the calling
 //! thread's fiber pool (`crate::fiber`), at most `async_queue_depth` at
 //! once, so their block reads are in the kernel together; otherwise one
@@ -17,6 +19,7 @@ use std::cell::RefCell;
 
 use super::DbInner;
 use super::memtables::MemLookup;
+use super::multi_get_cached::resolve_cached;
 use super::read::{get_from_version, read_sequence};
 use crate::{ReadOptions, Result, fiber};
 
@@ -43,6 +46,7 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
             }
         });
     }
+    let misses = resolve_cached(db, &sv.version, keys, seq, &misses, &mut results);
     let lookup = |i: usize| get_from_version(db, &sv.version, keys[i].as_ref(), seq);
     if opts.async_io && misses.len() > 1 {
         let found: Vec<RefCell<Option<Lookup>>> =

@@ -32,6 +32,7 @@ pub use format::{
 };
 pub use properties::TableProperties;
 pub use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead};
+pub(crate) use table::PointPlan;
 pub use table::{Table, TableReadOptions};
 pub use table_builder::{TableBuilder, TableBuilderOptions};
 pub use table_iter::{SharedReadahead, TableIterOptions, TableIterator};

@@ -65,6 +65,18 @@ impl fmt::Debug for TableReadOptions {
     }
 }
 
+/// Where a point read would look in a table ([`Table::point_plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PointPlan {
+    /// The bloom filter rules the key out, or it is past the last block:
+    /// `get` returns `None` for this table.
+    Absent,
+    /// The first data block `get` searches.
+    Block(BlockHandle),
+    /// The table has no index search array: only `get` can tell.
+    Unknown,
+}
+
 /// An open, read-only table file.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -233,6 +245,27 @@ impl Table {
             .unwrap_or_default())
     }
 
+    /// Where a point read of `user_key` would look, without any IO: see
+    /// [`PointPlan`].
+    pub(crate) fn point_plan(&self, user_key: &[u8]) -> PointPlan {
+        if !self.may_contain(user_key) {
+            return PointPlan::Absent;
+        }
+        let Some(search) = &self.index_search else {
+            return PointPlan::Unknown;
+        };
+        let (lo, _) = search.find(user_key);
+        match search.handle(lo) {
+            Some(h) => PointPlan::Block(h),
+            None => PointPlan::Absent,
+        }
+    }
+
+    /// The block cache and this table's id in it.
+    pub(crate) fn cache(&self) -> Option<(&Arc<BlockCache>, u64)> {
+        self.cache.as_ref().map(|c| (c, self.cache_id))
+    }
+
     /// The first entry `>= target` in the data block at `handle`, if it is
     /// `user_key`'s (`Some(None)`: it is another key's; `None`: the block has
     /// no entry `>= target`).
@@ -244,6 +277,19 @@ impl Table {
         user_key: &[u8],
     ) -> Result<Option<Option<(ValueKind, Vec<u8>)>>> {
         let block = self.read_data_block(handle)?;
+        self.lookup_in_block(&block, handle, target, user_key)
+    }
+
+    /// [`Table::get_in_block`] on a block already at hand (`block` is the
+    /// data block at `handle`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn lookup_in_block(
+        &self,
+        block: &Arc<Block>,
+        handle: BlockHandle,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<Option<(ValueKind, Vec<u8>)>>> {
         let mut it = block.iter();
         it.seek(target);
         if !it.valid() {
