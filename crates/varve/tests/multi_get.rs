@@ -367,7 +367,7 @@ fn cached_and_uncached_keys_of_one_batch_agree_with_get() {
         model.remove(&key(i * 10));
     }
     let mut keys: Vec<Vec<u8>> = (0..400).map(|_| key(rng.below(n + n / 10))).collect();
-    keys.extend_from_slice(&keys[..50].to_vec());
+    keys.extend_from_within(..50);
     keys.push(b"absent".to_vec());
     for (round, warm) in [(0, false), (1, true), (2, true)] {
         for k in keys.iter().step_by(2) {

@@ -48,7 +48,6 @@ const SUBMIT_EVERY: usize = 4;
 
 /// Resumes a dropped batch allows one fiber to finish (it needs one: its
 /// read is done and further reads are synchronous).
-
 const TEARDOWN_RESUMES: usize = 4;
 
 thread_local! {
