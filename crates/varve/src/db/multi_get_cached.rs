@@ -15,7 +15,9 @@
 //! ruled out by its filter or index), so the answers are `get`'s. Anything
 //! else (a block not cached, a table not open, an entry past the block's
 //! end) goes to the per-key lookup, which starts over, so its results
-//! (errors included) are the same as `get`'s too.
+//! (errors included) are the same as `get`'s too; a key whose block only
+//! has to be read goes with its plan (`Plan`), and the lookup starts at
+//! that table and block, as `get` would after the same skips.
 //!
 //! Single-threaded per call; shares the caches with every other reader.
 
@@ -31,8 +33,15 @@ use crate::version::Version;
 /// One key's result.
 type Lookup = Result<Option<Vec<u8>>>;
 
+/// What the in-memory pass learnt about a key it could not answer: the
+/// `files_for_get` position of the table it planned, that table, and the
+/// data block to read (not in the cache), so the per-key lookup starts
+/// there instead of planning again.
+pub(crate) type Plan = (usize, Arc<Table>, BlockHandle);
+
 /// Resolves what it can of `misses` (indices into `keys`) from memory into
-/// `results`; returns the indices left for the per-key lookup, in order.
+/// `results`; returns the keys left for the per-key lookup, in order, each
+/// with its plan when the only thing missing was its block.
 pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
     db: &DbInner,
     version: &Version,
@@ -40,9 +49,9 @@ pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
     seq: SequenceNumber,
     misses: &[usize],
     results: &mut [Lookup],
-) -> Vec<usize> {
+) -> Vec<(usize, Option<Plan>)> {
     let Some(cache) = &db.block_cache else {
-        return misses.to_vec();
+        return misses.iter().map(|&i| (i, None)).collect();
     };
     let mut slow = Vec::new();
     let mut tables: HashMap<u64, Option<Arc<Table>>> = HashMap::new();
@@ -63,7 +72,7 @@ pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
                     .entry(file.number)
                     .or_insert_with(|| db.table_cache.get_open(file.number));
                 let Some(table) = table else {
-                    slow.push(i);
+                    slow.push((i, None));
                     continue 'keys;
                 };
                 match table.point_plan(key) {
@@ -73,12 +82,12 @@ pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
                             Some((c, _)) if Arc::ptr_eq(c, cache) => {
                                 planned.push((i, pos, Arc::clone(table), h));
                             }
-                            _ => slow.push(i),
+                            _ => slow.push((i, None)),
                         }
                         continue 'keys;
                     }
                     PointPlan::Unknown => {
-                        slow.push(i);
+                        slow.push((i, None));
                         continue 'keys;
                     }
                 }
@@ -94,7 +103,7 @@ pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
         // Stage 3: the seeks in the cached blocks.
         for ((i, pos, table, handle), block) in planned.into_iter().zip(blocks) {
             let Some(block) = block else {
-                slow.push(i);
+                slow.push((i, Some((pos, table, handle))));
                 continue;
             };
             let key = keys[i].as_ref();
@@ -104,10 +113,10 @@ pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
                 Ok(Some(Some((ValueKind::Deletion, _)))) => results[i] = Ok(None),
                 // Another key's entry: `get` moves on to the next table.
                 Ok(Some(None)) => pending.push((i, pos + 1)),
-                _ => slow.push(i),
+                _ => slow.push((i, None)),
             }
         }
     }
-    slow.sort_unstable();
+    slow.sort_unstable_by_key(|s| s.0);
     slow
 }

@@ -270,7 +270,7 @@ impl Table {
     /// `user_key`'s (`Some(None)`: it is another key's; `None`: the block has
     /// no entry `>= target`).
     #[allow(clippy::type_complexity)]
-    fn get_in_block(
+    pub(crate) fn get_in_block(
         &self,
         handle: BlockHandle,
         target: &[u8],
