@@ -62,11 +62,15 @@ impl BlockCache {
         })
     }
 
-    fn shard(&self, cache_id: u64, offset: u64) -> &Mutex<LruShard<Key, Arc<Block>>> {
+    fn shard_index(&self, cache_id: u64, offset: u64) -> usize {
         let mut k = [0u8; 16];
         k[..8].copy_from_slice(&cache_id.to_le_bytes());
         k[8..].copy_from_slice(&offset.to_le_bytes());
-        &self.shards[(xxh3_64(&k) % self.shards.len() as u64) as usize]
+        (xxh3_64(&k) % self.shards.len() as u64) as usize
+    }
+
+    fn shard(&self, cache_id: u64, offset: u64) -> &Mutex<LruShard<Key, Arc<Block>>> {
+        &self.shards[self.shard_index(cache_id, offset)]
     }
 
     /// The cached block of table `cache_id` at `offset`, counting a hit or miss.
@@ -79,6 +83,37 @@ impl BlockCache {
         };
         counter.fetch_add(1, Ordering::Relaxed);
         got
+    }
+
+    /// The cached blocks of `keys` (`(cache_id, offset)` each), in order,
+    /// counting hits (not misses: a caller that finds a block missing reads
+    /// it through [`BlockCache::get`] again, which counts the miss once).
+    /// Each shard is
+    /// locked once for all of its keys, and their lookups run back to back
+    /// ([`LruShard::get_many`]), so a batch's cache misses overlap.
+    pub fn get_many(&self, keys: &[(u64, u64)]) -> Vec<Option<Arc<Block>>> {
+        let mut order: Vec<(usize, usize)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &(id, off))| (self.shard_index(id, off), i))
+            .collect();
+        order.sort_unstable();
+        let mut got: Vec<Option<Arc<Block>>> = Vec::with_capacity(keys.len());
+        for group in order.chunk_by(|a, b| a.0 == b.0) {
+            self.shards[group[0].0].lock().get_many(
+                group.iter().map(|&(_, i)| &keys[i]),
+                |b| b.touch(),
+                &mut got,
+            );
+        }
+        let mut out: Vec<Option<Arc<Block>>> = vec![None; keys.len()];
+        let mut hits = 0;
+        for (&(_, i), b) in order.iter().zip(got) {
+            hits += u64::from(b.is_some());
+            out[i] = b;
+        }
+        self.hits.fetch_add(hits, Ordering::Relaxed);
+        out
     }
 
     /// Caches `block`, evicting least recently used blocks of its shard.
@@ -178,6 +213,14 @@ mod tests {
             cache.insert(1, 0, Arc::clone(&b));
             assert!(cache.get(1, 0).is_some());
             assert_eq!((cache.hits(), cache.misses()), (1, 1));
+            // A batch: results in order, duplicates, hits counted (a miss is
+            // counted by the `get` that reads the block).
+            cache.insert(1, 4096, Arc::clone(&b));
+            let many = cache.get_many(&[(1, 4096), (2, 0), (1, 0), (1, 4096)]);
+            let present: Vec<bool> = many.iter().map(Option::is_some).collect();
+            assert_eq!(present, [true, false, true, true]);
+            assert!(Arc::ptr_eq(many[0].as_ref().expect("hit"), &b));
+            assert_eq!((cache.hits(), cache.misses()), (4, 1));
             // A hot block touched after every insert is never evicted; usage
             // never exceeds capacity.
             let n = (per_shard * cache.num_shards() * 4) as u64;

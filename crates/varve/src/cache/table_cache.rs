@@ -92,6 +92,11 @@ impl TableCache {
         }
     }
 
+    /// The reader of table `number` if it is open (never opens it).
+    pub fn get_open(&self, number: u64) -> Option<Arc<Table>> {
+        self.lru.lock().get(&number)
+    }
+
     /// The reader of `file`, opening it if needed.
     pub fn get(&self, file: &FileMetaData) -> Result<Arc<Table>> {
         if let Some(table) = self.lru.lock().get(&file.number) {

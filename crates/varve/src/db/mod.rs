@@ -18,6 +18,7 @@ mod checkpoint;
 mod info_log;
 mod memtables;
 mod multi_get;
+mod multi_get_cached;
 mod obsolete;
 mod open;
 mod par_scan;

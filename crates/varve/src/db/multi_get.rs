@@ -3,8 +3,12 @@
 //!
 //! One sequence number and one read state (`SuperVersion`) serve the whole
 //! batch, so the batch sees one consistent state. Memtable lookups run
-//! inline; every miss then runs the same table lookup as `get`
-//! (`read::get_from_version`): with `async_io`, as a task of the calling
+//! inline; then the in-memory pass (`multi_get_cached`) answers, batch-wide
+//! and without IO, the misses whose blocks are in the block cache; every
+//! other miss runs the same table lookup as `get`
+//! (`read::get_from_version`; for a key whose block only has to be read,
+//! from the table and block the pass planned, which is where `get` would
+//! be after the same skips): with `async_io`, as a task of the calling
 //! thread's fiber pool (`crate::fiber`), at most `async_queue_depth` at
 //! once, so their block reads are in the kernel together; otherwise one
 //! after another. Results come back in input order, one per key; an error
@@ -17,7 +21,9 @@ use std::cell::RefCell;
 
 use super::DbInner;
 use super::memtables::MemLookup;
-use super::read::{get_from_version, read_sequence};
+use super::multi_get_cached::{Plan, resolve_cached};
+use super::read::{get_from_version, get_from_version_after, read_sequence};
+use crate::keys::{MAX_SEQUENCE, ValueKind, lookup_key};
 use crate::{ReadOptions, Result, fiber};
 
 /// One key's result.
@@ -43,12 +49,28 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
             }
         });
     }
-    let lookup = |i: usize| get_from_version(db, &sv.version, keys[i].as_ref(), seq);
+    let rest = resolve_cached(db, &sv.version, keys, seq, &misses, &mut results);
+    let misses: Vec<usize> = rest.iter().map(|r| r.0).collect();
+    let plans: Vec<Option<Plan>> = rest.into_iter().map(|r| r.1).collect();
+    let lookup_planned = |t: usize| {
+        let key = keys[misses[t]].as_ref();
+        let Some((pos, table, handle)) = &plans[t] else {
+            return get_from_version(db, &sv.version, key, seq);
+        };
+        // As `get` at that table: its first candidate block, then on.
+        let target = lookup_key(key, seq.min(MAX_SEQUENCE));
+        match table.get_in_block(*handle, &target, key)? {
+            Some(Some((ValueKind::Value, v))) => Ok(Some(v)),
+            Some(Some((ValueKind::Deletion, _))) => Ok(None),
+            Some(None) => get_from_version_after(db, &sv.version, key, seq, pos + 1),
+            None => get_from_version_after(db, &sv.version, key, seq, *pos),
+        }
+    };
     if opts.async_io && misses.len() > 1 {
         let found: Vec<RefCell<Option<Lookup>>> =
             misses.iter().map(|_| RefCell::new(None)).collect();
         let task = |t: usize| {
-            let r = lookup(misses[t]);
+            let r = lookup_planned(t);
             *found[t].borrow_mut() = Some(r);
         };
         fiber::run_tasks(misses.len(), opts.async_queue_depth.max(1), &task);
@@ -58,8 +80,8 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
             }
         }
     } else {
-        for i in misses {
-            results[i] = lookup(i);
+        for (t, &i) in misses.iter().enumerate() {
+            results[i] = lookup_planned(t);
         }
     }
     results

@@ -51,7 +51,20 @@ pub(crate) fn get_from_version(
     key: &[u8],
     seq: SequenceNumber,
 ) -> Result<Option<Vec<u8>>> {
-    for (_level, file) in version.files_for_get(key) {
+    get_from_version_after(db, version, key, seq, 0)
+}
+
+/// [`get_from_version`] without the first `skip` files of
+/// `files_for_get`: for a caller that already knows none of them decides
+/// the key (`multi_get`'s in-memory pass).
+pub(crate) fn get_from_version_after(
+    db: &DbInner,
+    version: &Version,
+    key: &[u8],
+    seq: SequenceNumber,
+    skip: usize,
+) -> Result<Option<Vec<u8>>> {
+    for (_level, file) in version.files_for_get(key).skip(skip) {
         if file.smallest_seq > seq {
             continue; // every entry of the file is newer than the read
         }

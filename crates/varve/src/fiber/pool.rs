@@ -42,6 +42,10 @@ const STACK_SIZE: usize = 512 << 10;
 /// Most free stacks a thread keeps for the next batch.
 const MAX_POOLED_STACKS: usize = 256;
 
+/// The scheduler submits queued reads as soon as this many are waiting in
+/// user space, between two fibers (and always before it waits).
+const SUBMIT_EVERY: usize = 4;
+
 /// Resumes a dropped batch allows one fiber to finish (it needs one: its
 /// read is done and further reads are synchronous).
 const TEARDOWN_RESUMES: usize = 4;
@@ -100,6 +104,10 @@ pub(crate) struct Batch<'a> {
     live: usize,
     shared: Rc<Shared>,
     ready: Vec<usize>,
+    /// Queued reads that make `step` submit between fibers
+    /// (`SUBMIT_EVERY`; tests set `usize::MAX` to leave every read queued
+    /// until the next poll).
+    submit_every: usize,
     _task: PhantomData<&'a Task<'a>>,
 }
 
@@ -140,6 +148,7 @@ impl<'a> Batch<'a> {
             fibers,
             shared,
             ready: Vec::new(),
+            submit_every: SUBMIT_EVERY,
             _task: PhantomData,
         })
     }
@@ -159,10 +168,16 @@ impl<'a> Batch<'a> {
         }
     }
 
-    /// Runs every runnable fiber until it finishes or waits for a read.
+    /// Runs every runnable fiber until it finishes or waits for a read;
+    /// between two fibers, submits the queued reads and picks up the fibers
+    /// whose reads completed meanwhile.
     pub(crate) fn step(&mut self) {
         while let Some(i) = self.runnable.pop_front() {
             self.resume(i);
+            let ready = &mut self.ready;
+            let every = self.submit_every;
+            with_reactor(|r| r.submit_queued(every, ready));
+            self.runnable.extend(self.ready.drain(..));
         }
     }
 
@@ -197,6 +212,14 @@ impl<'a> Batch<'a> {
     #[cfg(test)]
     pub(crate) fn live(&self) -> usize {
         self.live
+    }
+
+    /// `step` leaves reads queued until the next poll (the scheduling
+    /// before eager submission), so a test can stop with every fiber waiting.
+    #[cfg(test)]
+    pub(crate) fn without_eager_submit(mut self) -> Self {
+        self.submit_every = usize::MAX;
+        self
     }
 }
 

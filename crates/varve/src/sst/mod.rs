@@ -14,6 +14,7 @@ mod block;
 mod block_builder;
 mod filter;
 mod format;
+mod index_search;
 mod properties;
 mod readahead;
 mod table;
@@ -31,6 +32,7 @@ pub use format::{
 };
 pub use properties::TableProperties;
 pub use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead};
+pub(crate) use table::PointPlan;
 pub use table::{Table, TableReadOptions};
 pub use table_builder::{TableBuilder, TableBuilderOptions};
 pub use table_iter::{SharedReadahead, TableIterOptions, TableIterator};

@@ -7,7 +7,9 @@
 //! [`Table::get`] and iterate at once. Invariants established at open: the
 //! blocks tile the file exactly (data blocks contiguous from 0, then filter,
 //! index, properties, footer), every index entry decodes to the handle of the
-//! next data block, and the properties agree with that layout. Every failed
+//! next data block, and the properties agree with that layout. Point reads
+//! find their data block through an `IndexSearch` built at open (a dense
+//! array of key windows) instead of walking the index block. Every failed
 //! check is `Error::Corruption` naming the file and the block's offset.
 
 use std::fmt;
@@ -26,6 +28,7 @@ use super::format::{
     BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, FORMAT_VERSION, Footer, check_handle, decode_block,
     read_block,
 };
+use super::index_search::IndexSearch;
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::table_iter::{TableIterOptions, TableIterator};
@@ -62,6 +65,18 @@ impl fmt::Debug for TableReadOptions {
     }
 }
 
+/// Where a point read would look in a table ([`Table::point_plan`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PointPlan {
+    /// The bloom filter rules the key out, or it is past the last block:
+    /// `get` returns `None` for this table.
+    Absent,
+    /// The first data block `get` searches.
+    Block(BlockHandle),
+    /// The table has no index search array: only `get` can tell.
+    Unknown,
+}
+
 /// An open, read-only table file.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -73,6 +88,8 @@ pub struct Table {
     cache_id: u64,
     verify_checksums: bool,
     index: Arc<Block>,
+    /// Point reads' fast path through `index` (`None`: the block search).
+    index_search: Option<IndexSearch>,
     filter: Option<BloomFilter>,
     props: TableProperties,
 }
@@ -161,6 +178,7 @@ impl Table {
         };
 
         check_index(&index, data_end, &props).map_err(|r| corrupt(footer.index.offset, &r))?;
+        let index_search = IndexSearch::build(&index);
         let trailer = BLOCK_TRAILER_LEN as u64;
         let filter_bytes = if filter.is_some() {
             footer.filter.size + trailer
@@ -185,6 +203,7 @@ impl Table {
             cache_id: opts.cache_id,
             verify_checksums: opts.verify_checksums,
             index,
+            index_search,
             filter,
             props,
         }))
@@ -201,15 +220,78 @@ impl Table {
             return Ok(None);
         }
         let target = lookup_key(user_key, seq.min(MAX_SEQUENCE));
+        if let Some(search) = &self.index_search {
+            // Blocks `lo..=hi` may hold the first entry >= target; a block
+            // that holds none (its separator is < target) sends us on.
+            let (lo, hi) = search.find(user_key);
+            for i in lo..=hi {
+                let Some(handle) = search.handle(i) else {
+                    break;
+                };
+                if let Some(found) = self.get_in_block(handle, &target, user_key)? {
+                    return Ok(found);
+                }
+            }
+            return Ok(None);
+        }
         let mut idx = self.index.iter();
         idx.seek(&target);
         if !idx.valid() {
             return idx.status().map_err(|_| self.bad_index()).map(|()| None);
         }
         let handle = self.decode_handle(idx.value())?;
+        Ok(self
+            .get_in_block(handle, &target, user_key)?
+            .unwrap_or_default())
+    }
+
+    /// Where a point read of `user_key` would look, without any IO: see
+    /// [`PointPlan`].
+    pub(crate) fn point_plan(&self, user_key: &[u8]) -> PointPlan {
+        if !self.may_contain(user_key) {
+            return PointPlan::Absent;
+        }
+        let Some(search) = &self.index_search else {
+            return PointPlan::Unknown;
+        };
+        let (lo, _) = search.find(user_key);
+        match search.handle(lo) {
+            Some(h) => PointPlan::Block(h),
+            None => PointPlan::Absent,
+        }
+    }
+
+    /// The block cache and this table's id in it.
+    pub(crate) fn cache(&self) -> Option<(&Arc<BlockCache>, u64)> {
+        self.cache.as_ref().map(|c| (c, self.cache_id))
+    }
+
+    /// The first entry `>= target` in the data block at `handle`, if it is
+    /// `user_key`'s (`Some(None)`: it is another key's; `None`: the block has
+    /// no entry `>= target`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn get_in_block(
+        &self,
+        handle: BlockHandle,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<Option<(ValueKind, Vec<u8>)>>> {
         let block = self.read_data_block(handle)?;
+        self.lookup_in_block(&block, handle, target, user_key)
+    }
+
+    /// [`Table::get_in_block`] on a block already at hand (`block` is the
+    /// data block at `handle`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn lookup_in_block(
+        &self,
+        block: &Arc<Block>,
+        handle: BlockHandle,
+        target: &[u8],
+        user_key: &[u8],
+    ) -> Result<Option<Option<(ValueKind, Vec<u8>)>>> {
         let mut it = block.iter();
-        it.seek(&target);
+        it.seek(target);
         if !it.valid() {
             return it
                 .status()
@@ -220,9 +302,9 @@ impl Table {
             Error::corruption(&self.path, handle.offset, "bad internal key in block")
         })?;
         if parsed.user_key != user_key {
-            return Ok(None);
+            return Ok(Some(None));
         }
-        Ok(Some((parsed.kind, it.value().to_vec())))
+        Ok(Some(Some((parsed.kind, it.value().to_vec()))))
     }
 
     /// False only if the bloom filter says `user_key` is absent.
@@ -249,6 +331,7 @@ impl Table {
     /// Bytes held in memory for the table's life (index, filter, properties).
     pub fn pinned_memory(&self) -> usize {
         self.index.charge()
+            + self.index_search.as_ref().map_or(0, IndexSearch::memory)
             + self.filter.as_ref().map_or(0, BloomFilter::memory)
             + self.props.memory()
     }

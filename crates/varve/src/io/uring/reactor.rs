@@ -211,6 +211,23 @@ impl Reactor {
         }
     }
 
+    /// Submits the queued reads once at least `min_queued` are waiting in
+    /// user space (never waits), then appends the waiters of the reads
+    /// completed so far. The scheduler calls it between fibers, so a read
+    /// reaches the kernel, and a completed read's fiber the run queue,
+    /// without waiting for every other runnable fiber to run first.
+    pub(crate) fn submit_queued(&mut self, min_queued: usize, ready: &mut Vec<usize>) {
+        if self.queued.len() >= min_queued.max(1) {
+            self.push_queued();
+            if !self.ring.submission().is_empty() {
+                self.submit(false);
+            }
+        }
+        if !self.ring.completion().is_empty() {
+            self.reap(ready);
+        }
+    }
+
     /// Submits every queued read the kernel can take; if none has completed
     /// yet and some are in flight, waits for at least one. Appends the
     /// waiters of all completed reads (whatever is ready, not the whole batch).
