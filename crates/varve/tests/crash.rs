@@ -8,6 +8,12 @@
 //! child is almost always flushing or compacting when it dies: the manifest
 //! must always open and every acknowledged write must be there.
 //!
+//! A fourth mode writes values of 64 B to 256 KiB (each size class equally
+//! often), so log copies of every length — slot writes of a few hundred
+//! bytes to KiBs, direct records of hundreds of KiB — are cut by kills: a
+//! kill in the middle of a copy must leave a torn tail, never a hole that
+//! makes the log unreadable.
+//!
 //! `VARVE_CRASH_KILLS=N` sets the number of kills per mode (default 25).
 
 mod common;
@@ -56,6 +62,24 @@ fn options_for(lsm_stress: bool) -> Options {
     }
 }
 
+fn large_values() -> bool {
+    std::env::var("VARVE_CRASH_LARGE").as_deref() == Ok("1")
+}
+
+/// The value written for `key`: `value_for`, or in the mixed-size mode that
+/// value repeated to 64 B << (0..=12), plus some (sizes depend on the key).
+fn value(key: &[u8]) -> Vec<u8> {
+    let v = value_for(key);
+    if !large_values() {
+        return v;
+    }
+    let h = key
+        .iter()
+        .fold(17usize, |h, &b| h.wrapping_mul(31).wrapping_add(b as usize));
+    let want = (64usize << (h % 13)) + (h / 13) % 64;
+    v.iter().copied().cycle().take(want).collect()
+}
+
 /// The child: never returns on its own; it writes until it is killed.
 fn child_main(dir: &Path, sync: bool, run: u64, lsm_stress: bool) {
     let db = Arc::new(Db::open(dir.join("db"), options(lsm_stress)).expect("child open"));
@@ -79,14 +103,13 @@ fn child_main(dir: &Path, sync: bool, run: u64, lsm_stress: bool) {
                     if rng.below(4) == 0 {
                         // A batch: the key plus two companions, all or nothing.
                         let mut b = WriteBatch::new();
-                        b.put(&key, value_for(key.as_bytes()));
-                        b.put(format!("{key}-a"), value_for(format!("{key}-a").as_bytes()));
-                        b.put(format!("{key}-b"), value_for(format!("{key}-b").as_bytes()));
+                        b.put(&key, value(key.as_bytes()));
+                        b.put(format!("{key}-a"), value(format!("{key}-a").as_bytes()));
+                        b.put(format!("{key}-b"), value(format!("{key}-b").as_bytes()));
                         db.write_opt(b, &opts).expect("write");
                         writeln!(side, "{key}\n{key}-a\n{key}-b").expect("side write");
                     } else {
-                        db.put_opt(&key, value_for(key.as_bytes()), &opts)
-                            .expect("put");
+                        db.put_opt(&key, value(key.as_bytes()), &opts).expect("put");
                         writeln!(side, "{key}").expect("side write");
                     }
                 }
@@ -124,6 +147,7 @@ fn spawn_child(dir: &Path, sync: bool, run: u64, lsm_stress: bool) -> Child {
         .env("VARVE_CRASH_RUN", run.to_string())
         .env("VARVE_CRASH_LSM", if lsm_stress { "1" } else { "0" })
         .env("VARVE_CRASH_URING", if uring { "1" } else { "0" })
+        .env("VARVE_CRASH_LARGE", if large_values() { "1" } else { "0" })
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -181,7 +205,7 @@ fn run_crash_loop(sync: bool, lsm_stress: bool) {
         let mut missing = BTreeMap::new();
         for key in &acked {
             match db.get(key.as_bytes()).expect("get") {
-                Some(v) if v == value_for(key.as_bytes()) => {}
+                Some(v) if v == value(key.as_bytes()) => {}
                 other => {
                     missing.insert(key.clone(), other.map(|v| v.len()));
                 }
@@ -226,6 +250,30 @@ fn kill9_during_flush_and_compaction_loses_nothing_acknowledged() {
         return;
     }
     run_crash_loop(false, true);
+}
+
+/// Values of every size: kills cut log copies of every length. Runs in a
+/// child process of its own (the mode is an environment variable).
+#[test]
+fn kill9_during_log_copies_of_every_size_leaves_a_readable_log() {
+    if std::env::var(CHILD_ENV).is_ok() {
+        return;
+    }
+    if large_values() {
+        run_crash_loop(false, false);
+        return;
+    }
+    let status = Command::new(std::env::current_exe().expect("current exe"))
+        .args([
+            "--exact",
+            "kill9_during_log_copies_of_every_size_leaves_a_readable_log",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("VARVE_CRASH_LARGE", "1")
+        .status()
+        .expect("spawn large-value crash loop");
+    assert!(status.success(), "large-value crash loop failed: {status}");
 }
 
 /// The io_uring WAL (`Options::wal_io_uring`): a write is acknowledged only

@@ -11,7 +11,14 @@
 //! 4. copy every WAL numbered `log_number..=max_wal` up to its current
 //!    length: older ones are complete (a WAL is synced and never written
 //!    again once the next starts), the newest may end in a torn record that
-//!    recovery truncates;
+//!    recovery truncates. The log being written is copied only up to its
+//!    *written* position read before the copy (every byte below it reached
+//!    the file, in log order, so the copy has no hole; reading further could
+//!    catch zeros that a record fills a moment later, then a later record:
+//!    a hole recovery rightly calls corruption). A memory-mapped log's
+//!    length includes its preallocated zeros, which retiring the log cuts
+//!    while an older log is copied, so the copy of an older WAL ends where
+//!    the file does;
 //! 5. write a fresh manifest holding one snapshot edit of the recorded
 //!    version, then `CURRENT`, fsync files and the directory;
 //! 6. resume deletion.
@@ -129,10 +136,20 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
         })
         .collect();
     wals.sort_unstable();
+    // The log being written now (number >= max_wal: the gate is taken after
+    // the switch that made max_wal current, if one ran since).
+    let (live, live_written) = {
+        let log = db.writes.current();
+        (log.number, log.written())
+    };
     for &w in &wals {
         let src = wal_path(&db.dir, w);
-        let len = fs.file_size(&src)?;
-        copy_prefix(fs, &src, &wal_path(target, w), len)?;
+        if w == live {
+            copy_prefix(fs, &src, &wal_path(target, w), live_written)?;
+        } else {
+            let len = fs.file_size(&src)?;
+            copy_up_to(fs, &src, &wal_path(target, w), len)?;
+        }
     }
     // Everything copied; the sequence and file counters only grow, so
     // reading them now bounds everything in the target.
@@ -172,6 +189,20 @@ fn link_or_copy(fs: &dyn FileSystem, src: &Path, dst: &Path, len: u64) -> Result
 
 /// Copies the first `len` bytes of `src` into a new file `dst` and syncs it.
 pub(crate) fn copy_prefix(fs: &dyn FileSystem, src: &Path, dst: &Path, len: u64) -> Result<()> {
+    let copied = copy_up_to(fs, src, dst, len)?;
+    if copied < len {
+        return Err(Error::corruption(
+            src,
+            copied,
+            format!("file ended while copying {len} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// Copies at most the first `len` bytes of `src` (fewer if it ends first)
+/// into a new file `dst`, syncs it and returns how many were copied.
+fn copy_up_to(fs: &dyn FileSystem, src: &Path, dst: &Path, len: u64) -> Result<u64> {
     let mut from = fs.open_sequential(src)?;
     let mut to = fs.create_writable(dst)?;
     let mut buf = vec![0u8; 1 << 20];
@@ -180,14 +211,11 @@ pub(crate) fn copy_prefix(fs: &dyn FileSystem, src: &Path, dst: &Path, len: u64)
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
         let n = from.read(&mut buf[..want])?;
         if n == 0 {
-            return Err(Error::corruption(
-                src,
-                len - left,
-                format!("file ended while copying {len} bytes"),
-            ));
+            break;
         }
         to.append(&buf[..n])?;
         left -= n as u64;
     }
-    to.sync_data()
+    to.sync_data()?;
+    Ok(len - left)
 }
