@@ -10,7 +10,7 @@
 #   BIN       varve-bench built with --features rocksdb (default: build it
 #             into $CARGO_TARGET_DIR or ./target, like scripts/compare.sh)
 #   DB_DIR    where databases live (default /tmp/varve-bench-issues); needs
-#             ~12 GB; the same filesystem disk-limits.sh measures
+#             ~21 GB; the same filesystem disk-limits.sh measures
 #   REPS      repetitions of each measurement (default 3), interleaved
 #   KEEP=1    keep the databases (they are reused by a later run when present)
 #
@@ -25,7 +25,8 @@
 #            each WAL write mode: plain pwrite, mapped fallocate'd space
 #            (default), mapped zero-filled space, io_uring
 #   mget     #6: multireadrandom, 1M x 4 KiB keys (filluniquerandom), batch 128:
-#            cold sync / async / RocksDB, async_queue_depth sweep; hot on a
+#            cold sync / async / RocksDB without and with bloom filters
+#            (m-*, mb-*), async_queue_depth sweep (bloom); hot on a
 #            400k-key database that fits a 2 GiB cache (warmed by readseq)
 #   scan     #7: count (1, 2 scan threads) on a compacted 10M x 100 B database
 #            against RocksDB readseq (hot, second pass); readseq cold and
@@ -139,23 +140,36 @@ section_wal() {
 section_mget() {
     echo "## mget (#6)"
     local big=(--num=1000000 --key_size=16 --value_size=4096)
+    # Two cold databases: db_bench's default (no bloom filters: a lookup
+    # reads a block on every level whose range holds the key, 2.5 on
+    # average here) and bloom_bits=10 (one read per found key, which is how
+    # the issue counts reads). Same flags for both engines.
     for e in varve rocksdb; do
         if [ ! -f "$DB_DIR/m-$e/CURRENT" ]; then
             run "fill 1M x 4KiB $e" "$e" --benchmarks=filluniquerandom,waitforcompaction \
                 "${big[@]}" --db="$DB_DIR/m-$e" --seed=1
         fi
+        if [ ! -f "$DB_DIR/mb-$e/CURRENT" ]; then
+            run "fill 1M x 4KiB bloom10 $e" "$e" --benchmarks=filluniquerandom,waitforcompaction \
+                "${big[@]}" --bloom_bits=10 --db="$DB_DIR/mb-$e" --seed=1
+        fi
     done
     local cold=(--benchmarks=multireadrandom,multireadrandom --use_existing_db=true "${big[@]}"
         --use_direct_reads=true --cache_size=8388608 --reads=30000 --batch_size=128)
     for rep in $(seq "$REPS"); do
-        run "mget-cold varve sync rep$rep" varve "${cold[@]}" --db="$DB_DIR/m-varve" --seed=$rep --async_io=false
-        run "mget-cold varve async32 rep$rep" varve "${cold[@]}" --db="$DB_DIR/m-varve" --seed=$rep \
-            --async_io=true --async_queue_depth=32
-        run "mget-cold rocksdb batched rep$rep" rocksdb "${cold[@]}" --db="$DB_DIR/m-rocksdb" --seed=$rep \
-            --multiread_batched=true
+        for db in m mb; do
+            local bb=()
+            [ "$db" = mb ] && bb=(--bloom_bits=10)
+            run "mget-cold $db varve sync rep$rep" varve "${cold[@]}" "${bb[@]}" --db="$DB_DIR/$db-varve" \
+                --seed=$rep --async_io=false
+            run "mget-cold $db varve async32 rep$rep" varve "${cold[@]}" "${bb[@]}" --db="$DB_DIR/$db-varve" \
+                --seed=$rep --async_io=true --async_queue_depth=32
+            run "mget-cold $db rocksdb batched rep$rep" rocksdb "${cold[@]}" "${bb[@]}" \
+                --db="$DB_DIR/$db-rocksdb" --seed=$rep --multiread_batched=true
+        done
     done
     for d in 1 4 16 32 64 128; do
-        run "mget-cold varve depth=$d" varve "${cold[@]}" --db="$DB_DIR/m-varve" --seed=7 \
+        run "mget-cold mb varve depth=$d" varve "${cold[@]}" --bloom_bits=10 --db="$DB_DIR/mb-varve" --seed=7 \
             --async_io=true --async_queue_depth=$d
     done
     local hotdb=(--num=400000 --key_size=16 --value_size=4096)
