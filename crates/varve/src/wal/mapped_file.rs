@@ -121,9 +121,9 @@ fn allocate(file: &File, path: &Path, how: Preallocate, from: usize, len: usize)
 /// process killed in the middle of the copy leaves a prefix of `src` in the
 /// page cache, i.e. a torn tail. `memcpy` gives no such order: glibc's
 /// vector copy for a few hundred bytes to a few KiB stores the first vector
-/// *last*, and a `kill -9` between the two left zeros where a record header
-/// belonged with valid records after them — a hole, which recovery must
-/// (and did) refuse as corruption. Volatile stores are neither merged nor
+/// *last*, so a `kill -9` between the two would leave zeros where a record
+/// header belongs with valid records after them — a hole, which recovery
+/// must refuse as corruption. Volatile stores are neither merged nor
 /// reordered by the compiler, and stores that executed before the kill
 /// reach the page cache in program order on x86 and elsewhere alike.
 ///
