@@ -166,21 +166,8 @@ fn concurrent_seeks_match_plain_positioning_direct() {
 fn concurrent_seeks_match_with_io_uring_forced_off() {
     // The probe runs once per process: run the equality test in a child
     // process with `VARVE_IO=sync`, and check the child saw io_uring off.
-    let exe = std::env::current_exe().expect("test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "concurrent_seeks_match_plain_positioning",
-            "--exact",
-            "--test-threads=1",
-        ])
-        .env("VARVE_IO", "sync")
-        .env("VARVE_EXPECT_IO_URING", "0")
-        .output()
-        .expect("run child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_test_in_child(
+        "concurrent_seeks_match_plain_positioning",
+        &[("VARVE_IO", "sync"), ("VARVE_EXPECT_IO_URING", "0")],
     );
 }

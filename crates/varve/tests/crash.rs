@@ -263,17 +263,10 @@ fn kill9_during_log_copies_of_every_size_leaves_a_readable_log() {
         run_crash_loop(false, false);
         return;
     }
-    let status = Command::new(std::env::current_exe().expect("current exe"))
-        .args([
-            "--exact",
-            "kill9_during_log_copies_of_every_size_leaves_a_readable_log",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("VARVE_CRASH_LARGE", "1")
-        .status()
-        .expect("spawn large-value crash loop");
-    assert!(status.success(), "large-value crash loop failed: {status}");
+    common::run_test_in_child(
+        "kill9_during_log_copies_of_every_size_leaves_a_readable_log",
+        &[("VARVE_CRASH_LARGE", "1")],
+    );
 }
 
 /// The io_uring WAL (`Options::wal_io_uring`): a write is acknowledged only
@@ -289,15 +282,8 @@ fn kill9_with_io_uring_wal_loses_nothing_acknowledged() {
         run_crash_loop(false, false);
         return;
     }
-    let status = Command::new(std::env::current_exe().expect("current exe"))
-        .args([
-            "--exact",
-            "kill9_with_io_uring_wal_loses_nothing_acknowledged",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("VARVE_CRASH_URING", "1")
-        .status()
-        .expect("spawn io_uring crash loop");
-    assert!(status.success(), "io_uring crash loop failed: {status}");
+    common::run_test_in_child(
+        "kill9_with_io_uring_wal_loses_nothing_acknowledged",
+        &[("VARVE_CRASH_URING", "1")],
+    );
 }

@@ -85,3 +85,22 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// Runs test `name` of the current test binary in a child process with
+/// `env` set (for switches read once per process, like `VARVE_IO`) and
+/// panics with its output unless exactly that test ran and passed.
+pub fn run_test_in_child(name: &str, env: &[(&str, &str)]) {
+    let exe = std::env::current_exe().expect("test binary");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([name, "--exact", "--test-threads=1", "--nocapture"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "child {name} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
