@@ -26,7 +26,7 @@
 //! gone. An fdatasync failure poisons the database; the log keeps the error
 //! for every waiter.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -54,6 +54,9 @@ struct Mailbox {
     active: AtomicUsize,
     /// Those of them waiting for durability.
     waiting: AtomicUsize,
+    /// Set while the thread gathers, so writers only take the lock to
+    /// notify when someone listens (not twice per sync write).
+    gathering: AtomicBool,
 }
 
 impl Mailbox {
@@ -64,7 +67,9 @@ impl Mailbox {
 
     /// Tells a gathering thread that the crowd may be complete.
     fn crowd_changed(&self) {
-        if self.all_waiting() {
+        // SeqCst pairs with `gather`: either this load sees `gathering`, or
+        // the gatherer's first look at the counts sees this writer's change.
+        if self.gathering.load(Ordering::SeqCst) && self.all_waiting() {
             let _f = self.flags.lock();
             self.cv.notify_one();
         }
@@ -217,9 +222,11 @@ fn gather(mailbox: &Mailbox, budget: Duration) {
     }
     let until = Instant::now() + budget;
     let mut f = mailbox.flags.lock();
+    mailbox.gathering.store(true, Ordering::SeqCst);
     while !f.stop && !mailbox.all_waiting() && Instant::now() < until {
         mailbox.cv.wait_until(&mut f, until);
     }
+    mailbox.gathering.store(false, Ordering::SeqCst);
 }
 
 #[cfg(test)]
