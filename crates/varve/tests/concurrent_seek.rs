@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{Rng, fast_tempdir, value_for};
+use common::{Rng, fast_tempdir};
 use varve::{Db, DbIterator, Options, ReadOptions};
 
 fn key(i: u64) -> Vec<u8> {
@@ -23,23 +23,7 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// and deletes, and its model.
 fn multi_level_db(dir: &Path, opts: Options) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>) {
     let db = Db::open(dir, opts).expect("open");
-    let mut model = BTreeMap::new();
-    let mut rng = Rng(0xc0c0_5eed);
-    for round in 0..3u64 {
-        for _ in 0..2500 {
-            let k = key(rng.below(6000));
-            if rng.below(10) == 0 {
-                db.delete(&k).expect("delete");
-                model.remove(&k);
-            } else {
-                let mut v = value_for(&k);
-                v.extend_from_slice(&round.to_le_bytes());
-                db.put(&k, &v).expect("put");
-                model.insert(k, v);
-            }
-        }
-    }
-    db.flush().expect("flush");
+    let model = common::fill_rounds(&db, 0xc0c0_5eed, false);
     let sources = db.live_tables().iter().filter(|l| !l.is_empty()).count();
     assert!(sources >= 2, "want several levels: {:?}", db.live_tables());
     (db, model)

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{Rng, fast_tempdir, value_for};
+use common::{Rng, fast_tempdir};
 use varve::io::{FaultInjectingFs, PosixFs, ReadRecord};
 use varve::{Db, DbIterator, Options, ReadOptions};
 
@@ -27,24 +27,7 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// deletes, and its model.
 fn multi_level_db(dir: &Path, opts: Options) -> (Db, Model) {
     let db = Db::open(dir, opts).expect("open");
-    let mut model = Model::new();
-    let mut rng = Rng(0x5eed_1234);
-    for round in 0..3u64 {
-        for _ in 0..2500 {
-            let k = key(rng.below(6000));
-            if rng.below(10) == 0 {
-                db.delete(&k).expect("delete");
-                model.remove(&k);
-            } else {
-                let mut v = value_for(&k);
-                v.extend_from_slice(&round.to_le_bytes());
-                db.put(&k, &v).expect("put");
-                model.insert(k, v);
-            }
-        }
-        db.flush().expect("flush");
-        db.wait_for_compactions().expect("compactions");
-    }
+    let model = common::fill_rounds(&db, 0x5eed_1234, true);
     let levels = db.live_tables().iter().filter(|l| !l.is_empty()).count();
     assert!(levels >= 2, "want several levels: {:?}", db.live_tables());
     (db, model)

@@ -104,3 +104,39 @@ pub fn run_test_in_child(name: &str, env: &[(&str, &str)]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Writes three rounds of 2,500 random puts (one in ten a delete) over keys
+/// `key000000..key005999` into `db` and returns the model. With
+/// `settle_each_round`, every round is flushed and compacted (data on several
+/// levels); otherwise one flush at the end (L0 files over the memtable's
+/// older rounds).
+pub fn fill_rounds(
+    db: &varve::Db,
+    seed: u64,
+    settle_each_round: bool,
+) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = std::collections::BTreeMap::new();
+    let mut rng = Rng(seed);
+    for round in 0..3u64 {
+        for _ in 0..2500 {
+            let k = format!("key{:06}", rng.below(6000)).into_bytes();
+            if rng.below(10) == 0 {
+                db.delete(&k).expect("delete");
+                model.remove(&k);
+            } else {
+                let mut v = value_for(&k);
+                v.extend_from_slice(&round.to_le_bytes());
+                db.put(&k, &v).expect("put");
+                model.insert(k, v);
+            }
+        }
+        if settle_each_round {
+            db.flush().expect("flush");
+            db.wait_for_compactions().expect("compactions");
+        }
+    }
+    if !settle_each_round {
+        db.flush().expect("flush");
+    }
+    model
+}
