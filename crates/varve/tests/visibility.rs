@@ -5,7 +5,9 @@
 //! visible: a missing key would mean the reader saw sequence N+1 without N,
 //! an extra one a write above the snapshot. Every batch is seen whole or
 //! not at all, each writer's batches are seen as a prefix of its own order,
-//! and every writer reads its own write as soon as `put` returns.
+//! and every writer reads its own write as soon as `put` returns. A second
+//! test hands each acknowledged key to another thread, which must see it at
+//! once: writers do not wait for their own publication, reads do.
 
 mod common;
 
@@ -118,4 +120,52 @@ fn snapshots_never_see_a_gap_or_half_a_batch() {
     assert_eq!(db.latest_sequence() - s0, total as u64);
     assert!(checks > 0);
     eprintln!("visibility: {checks} snapshots checked");
+}
+
+/// 16 writers on (at most) 2 cores are preempted inside their memtable
+/// inserts all the time, so an acknowledged write is often not published yet
+/// when `put` returns. Each acknowledged key goes to a reader thread that
+/// must find it with `get`, in a new snapshot and through an iterator seek.
+#[test]
+fn another_thread_sees_every_acknowledged_write_at_once() {
+    const THREADS: usize = 16;
+    const PUTS: usize = 3000;
+    let dir = common::fast_tempdir();
+    let db = Arc::new(Db::open(dir.path(), Options::default()).expect("open"));
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::scope(|s| {
+        for w in 0..THREADS {
+            let (db, tx) = (Arc::clone(&db), tx.clone());
+            s.spawn(move || {
+                for i in 0..PUTS {
+                    let k = format!("t{w:02}-{i:05}");
+                    db.put(&k, b"v").expect("put");
+                    tx.send(k).expect("send");
+                }
+            });
+        }
+        drop(tx);
+        let mut seen = 0;
+        for k in rx {
+            assert_eq!(
+                db.get(&k).expect("get").as_deref(),
+                Some(&b"v"[..]),
+                "{k} acknowledged but not visible"
+            );
+            if seen % 64 == 0 {
+                let snap = db.snapshot();
+                let ro = ReadOptions {
+                    snapshot: Some(snap),
+                    ..ReadOptions::default()
+                };
+                assert!(db.get_opt(&k, &ro).expect("snapshot get").is_some());
+                let mut it = db.iter();
+                it.seek(k.as_bytes());
+                assert!(it.valid(), "iterator ends before {k}");
+                assert_eq!(it.key(), k.as_bytes(), "iterator misses {k}");
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, THREADS * PUTS);
+    });
 }

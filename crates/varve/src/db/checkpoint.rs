@@ -164,7 +164,7 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
         last_sequence: Some(
             max_seq
                 .max(vs_seq)
-                .max(db.last_sequence.load(Ordering::Acquire)),
+                .max(db.writes.visible_sequence(&db.last_sequence)),
         ),
         compact_pointers: rec.compact_pointers.clone(),
         ..VersionEdit::default()

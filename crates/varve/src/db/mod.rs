@@ -332,9 +332,11 @@ impl Db {
 
     /// A consistent view of the database as of now, released on drop.
     pub fn snapshot(&self) -> Snapshot {
-        self.inner
-            .snapshots
-            .acquire(self.inner.last_sequence.load(Ordering::Acquire))
+        self.inner.snapshots.acquire(
+            self.inner
+                .writes
+                .visible_sequence(&self.inner.last_sequence),
+        )
     }
 
     /// An iterator over all keys in order, starting at the first.
@@ -566,7 +568,9 @@ impl Db {
 
     /// The highest sequence number visible to reads.
     pub fn latest_sequence(&self) -> u64 {
-        self.inner.last_sequence.load(Ordering::Acquire)
+        self.inner
+            .writes
+            .visible_sequence(&self.inner.last_sequence)
     }
 
     /// Number of live snapshots (including those iterators hold).

@@ -13,7 +13,6 @@
 //! concurrently on fibers (`concurrent_seeks`); point reads do neither.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::DbInner;
 use super::memtables::MemLookup;
@@ -38,7 +37,7 @@ pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option
 pub(crate) fn read_sequence(db: &DbInner, opts: &ReadOptions) -> SequenceNumber {
     match &opts.snapshot {
         Some(s) => s.sequence(),
-        None => db.last_sequence.load(Ordering::Acquire),
+        None => db.writes.visible_sequence(&db.last_sequence),
     }
 }
 

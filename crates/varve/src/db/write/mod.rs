@@ -8,8 +8,9 @@
 //! it; join/copy/release the record into the open slot (`wal_log`); insert
 //! into the memtable concurrently with other writers; complete the sequence
 //! range; leave the gate. Then, outside the gate: write the slot (or direct
-//! record) this writer ended up owning, wait until its own sequence is
-//! published (read-your-writes), wait until its record reached the OS (the
+//! record) this writer ended up owning, raise the acknowledged floor that
+//! reads wait for (read-your-writes without a writer-side wait, see
+//! `sequencer`), wait until its record reached the OS (the
 //! `kill -9` rule — closing and writing the open slot itself when the sink
 //! is idle), and for `sync = true` until the syncer (`syncer`) made it
 //! durable.
@@ -68,6 +69,12 @@ impl WritePath {
             seq: Sequencer::new(last_sequence),
             syncer: syncer::Syncer::default(),
         }
+    }
+
+    /// The sequence a read may use: the published one, once it covers every
+    /// acknowledged write (see `sequencer`).
+    pub(crate) fn visible_sequence(&self, published: &std::sync::atomic::AtomicU64) -> u64 {
+        self.seq.visible(published)
     }
 
     /// The current log.
@@ -224,7 +231,9 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
             Some(end)
         }
     };
-    wp.seq.wait_published(&db.last_sequence, last);
+    // Read-your-writes: reads wait for the published sequence to cover
+    // this write (see `sequencer`), so the writer itself does not wait.
+    wp.seq.acknowledge(last);
     let Some(end) = end else {
         return Ok(());
     };

@@ -7,11 +7,23 @@
 //! over *contiguous* completed ranges: whoever completes the range right
 //! after the published one advances over it and over every later range that
 //! already completed out of order (kept in a small map), so no writer has to
-//! wait for its turn to publish. [`Sequencer::wait_published`] lets a writer
-//! see its own write before returning (spin briefly, then park).
+//! wait for its turn to publish.
+//!
+//! Read-your-writes without making writers wait: a writer does not wait for
+//! its own range to be published. It raises the *acknowledged floor*
+//! ([`Sequencer::acknowledge`], one `fetch_max`) before it returns, and every
+//! read takes its sequence through [`Sequencer::visible`], which waits
+//! (spin briefly, then park) until the published sequence reaches the floor.
+//! So anything that happens after a write returned — in the same thread or
+//! in one it signalled — sees that write, and a writer preempted inside its
+//! memtable insert no longer holds up every writer behind it: only a read
+//! that arrives in that window waits, exactly as long as the writers used
+//! to.
 //!
 //! Thread-safety: `Sync`; `complete` takes a short mutex. Invariants:
 //! `last_sequence` only grows and is only written under `pending`'s lock;
+//! `acked` only grows, and `visible` never returns less than the `acked`
+//! it loaded;
 //! every sequence `<= last_sequence` belongs to a completed range, so a
 //! reader never sees a batch in part, nor a later write without every
 //! earlier one; every range handed out is completed exactly once (also on
@@ -36,6 +48,9 @@ pub(crate) struct Sequencer {
     pending: Mutex<BTreeMap<u64, u64>>,
     cv: Condvar,
     waiters: AtomicUsize,
+    /// The highest sequence of any write that returned (or is about to):
+    /// reads wait until the published sequence reaches it.
+    acked: AtomicU64,
 }
 
 impl Sequencer {
@@ -46,6 +61,7 @@ impl Sequencer {
             pending: Mutex::new(BTreeMap::new()),
             cv: Condvar::new(),
             waiters: AtomicUsize::new(0),
+            acked: AtomicU64::new(last_sequence),
         }
     }
 
@@ -81,6 +97,25 @@ impl Sequencer {
             let _g = self.pending.lock();
             self.cv.notify_all();
         }
+    }
+
+    /// Records that the write whose range ends at `last` is acknowledged:
+    /// every later [`Sequencer::visible`] returns at least `last`. Call it
+    /// after [`Sequencer::complete`] and before the write returns.
+    pub(crate) fn acknowledge(&self, last: u64) {
+        self.acked.fetch_max(last, Ordering::Release);
+    }
+
+    /// The sequence a read may use: the published one, after waiting until
+    /// it covers every acknowledged write.
+    pub(crate) fn visible(&self, published: &AtomicU64) -> u64 {
+        let floor = self.acked.load(Ordering::Acquire);
+        let now = published.load(Ordering::Acquire);
+        if now >= floor {
+            return now;
+        }
+        self.wait_published(published, floor);
+        published.load(Ordering::Acquire)
     }
 
     /// Waits until `published >= seq` (spin briefly, then park).
@@ -138,7 +173,8 @@ mod tests {
                         let n = 1 + (i + t) % 3;
                         let first = s.assign(published, n).expect("assign");
                         s.complete(published, first, first + n - 1);
-                        s.wait_published(published, first + n - 1);
+                        s.acknowledge(first + n - 1);
+                        assert!(s.visible(published) >= first + n - 1);
                     }
                 });
             }
@@ -147,5 +183,32 @@ mod tests {
             .map(|t| (0..2000u64).map(|i| 1 + (i + t) % 3).sum::<u64>())
             .sum();
         assert_eq!(published.load(Ordering::Relaxed), total);
+    }
+
+    #[test]
+    fn a_read_waits_for_an_acknowledged_write_behind_an_unfinished_one() {
+        let published = AtomicU64::new(0);
+        let s = Sequencer::new(0);
+        let slow = s.assign(&published, 1).expect("slow"); // 1, still inserting
+        let fast = s.assign(&published, 2).expect("fast"); // 2..=3
+        s.complete(&published, fast, 3);
+        s.acknowledge(3);
+        assert_eq!(published.load(Ordering::Relaxed), 0);
+        let returned = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|sc| {
+            let reader = sc.spawn(|| {
+                let seen = s.visible(&published);
+                returned.store(true, Ordering::SeqCst);
+                seen
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            // The reader must not see sequence 0 while write 2..=3 is
+            // acknowledged: it is still waiting.
+            assert!(!returned.load(Ordering::SeqCst));
+            s.complete(&published, slow, 1);
+            assert_eq!(reader.join().expect("reader"), 3);
+        });
+        // Nothing acknowledged above the published sequence: no wait.
+        assert_eq!(s.visible(&published), 3);
     }
 }
