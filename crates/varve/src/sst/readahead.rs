@@ -19,19 +19,20 @@
 //!
 //! Background prefetch (when enabled): once a synchronous sequential chunk
 //! of the full maximum size has been read — the iterator has proven
-//! sequential, having read about twice the maximum in order — a helper
-//! thread reads the following chunks, up to [`PREFETCH_DEPTH`] in flight
-//! back to back, while the consumer decodes the current one. Any
+//! sequential, having read about twice the maximum in order — helper
+//! threads read the following chunks, [`PREFETCH_DEPTH`] at once (one per
+//! thread), while the consumer decodes the current one. Any
 //! non-sequential access abandons them; the worker skips abandoned chunks
 //! it has not started yet. Short scans and point seeks never get there, so
 //! they pay nothing for it.
 //!
 //! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
 //! between scans); table iterators of one level share it through an
-//! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
-//! thread owned by the state reads chunks into buffers that are moved to it
-//! and back through channels (nothing shared but an atomic job id below
-//! which jobs are skipped); it exits when the state is dropped. Invariants:
+//! `Arc<Mutex<_>>` that is never contended. With prefetch on, helper
+//! threads owned by the state read chunks into buffers that are moved to
+//! them and back through channels (nothing shared but the job queue and an
+//! atomic job id below which jobs are skipped); replies are put back in job
+//! order; the threads exit when the state is dropped. Invariants:
 //! `buf_valid` bytes of `buf` hold the file `file` from `buf_start` on;
 //! `pending` chunks are contiguous and start where the buffer ends.
 
@@ -109,54 +110,109 @@ struct Job {
 }
 
 /// A finished [`Job`].
+#[derive(Debug)]
 struct Done {
     id: u64,
     buf: AlignedBuf,
     got: Result<usize>,
 }
 
-/// A thread that reads chunks ahead of the consumer. It ends when the
-/// owning [`Readahead`] drops its sender.
+/// Threads that read chunks ahead of the consumer, one chunk each at a
+/// time, so up to [`PREFETCH_DEPTH`] reads are at the disk at once (a
+/// single 2 MiB read at a time leaves an NVMe or virtio queue mostly idle:
+/// on the test machine 1,360 MiB/s at depth 1 against 1,620 at depth 2).
+/// Jobs are taken in id order; replies may arrive out of order and are put
+/// back in order by [`Worker::take`]. The threads end when the owning
+/// [`Readahead`] drops its sender.
 #[derive(Debug)]
 struct Worker {
     jobs: mpsc::Sender<Job>,
     done: mpsc::Receiver<Done>,
+    /// Replies that arrived before an earlier chunk's.
+    early: Vec<Done>,
     /// Jobs with a smaller id were abandoned: the worker skips them if it
     /// has not started them yet (and replies with 0 bytes).
     cancel_below: Arc<AtomicU64>,
 }
 
 impl Worker {
-    fn spawn() -> Option<Worker> {
+    fn spawn(threads: usize) -> Option<Worker> {
         let (jobs, job_rx) = mpsc::channel::<Job>();
+        let job_rx = Arc::new(std::sync::Mutex::new(job_rx));
         let (done_tx, done) = mpsc::channel::<Done>();
         let cancel_below = Arc::new(AtomicU64::new(0));
-        let cancel = Arc::clone(&cancel_below);
-        std::thread::Builder::new()
-            .name("varve-readahead".into())
-            .spawn(move || {
-                for mut job in job_rx {
-                    let got = if job.id < cancel.load(Ordering::Acquire) {
-                        Ok(0)
-                    } else {
-                        job.file.read_at(job.buf.as_mut_slice(), job.start)
-                    };
-                    let reply = Done {
-                        id: job.id,
-                        buf: job.buf,
-                        got,
-                    };
-                    if done_tx.send(reply).is_err() {
-                        return;
+        let mut started = 0;
+        for _ in 0..threads.max(1) {
+            let cancel = Arc::clone(&cancel_below);
+            let (rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("varve-readahead".into())
+                .spawn(move || {
+                    loop {
+                        // The lock is held only to take the next job, so the
+                        // threads start jobs in id order.
+                        let next = match rx.lock() {
+                            Ok(rx) => rx.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok(mut job) = next else {
+                            return;
+                        };
+                        let got = if job.id < cancel.load(Ordering::Acquire) {
+                            Ok(0)
+                        } else {
+                            job.file.read_at(job.buf.as_mut_slice(), job.start)
+                        };
+                        let reply = Done {
+                            id: job.id,
+                            buf: job.buf,
+                            got,
+                        };
+                        if done_tx.send(reply).is_err() {
+                            return;
+                        }
                     }
-                }
-            })
-            .ok()?;
+                });
+            if spawned.is_ok() {
+                started += 1;
+            }
+        }
+        // Without even one thread there is no worker; with fewer than asked
+        // for, the ones that started read one after another.
+        if started == 0 {
+            return None;
+        }
         Some(Worker {
             jobs,
             done,
+            early: Vec::new(),
             cancel_below,
         })
+    }
+
+    /// Waits for job `id`'s reply. Replies of jobs that `pending` still
+    /// expects are kept for later; those of abandoned jobs go to `spare`.
+    /// `None` when the threads are gone.
+    fn take(
+        &mut self,
+        id: u64,
+        pending: &VecDeque<Pending>,
+        mut spare: impl FnMut(AlignedBuf),
+    ) -> Option<Done> {
+        if let Some(i) = self.early.iter().position(|d| d.id == id) {
+            return Some(self.early.swap_remove(i));
+        }
+        loop {
+            let d = self.done.recv().ok()?;
+            if d.id == id {
+                return Some(d);
+            }
+            if pending.iter().any(|p| p.id == d.id) {
+                self.early.push(d);
+            } else {
+                spare(d.buf);
+            }
+        }
     }
 }
 
@@ -345,7 +401,7 @@ impl Readahead {
                 return;
             };
             if self.worker.is_none() {
-                self.worker = Worker::spawn();
+                self.worker = Worker::spawn(PREFETCH_DEPTH);
             }
             let Some(worker) = &self.worker else {
                 return;
@@ -414,20 +470,21 @@ impl Readahead {
         }
         let (id, start, len) = (p.id, p.start, p.len);
         self.pending.pop_front();
-        let done = loop {
-            let Some(worker) = &self.worker else {
-                self.abandon();
-                return Ok(None);
-            };
-            match worker.done.recv() {
-                Ok(d) if d.id == id => break d,
-                Ok(stale) => self.keep_spare(stale.buf),
-                Err(_) => {
-                    self.worker = None;
-                    self.abandon();
-                    return Ok(None);
-                }
+        let taken = match &mut self.worker {
+            None => None,
+            Some(worker) => {
+                let spare = &mut self.spare;
+                worker.take(id, &self.pending, |buf| {
+                    if spare.len() < PREFETCH_DEPTH {
+                        spare.push(buf);
+                    }
+                })
             }
+        };
+        let Some(done) = taken else {
+            self.worker = None;
+            self.abandon();
+            return Ok(None);
         };
         let got = match done.got {
             Ok(got) => got,
@@ -579,7 +636,11 @@ mod tests {
         let (f, hs) = file(2000, 4000, None);
         let mut ra = Readahead::with_prefetch(256 << 10, true);
         read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
-        let sizes: Vec<usize> = f.log.lock().iter().map(|&(_, n)| n).collect();
+        // Background chunks are read by two threads, so they may be logged
+        // out of order; look at them in file order.
+        let mut log = f.log.lock().clone();
+        log.sort_unstable();
+        let sizes: Vec<usize> = log.iter().map(|&(_, n)| n).collect();
         assert_eq!(sizes[0], 4005, "the first read is a lone block");
         assert_eq!(
             &sizes[1..6],
@@ -589,7 +650,7 @@ mod tests {
         // Reads cover the file without gaps; a chunk re-reads at most the
         // part of a block the previous chunk cut off.
         let mut pos = 0;
-        for &(off, n) in f.log.lock().iter() {
+        for &(off, n) in &log {
             assert!(
                 off <= pos && pos - off < 4005,
                 "read at {off}, covered {pos}"
@@ -803,6 +864,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Two reader threads may finish chunks out of order: `take` returns the
+    /// wanted one, keeps a later pending one for its turn and hands an
+    /// abandoned one back as a spare buffer.
+    #[test]
+    fn replies_out_of_order_are_put_back_in_order() {
+        let (jobs, _job_rx) = mpsc::channel::<Job>();
+        let (done_tx, done) = mpsc::channel::<Done>();
+        let mut w = Worker {
+            jobs,
+            done,
+            early: Vec::new(),
+            cancel_below: Arc::new(AtomicU64::new(0)),
+        };
+        let reply = |id: u64, len: usize| Done {
+            id,
+            buf: AlignedBuf::new(len),
+            got: Ok(len),
+        };
+        let pending: VecDeque<Pending> = [5u64, 6]
+            .iter()
+            .map(|&id| Pending {
+                id,
+                start: id * 100,
+                len: 100,
+            })
+            .collect();
+        for d in [reply(6, 6), reply(3, 3), reply(5, 5)] {
+            done_tx.send(d).expect("send");
+        }
+        let mut spares = Vec::new();
+        let first = w.take(5, &pending, |b| spares.push(b)).expect("5");
+        assert_eq!((first.id, first.buf.as_slice().len()), (5, 5));
+        assert_eq!(spares.len(), 1, "the abandoned chunk 3 became a spare");
+        assert_eq!(w.early.len(), 1, "chunk 6 waits for its turn");
+        let second = w.take(6, &pending, |b| spares.push(b)).expect("6");
+        assert_eq!(second.id, 6);
+        drop(done_tx);
+        assert!(w.take(7, &pending, |b| spares.push(b)).is_none());
     }
 
     /// Jumps back and forth while chunks are in flight: abandoned chunks
