@@ -360,9 +360,13 @@ fn cached_and_uncached_keys_of_one_batch_agree_with_get() {
     let mut keys: Vec<Vec<u8>> = (0..400).map(|_| key(rng.below(n + n / 10))).collect();
     keys.extend_from_within(..50);
     keys.push(b"absent".to_vec());
-    for (round, warm) in [(0, false), (1, true), (2, true)] {
-        for k in keys.iter().step_by(2) {
-            if warm {
+    // Round 0 is cold (an async batch's probe finds its first keys
+    // uncached and lets the fibers plan every key), round 3 fully warm (the
+    // in-memory pass answers the whole batch), rounds 1 and 2 half warm.
+    for (round, warm_step) in [(0, 0), (1, 2), (2, 2), (3, 1)] {
+        let warm = warm_step > 0;
+        if warm {
+            for k in keys.iter().step_by(warm_step) {
                 assert_eq!(db.get(k).expect("get"), model.get(k).cloned());
             }
         }

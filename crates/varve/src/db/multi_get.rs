@@ -4,7 +4,12 @@
 //! One sequence number and one read state (`SuperVersion`) serve the whole
 //! batch, so the batch sees one consistent state. Memtable lookups run
 //! inline; then the in-memory pass (`multi_get_cached`) answers, batch-wide
-//! and without IO, the misses whose blocks are in the block cache; every
+//! and without IO, the misses whose blocks are in the block cache (an
+//! async batch first runs it over its first [`PROBE`] misses only: if most
+//! of those need a block read, the batch is cold, and the rest skip the
+//! pass — planning every key before the first read leaves the disk idle
+//! for the whole pass; their fibers plan for themselves, in the ordinary
+//! lookup, between other fibers' reads); every
 //! other miss runs the same table lookup as `get`
 //! (`read::get_from_version`; for a key whose block only has to be read,
 //! from the table and block the pass planned, which is where `get` would
@@ -29,6 +34,10 @@ use crate::{ReadOptions, Result, fiber};
 /// One key's result.
 type Lookup = Result<Option<Vec<u8>>>;
 
+/// Keys an async batch runs through the in-memory pass before it decides
+/// whether the batch is cold (most of them need a block read).
+const PROBE: usize = 8;
+
 /// One result per key of `keys`, in order (see the module docs).
 pub(crate) fn multi_get<K: AsRef<[u8]>>(
     db: &DbInner,
@@ -49,7 +58,22 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
             }
         });
     }
-    let rest = resolve_cached(db, &sv.version, keys, seq, &misses, &mut results);
+    let rest = if opts.async_io && misses.len() > PROBE {
+        // Probe: if most of the first keys need a block read, the batch is
+        // cold, and the in-memory pass over the rest would only delay the
+        // first reads (the disk idles while it plans every key); their
+        // fibers plan for themselves, between other fibers' reads.
+        let mut rest = resolve_cached(db, &sv.version, keys, seq, &misses[..PROBE], &mut results);
+        if rest.len() * 2 > PROBE {
+            rest.extend(misses[PROBE..].iter().map(|&i| (i, None)));
+        } else {
+            let later = resolve_cached(db, &sv.version, keys, seq, &misses[PROBE..], &mut results);
+            rest.extend(later);
+        }
+        rest
+    } else {
+        resolve_cached(db, &sv.version, keys, seq, &misses, &mut results)
+    };
     let misses: Vec<usize> = rest.iter().map(|r| r.0).collect();
     let plans: Vec<Option<Plan>> = rest.into_iter().map(|r| r.1).collect();
     let lookup_planned = |t: usize| {
