@@ -36,13 +36,15 @@
 //! `pending` chunks are contiguous and start where the buffer ends.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
 use crate::{Error, Result};
 
 use super::format::{BlockHandle, check_handle, decode_block, read_block};
+use super::prefetch_worker::{Done, Job, Worker};
+use super::run_history::RunHistory;
 
 /// First read-ahead chunk after a non-sequential read.
 pub const MIN_READAHEAD: usize = 16 << 10;
@@ -82,7 +84,41 @@ pub struct Readahead {
     spare: Vec<AlignedBuf>,
     /// Tags jobs, so results of abandoned prefetches are recognized.
     next_job: u64,
+    /// Pending chunks that finished before the ones ahead of them.
+    arrived: Vec<Done>,
+    /// How far recent runs after a seek went.
+    runs: RunHistory,
+    /// A learned run is being read ahead: pieces of this size, none past
+    /// `learned_end`.
+    learned: Option<Learned>,
 }
+
+/// Read-ahead of a run whose length was predicted from earlier runs.
+#[derive(Debug, Clone, Copy)]
+struct Learned {
+    /// The pieces have been handed to the worker (they are, at the run's
+    /// first sequential access: a seek that reads nothing past its block
+    /// costs no background read).
+    started: bool,
+    /// Size of the next piece handed to the worker.
+    piece: usize,
+    /// No piece extends past this offset (beyond the file's alignment).
+    end: u64,
+}
+
+/// Bytes after the seek's block read with it (synchronously) when a run
+/// is predicted; the rest of the prediction is read in the background.
+pub const LEARNED_FIRST: usize = 32 << 10;
+
+/// First background piece of a predicted run; pieces double up to
+/// [`LEARNED_PIECE_MAX`].
+pub const LEARNED_PIECE_MIN: usize = 32 << 10;
+
+/// Largest background piece of a predicted run.
+pub const LEARNED_PIECE_MAX: usize = 128 << 10;
+
+/// Most pieces of a predicted run in flight at once.
+pub const LEARNED_DEPTH: usize = 16;
 
 /// Smallest maximum chunk for which background prefetch is used.
 pub const PREFETCH_MIN: usize = 256 << 10;
@@ -92,72 +128,15 @@ pub const PREFETCH_MIN: usize = 256 << 10;
 /// swaps buffers.
 pub const PREFETCH_DEPTH: usize = 2;
 
+/// Most spare buffers kept for background chunks.
+const SPARE_KEEP: usize = 4;
+
 /// A chunk being read in the background.
 #[derive(Debug)]
 struct Pending {
     id: u64,
     start: u64,
     len: usize,
-}
-
-/// One read for the worker thread; the buffer travels with it (no sharing).
-struct Job {
-    id: u64,
-    file: Arc<dyn RandomAccessFile>,
-    start: u64,
-    buf: AlignedBuf,
-}
-
-/// A finished [`Job`].
-struct Done {
-    id: u64,
-    buf: AlignedBuf,
-    got: Result<usize>,
-}
-
-/// A thread that reads chunks ahead of the consumer. It ends when the
-/// owning [`Readahead`] drops its sender.
-#[derive(Debug)]
-struct Worker {
-    jobs: mpsc::Sender<Job>,
-    done: mpsc::Receiver<Done>,
-    /// Jobs with a smaller id were abandoned: the worker skips them if it
-    /// has not started them yet (and replies with 0 bytes).
-    cancel_below: Arc<AtomicU64>,
-}
-
-impl Worker {
-    fn spawn() -> Option<Worker> {
-        let (jobs, job_rx) = mpsc::channel::<Job>();
-        let (done_tx, done) = mpsc::channel::<Done>();
-        let cancel_below = Arc::new(AtomicU64::new(0));
-        let cancel = Arc::clone(&cancel_below);
-        std::thread::Builder::new()
-            .name("varve-readahead".into())
-            .spawn(move || {
-                for mut job in job_rx {
-                    let got = if job.id < cancel.load(Ordering::Acquire) {
-                        Ok(0)
-                    } else {
-                        job.file.read_at(job.buf.as_mut_slice(), job.start)
-                    };
-                    let reply = Done {
-                        id: job.id,
-                        buf: job.buf,
-                        got,
-                    };
-                    if done_tx.send(reply).is_err() {
-                        return;
-                    }
-                }
-            })
-            .ok()?;
-        Some(Worker {
-            jobs,
-            done,
-            cancel_below,
-        })
-    }
 }
 
 fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, end: u64) -> Error {
@@ -199,6 +178,9 @@ impl Readahead {
             pending: VecDeque::new(),
             spare: Vec::new(),
             next_job: 0,
+            arrived: Vec::new(),
+            runs: RunHistory::new(),
+            learned: None,
         }
     }
 
@@ -223,10 +205,33 @@ impl Readahead {
     /// Records an access to the block at `handle` that needed no file read
     /// (a block cache hit): it continues or breaks the sequence like a read.
     pub fn note_access(&mut self, file: &Arc<dyn RandomAccessFile>, data_end: u64, h: BlockHandle) {
-        if !self.is_sequential(file, h.offset) {
+        if !self.track_run(file, h) {
             self.next_size = MIN_READAHEAD.min(self.max);
         }
         self.set_last(file, data_end, h);
+    }
+
+    /// Counts the access to `h` in the run history; true if sequential.
+    fn track_run(&mut self, file: &Arc<dyn RandomAccessFile>, h: BlockHandle) -> bool {
+        let sequential = self.is_sequential(file, h.offset);
+        if sequential {
+            let len = h.end().unwrap_or(u64::MAX) - h.offset;
+            self.runs.extend(len);
+        } else {
+            self.runs.start();
+            self.learned = None;
+        }
+        sequential
+    }
+
+    /// Bytes the next run after a seek is predicted to read past its first
+    /// block (0: no prediction, or background prefetch is off).
+    pub fn predicted_run(&self) -> u64 {
+        if self.prefetch && self.runs.mostly_nonempty() {
+            self.runs.predicted().min(self.max as u64)
+        } else {
+            0
+        }
     }
 
     fn set_last(&mut self, file: &Arc<dyn RandomAccessFile>, data_end: u64, h: BlockHandle) {
@@ -254,9 +259,13 @@ impl Readahead {
         let path = file.path();
         check_handle(h, 0, data_end, path)?;
         let end = h.end().unwrap_or(u64::MAX);
+        let sequential = self.track_run(file, h);
         let same = self.file.as_ref().is_some_and(|f| same_file(f, file));
         if same && self.buffered(h.offset, end) {
             self.set_last(file, data_end, h);
+            if sequential && self.learned.is_some_and(|l| !l.started) {
+                self.prefetch_next(file, limit.min(data_end));
+            }
             return self.decode_buffered(file, h, end, verify);
         }
         if same
@@ -266,8 +275,13 @@ impl Readahead {
             return Ok(block);
         }
         self.abandon();
-        let sequential = self.is_sequential(file, h.offset);
+        self.learned = None;
         self.set_last(file, data_end, h);
+        let predicted = if sequential { 0 } else { self.predicted_run() };
+        if predicted > 0 && end < limit.min(data_end) {
+            self.next_size = MIN_READAHEAD.min(self.max);
+            return self.read_learned_run(file, h, end, limit.min(data_end), predicted, verify);
+        }
         let want_end = h
             .offset
             .saturating_add(self.next_size as u64)
@@ -310,13 +324,69 @@ impl Readahead {
         self.decode_buffered(file, h, end, verify)
     }
 
+    /// The first block of a run predicted to read `predicted` more bytes
+    /// (a seek on an iterator whose recent runs went about as far): reads
+    /// the block with up to [`LEARNED_FIRST`] bytes after it; at the run's
+    /// first sequential access the rest of the prediction (up to `limit`)
+    /// goes to the background worker as pieces of [`LEARNED_PIECE_MIN`]
+    /// doubling to [`LEARNED_PIECE_MAX`], all queued at once so the disk
+    /// never waits for the consumer. A run longer than predicted goes on
+    /// with the ordinary policy.
+    fn read_learned_run(
+        &mut self,
+        file: &Arc<dyn RandomAccessFile>,
+        h: BlockHandle,
+        end: u64,
+        limit: u64,
+        predicted: u64,
+        verify: bool,
+    ) -> Result<Vec<u8>> {
+        let path = file.path();
+        let run_end = end.saturating_add(predicted).min(limit);
+        let first_end = end.saturating_add(LEARNED_FIRST as u64).min(run_end);
+        let (start, stop) = match file.direct_alignment() {
+            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
+                let a = a as u64;
+                (h.offset / a * a, first_end.div_ceil(a) * a)
+            }
+            _ => (h.offset, first_end),
+        };
+        let len = usize::try_from(stop - start)
+            .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
+        self.buf.resize(len);
+        self.buf_valid = 0;
+        let got = file.read_at(self.buf.as_mut_slice(), start)?;
+        self.buf_start = start;
+        self.buf_valid = got;
+        self.chunk_reads += 1;
+        self.chunk_bytes += got as u64;
+        if !self.buffered(h.offset, end) {
+            return Err(short(file, h.offset, start, got, end));
+        }
+        if got == len && stop < run_end {
+            self.learned = Some(Learned {
+                started: false,
+                piece: LEARNED_PIECE_MIN,
+                end: run_end,
+            });
+        }
+        self.decode_buffered(file, h, end, verify)
+    }
+
     /// Starts reading the chunks after the current buffer (and after the
     /// chunks already pending) in the background, up to [`PREFETCH_DEPTH`]
     /// in flight, if the buffer was read whole and the data (up to `limit`)
     /// goes on. Each chunk is `next_size` bytes, which keeps doubling up to
     /// the maximum.
     fn prefetch_next(&mut self, file: &Arc<dyn RandomAccessFile>, limit: u64) {
-        while self.pending.len() < PREFETCH_DEPTH {
+        let (depth, limit) = match &mut self.learned {
+            Some(l) => {
+                l.started = true;
+                (LEARNED_DEPTH, limit.min(l.end))
+            }
+            None => (PREFETCH_DEPTH, limit),
+        };
+        while self.pending.len() < depth {
             let start = match self.pending.back() {
                 Some(p) => p.start + p.len as u64,
                 None if self.buf_valid == self.buf.as_slice().len() => {
@@ -327,19 +397,19 @@ impl Readahead {
             if start >= limit {
                 return;
             }
+            let size = match self.learned {
+                Some(l) => l.piece,
+                None => self.next_size,
+            };
             let stop = match file.direct_alignment() {
                 Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
                     let a = a as u64;
                     if !start.is_multiple_of(a) {
                         return;
                     }
-                    start
-                        .saturating_add(self.next_size as u64)
-                        .min(limit)
-                        .div_ceil(a)
-                        * a
+                    start.saturating_add(size as u64).min(limit).div_ceil(a) * a
                 }
-                _ => start.saturating_add(self.next_size as u64).min(limit),
+                _ => start.saturating_add(size as u64).min(limit),
             };
             let Ok(len) = usize::try_from(stop - start) else {
                 return;
@@ -366,13 +436,19 @@ impl Readahead {
                 return;
             }
             self.pending.push_back(Pending { id, start, len });
-            self.next_size = self.next_size.saturating_mul(2).min(self.max);
+            match &mut self.learned {
+                Some(l) => l.piece = l.piece.saturating_mul(2).min(LEARNED_PIECE_MAX),
+                None => self.next_size = self.next_size.saturating_mul(2).min(self.max),
+            }
         }
     }
 
     /// Forgets the chunks being read in the background; the worker skips
     /// those it has not started.
     fn abandon(&mut self) {
+        for d in std::mem::take(&mut self.arrived) {
+            self.keep_spare(d.buf);
+        }
         if self.pending.is_empty() {
             return;
         }
@@ -385,7 +461,7 @@ impl Readahead {
     /// Keeps `buf` for a later chunk (at most one per chunk that may be in
     /// flight; the rest are freed).
     fn keep_spare(&mut self, buf: AlignedBuf) {
-        if self.spare.len() < PREFETCH_DEPTH {
+        if self.spare.len() < SPARE_KEEP {
             self.spare.push(buf);
         }
     }
@@ -414,13 +490,21 @@ impl Readahead {
         }
         let (id, start, len) = (p.id, p.start, p.len);
         self.pending.pop_front();
+        let parked = self.arrived.iter().position(|d| d.id == id);
         let done = loop {
+            if let Some(i) = parked {
+                break self.arrived.swap_remove(i);
+            }
             let Some(worker) = &self.worker else {
                 self.abandon();
                 return Ok(None);
             };
             match worker.done.recv() {
                 Ok(d) if d.id == id => break d,
+                // A later chunk finished first (chunks are read together).
+                Ok(early) if self.pending.iter().any(|p| p.id == early.id) => {
+                    self.arrived.push(early)
+                }
                 Ok(stale) => self.keep_spare(stale.buf),
                 Err(_) => {
                     self.worker = None;
@@ -824,6 +908,71 @@ mod tests {
             }
         }
         assert!(ra.worker.is_some());
+    }
+
+    /// Seek-and-scan runs of one length: once enough runs have finished,
+    /// a seek reads its block with [`LEARNED_FIRST`] bytes after it, and
+    /// the rest of the run comes from background pieces, never more than
+    /// the prediction past the run; the blocks are always right, for
+    /// buffered and aligned files.
+    #[test]
+    fn learned_runs_are_read_in_the_background() {
+        for align in [None, Some(4096)] {
+            let (f, hs) = file(3000, 4000, align);
+            let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+            let end = f.data.len() as u64;
+            let mut ra = Readahead::with_prefetch(2 << 20, true);
+            let run_len = 60;
+            let mut x = 7u64;
+            for run in 0..20 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let first = (x >> 33) as usize % (hs.len() - run_len);
+                f.log.lock().clear();
+                f.bg.lock().clear();
+                for (i, h) in hs.iter().enumerate().skip(first).take(run_len) {
+                    let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                    assert_eq!(got, vec![i as u8; 4000], "block {i} in run {run}");
+                }
+                if run <= super::super::run_history::RUNS {
+                    continue;
+                }
+                // Let the worker finish, then look at what was read.
+                let bg = f.bg.lock().clone();
+                let log = f.log.lock().clone();
+                let sync: Vec<_> = log.iter().filter(|r| !bg.contains(r)).collect();
+                assert_eq!(sync.len(), 1, "one synchronous read per run: {log:?}");
+                assert!(sync[0].1 <= 4005 + LEARNED_FIRST + 8192, "{sync:?}");
+                assert!(!bg.is_empty(), "the rest came in the background");
+                let run_start = hs[first].offset;
+                let run_end = hs[first + run_len - 1].end().expect("end");
+                let max_end = log.iter().map(|&(o, n)| o + n as u64).max().expect("reads");
+                assert!(max_end >= run_end, "run {run}: {log:?}");
+                assert!(max_end <= run_end + 8192, "over-read in run {run}: {log:?}");
+                assert!(log.iter().all(|&(o, _)| o + 4096 >= run_start));
+            }
+        }
+    }
+
+    /// A cursor that only does point seeks (or short ones) never starts the
+    /// helper thread and reads one block per seek.
+    #[test]
+    fn point_seeks_never_prefetch() {
+        let (f, hs) = file(500, 4000, Some(4096));
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::with_prefetch(2 << 20, true);
+        for i in 0..200usize {
+            let b = (i * 37) % hs.len();
+            let got = ra
+                .read_block(&dynf, end, hs[b], u64::MAX, true)
+                .expect("read");
+            assert_eq!(got, vec![b as u8; 4000]);
+        }
+        assert!(ra.worker.is_none());
+        assert_eq!(f.log.lock().len(), 200);
+        assert!(f.log.lock().iter().all(|&(_, n)| n == 4005));
     }
 
     #[test]
