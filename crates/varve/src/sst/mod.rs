@@ -12,6 +12,7 @@
 
 mod block;
 mod block_builder;
+mod block_bytes;
 mod filter;
 mod format;
 mod index_search;
@@ -28,6 +29,7 @@ mod tests;
 
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
+pub use block_bytes::BlockBytes;
 pub use filter::{BloomFilter, FilterBuilder, filter_hash};
 pub use format::{
     BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,

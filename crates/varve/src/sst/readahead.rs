@@ -36,13 +36,15 @@
 //! `pending` chunks are contiguous and start where the buffer ends.
 
 use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
 use crate::{Error, Result};
 
-use super::format::{BlockHandle, check_handle, decode_block, read_block};
+use super::block_bytes::BlockBytes;
+use super::format::{BlockHandle, check_handle, decode_block, decode_block_in, read_block};
 use super::prefetch_worker::{Done, Job, Worker};
 use super::run_history::RunHistory;
 
@@ -70,7 +72,10 @@ pub struct Readahead {
     file_data_end: u64,
     /// End (trailer included) of the last block accessed in `file`.
     last_end: u64,
-    buf: AlignedBuf,
+    /// The current chunk; blocks served from it share it (see
+    /// [`BlockBytes`]), so it is only written again when no block refers
+    /// to it any more (else a fresh buffer replaces it).
+    buf: Arc<AlignedBuf>,
     buf_start: u64,
     buf_valid: usize,
     chunk_reads: u64,
@@ -169,7 +174,7 @@ impl Readahead {
             file: None,
             file_data_end: 0,
             last_end: 0,
-            buf: AlignedBuf::new(0),
+            buf: Arc::new(AlignedBuf::new(0)),
             buf_start: 0,
             buf_valid: 0,
             chunk_reads: 0,
@@ -255,7 +260,7 @@ impl Readahead {
         h: BlockHandle,
         limit: u64,
         verify: bool,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<BlockBytes> {
         let path = file.path();
         check_handle(h, 0, data_end, path)?;
         let end = h.end().unwrap_or(u64::MAX);
@@ -291,7 +296,7 @@ impl Readahead {
             if !sequential {
                 self.next_size = MIN_READAHEAD.min(self.max);
             }
-            return read_block(file.as_ref(), h, data_end, verify);
+            return read_block(file.as_ref(), h, data_end, verify).map(BlockBytes::from);
         }
         let (start, stop) = match file.direct_alignment() {
             Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
@@ -302,9 +307,8 @@ impl Readahead {
         };
         let len = usize::try_from(stop - start)
             .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
-        self.buf.resize(len);
         self.buf_valid = 0;
-        let got = file.read_at(self.buf.as_mut_slice(), start)?;
+        let got = file.read_at(self.writable_buf(len, path, h.offset)?, start)?;
         self.buf_start = start;
         self.buf_valid = got;
         self.chunk_reads += 1;
@@ -340,7 +344,7 @@ impl Readahead {
         limit: u64,
         predicted: u64,
         verify: bool,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<BlockBytes> {
         let path = file.path();
         let run_end = end.saturating_add(predicted).min(limit);
         let first_end = end.saturating_add(LEARNED_FIRST as u64).min(run_end);
@@ -353,9 +357,8 @@ impl Readahead {
         };
         let len = usize::try_from(stop - start)
             .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
-        self.buf.resize(len);
         self.buf_valid = 0;
-        let got = file.read_at(self.buf.as_mut_slice(), start)?;
+        let got = file.read_at(self.writable_buf(len, path, h.offset)?, start)?;
         self.buf_start = start;
         self.buf_valid = got;
         self.chunk_reads += 1;
@@ -478,7 +481,7 @@ impl Readahead {
         end: u64,
         limit: u64,
         verify: bool,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Option<BlockBytes>> {
         let Some(p) = self.pending.front() else {
             return Ok(None);
         };
@@ -528,8 +531,10 @@ impl Readahead {
         } else {
             None
         };
-        let old = std::mem::replace(&mut self.buf, done.buf);
-        self.keep_spare(old);
+        let old = std::mem::replace(&mut self.buf, Arc::new(done.buf));
+        if let Ok(old) = Arc::try_unwrap(old) {
+            self.keep_spare(old);
+        }
         self.buf_start = start;
         self.buf_valid = got;
         if got < len {
@@ -543,20 +548,16 @@ impl Readahead {
             // A block larger than what is left of the chunk: read it alone.
             self.abandon();
             let block = read_block(file.as_ref(), h, end, verify)?;
-            return Ok(Some(block));
+            return Ok(Some(block.into()));
         }
-        let bytes = match tail {
+        self.prefetch_next(file, limit);
+        match tail {
             Some(mut bytes) => {
                 bytes.extend_from_slice(&self.buf.as_slice()[..(end - start) as usize]);
-                bytes
+                decode_block(bytes, h.offset, file.path(), verify).map(|b| Some(b.into()))
             }
-            None => {
-                let s = (h.offset - start) as usize;
-                self.buf.as_slice()[s..(end - start) as usize].to_vec()
-            }
-        };
-        self.prefetch_next(file, limit);
-        decode_block(bytes, h.offset, file.path(), verify).map(Some)
+            None => self.decode_buffered(file, h, end, verify).map(Some),
+        }
     }
 
     fn buffered(&self, offset: u64, end: u64) -> bool {
@@ -569,15 +570,27 @@ impl Readahead {
         h: BlockHandle,
         end: u64,
         verify: bool,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<BlockBytes> {
         let s = (h.offset - self.buf_start) as usize;
         let e = (end - self.buf_start) as usize;
-        decode_block(
-            self.buf.as_slice()[s..e].to_vec(),
-            h.offset,
-            file.path(),
-            verify,
-        )
+        decode_block_in(&self.buf, s, e - s, h.offset, file.path(), verify)
+    }
+
+    /// The current chunk buffer, `len` bytes long, for a new read: the same
+    /// allocation when no block refers to it, else a spare or a new one.
+    fn writable_buf(&mut self, len: usize, path: &Path, offset: u64) -> Result<&mut [u8]> {
+        if Arc::get_mut(&mut self.buf).is_none() {
+            let fresh = self.spare.pop().unwrap_or_else(|| AlignedBuf::new(0));
+            self.buf = Arc::new(fresh);
+        }
+        match Arc::get_mut(&mut self.buf) {
+            Some(b) => {
+                b.resize(len);
+                Ok(b.as_mut_slice())
+            }
+            // Unreachable: the buffer was just made unique.
+            None => Err(Error::corruption(path, offset, "read-ahead buffer in use")),
+        }
     }
 }
 
@@ -653,7 +666,7 @@ mod tests {
         let end = f.data.len() as u64;
         for (i, h) in hs.iter().enumerate() {
             let got = ra.read_block(&dynf, end, *h, limit, true)?;
-            assert_eq!(got, vec![i as u8; h.size as usize], "block {i}");
+            assert_eq!(got.as_slice(), vec![i as u8; h.size as usize], "block {i}");
         }
         Ok(())
     }
@@ -745,7 +758,7 @@ mod tests {
                 continue;
             }
             let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
-            assert_eq!(got, vec![i as u8; 3000]);
+            assert_eq!(got.as_slice(), vec![i as u8; 3000]);
         }
         for &(o, n) in f.log.lock().iter() {
             assert!(o % 4096 == 0 && n % 4096 == 0, "chunk {n} at {o}");
@@ -836,7 +849,7 @@ mod tests {
                 let h = hs[i];
                 let got = ra.read_block(&f, end, h, limit, true).expect("read");
                 let want: Vec<u8> = (0..h.size as usize).map(|j| (i * 31 + j) as u8).collect();
-                assert!(got == want, "block {i} align {align:?}");
+                assert!(got.as_slice() == want, "block {i} align {align:?}");
                 i += 1;
             }
             assert!(ra.chunk_stats().0 > 0);
@@ -865,7 +878,7 @@ mod tests {
             f.log.lock().clear();
             for (i, h) in hs[..=1500].iter().enumerate() {
                 let got = ra.read_block(&dynf, end, *h, limit, true).expect("read");
-                assert_eq!(got, vec![i as u8; 4000], "block {i}");
+                assert_eq!(got.as_slice(), vec![i as u8; 4000], "block {i}");
             }
             drop(ra); // the worker exits once its queue is empty
             let bg = f.bg.lock().clone();
@@ -901,7 +914,7 @@ mod tests {
             for (i, h) in hs.iter().enumerate().skip(start).take(400) {
                 let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
                 assert_eq!(
-                    got,
+                    got.as_slice(),
                     vec![i as u8; 4000],
                     "block {i} after a jump to {start}"
                 );
@@ -933,7 +946,11 @@ mod tests {
                 f.bg.lock().clear();
                 for (i, h) in hs.iter().enumerate().skip(first).take(run_len) {
                     let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
-                    assert_eq!(got, vec![i as u8; 4000], "block {i} in run {run}");
+                    assert_eq!(
+                        got.as_slice(),
+                        vec![i as u8; 4000],
+                        "block {i} in run {run}"
+                    );
                 }
                 if run <= super::super::run_history::RUNS {
                     continue;
@@ -968,11 +985,39 @@ mod tests {
             let got = ra
                 .read_block(&dynf, end, hs[b], u64::MAX, true)
                 .expect("read");
-            assert_eq!(got, vec![b as u8; 4000]);
+            assert_eq!(got.as_slice(), vec![b as u8; 4000]);
         }
         assert!(ra.worker.is_none());
         assert_eq!(f.log.lock().len(), 200);
         assert!(f.log.lock().iter().all(|&(_, n)| n == 4005));
+    }
+
+    /// Blocks served from a chunk share it; the chunk buffer is never
+    /// rewritten while a block refers to it, so blocks kept across many
+    /// later chunk reads (and jumps) keep their contents.
+    #[test]
+    fn blocks_from_a_chunk_outlive_it() {
+        for align in [None, Some(4096)] {
+            for prefetch in [false, true] {
+                let (f, hs) = file(400, 4000, align);
+                let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+                let end = f.data.len() as u64;
+                let mut ra = Readahead::with_prefetch(256 << 10, prefetch);
+                let mut kept = Vec::new();
+                for round in 0..3 {
+                    for (i, h) in hs.iter().enumerate().skip(round * 10) {
+                        let b = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                        if i % 7 == round {
+                            kept.push((i, b));
+                        }
+                    }
+                }
+                assert!(kept.iter().any(|(_, b)| b.is_shared()));
+                for (i, b) in &kept {
+                    assert_eq!(b.as_slice(), vec![*i as u8; 4000], "kept block {i}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -990,7 +1035,7 @@ mod tests {
         let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&short) as Arc<dyn RandomAccessFile>;
         let end = f.data.len() as u64;
         let mut ra = Readahead::new(1 << 20);
-        let mut res = Ok(Vec::new());
+        let mut res = Ok(BlockBytes::from(Vec::new()));
         for h in &hs {
             res = ra.read_block(&dynf, end, *h, u64::MAX, true);
             if res.is_err() {
