@@ -87,6 +87,9 @@ pub struct Readahead {
     pending: VecDeque<Pending>,
     /// Buffers to hand to the worker (earlier chunks').
     spare: Vec<AlignedBuf>,
+    /// Chunk buffers that blocks still referred to when they were
+    /// replaced: they become spares once no block does.
+    retired: Vec<Arc<AlignedBuf>>,
     /// Tags jobs, so results of abandoned prefetches are recognized.
     next_job: u64,
     /// Pending chunks that finished before the ones ahead of them.
@@ -182,6 +185,7 @@ impl Readahead {
             worker: None,
             pending: VecDeque::new(),
             spare: Vec::new(),
+            retired: Vec::new(),
             next_job: 0,
             arrived: Vec::new(),
             runs: RunHistory::new(),
@@ -419,12 +423,15 @@ impl Readahead {
             };
             if self.worker.is_none() {
                 self.worker = Worker::spawn();
+                if self.worker.is_none() {
+                    return;
+                }
             }
+            let mut buf = self.take_spare(len);
+            buf.resize(len);
             let Some(worker) = &self.worker else {
                 return;
             };
-            let mut buf = self.spare.pop().unwrap_or_else(|| AlignedBuf::new(0));
-            buf.resize(len);
             let id = self.next_job;
             self.next_job += 1;
             let job = Job {
@@ -461,11 +468,55 @@ impl Readahead {
         }
     }
 
-    /// Keeps `buf` for a later chunk (at most one per chunk that may be in
-    /// flight; the rest are freed).
+    /// Keeps `buf` for a later chunk (at most [`SPARE_KEEP`], the largest;
+    /// the rest are freed).
     fn keep_spare(&mut self, buf: AlignedBuf) {
         if self.spare.len() < SPARE_KEEP {
             self.spare.push(buf);
+            return;
+        }
+        // Full: keep the larger buffers (chunks grow, rarely shrink).
+        if let Some(small) = self.spare.iter_mut().min_by_key(|b| b.capacity())
+            && small.capacity() < buf.capacity()
+        {
+            *small = buf;
+        }
+    }
+
+    /// Keeps the replaced chunk buffer `old` for reuse: a spare now if no
+    /// block refers to it, else once none does (at most [`SPARE_KEEP`]
+    /// wait; older ones are left to their blocks).
+    fn retire(&mut self, old: Arc<AlignedBuf>) {
+        match Arc::try_unwrap(old) {
+            Ok(buf) => self.keep_spare(buf),
+            Err(old) => {
+                if self.retired.len() >= SPARE_KEEP {
+                    self.retired.remove(0);
+                }
+                self.retired.push(old);
+            }
+        }
+    }
+
+    /// A buffer for a chunk of `len` bytes: a spare that holds it without
+    /// reallocating if there is one (retired buffers no block refers to
+    /// any more count), else a new one of at least [`LEARNED_PIECE_MAX`]
+    /// (so pieces growing to that size do not reallocate).
+    fn take_spare(&mut self, len: usize) -> AlignedBuf {
+        let mut i = 0;
+        while i < self.retired.len() {
+            if Arc::strong_count(&self.retired[i]) == 1 {
+                let old = self.retired.swap_remove(i);
+                if let Ok(buf) = Arc::try_unwrap(old) {
+                    self.keep_spare(buf);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        match self.spare.iter().position(|b| b.capacity() >= len) {
+            Some(i) => self.spare.swap_remove(i),
+            None => AlignedBuf::new(len.max(LEARNED_PIECE_MAX)),
         }
     }
 
@@ -532,9 +583,7 @@ impl Readahead {
             None
         };
         let old = std::mem::replace(&mut self.buf, Arc::new(done.buf));
-        if let Ok(old) = Arc::try_unwrap(old) {
-            self.keep_spare(old);
-        }
+        self.retire(old);
         self.buf_start = start;
         self.buf_valid = got;
         if got < len {
@@ -580,8 +629,9 @@ impl Readahead {
     /// allocation when no block refers to it, else a spare or a new one.
     fn writable_buf(&mut self, len: usize, path: &Path, offset: u64) -> Result<&mut [u8]> {
         if Arc::get_mut(&mut self.buf).is_none() {
-            let fresh = self.spare.pop().unwrap_or_else(|| AlignedBuf::new(0));
-            self.buf = Arc::new(fresh);
+            let fresh = Arc::new(self.take_spare(len));
+            let old = std::mem::replace(&mut self.buf, fresh);
+            self.retire(old);
         }
         match Arc::get_mut(&mut self.buf) {
             Some(b) => {
@@ -1018,6 +1068,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Chunk buffers replaced while a block still referred to them are
+    /// reused once the block is gone: a long scan that drops each block
+    /// before the next keeps a bounded set of buffers.
+    #[test]
+    fn replaced_chunk_buffers_are_reused() {
+        let (f, hs) = file(3000, 4000, Some(4096));
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        let mut prev = None;
+        for (i, h) in hs.iter().enumerate() {
+            let b = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+            assert_eq!(b.as_slice(), vec![i as u8; 4000]);
+            prev = Some(b); // the iterator holds its current block
+            assert!(ra.retired.len() <= SPARE_KEEP && ra.spare.len() <= SPARE_KEEP);
+        }
+        drop(prev);
+        assert!(ra.chunk_stats().0 > 10);
+        // Retired buffers no block refers to any more become spares, and a
+        // full-size chunk is served from one instead of a new allocation.
+        let _ = ra.take_spare(0);
+        let n = ra.spare.len();
+        assert!(
+            ra.spare.iter().any(|b| b.capacity() >= 256 << 10),
+            "{n} spares"
+        );
+        let _ = ra.take_spare(256 << 10);
+        assert_eq!(ra.spare.len(), n - 1, "reused, not allocated");
     }
 
     #[test]
