@@ -26,6 +26,20 @@
 //! it has not started yet. Short scans and point seeks never get there, so
 //! they pay nothing for it.
 //!
+//! Learned runs (prefetch on): the state remembers how far its recent runs
+//! after a non-sequential access went ([`RunHistory`]). When they predict
+//! a run, a seek's miss reads its block with up to [`LEARNED_FIRST`] bytes
+//! after it, and at the run's first sequential access the rest of the
+//! prediction goes to the helper thread at once, as pieces of
+//! [`LEARNED_PIECE_MIN`] doubling to [`LEARNED_PIECE_MAX`] (read
+//! concurrently by the helper). A run longer than predicted continues with
+//! the growing policy.
+//!
+//! Blocks served from a chunk borrow it ([`BlockBytes`]): the chunk buffer
+//! is an `Arc`, rewritten only when no block refers to it (else a spare,
+//! or a retired buffer whose blocks are gone, takes its place), so a
+//! block's bytes never change under it.
+//!
 //! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
 //! between scans); table iterators of one level share it through an
 //! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
