@@ -482,19 +482,36 @@ impl Readahead {
         }
     }
 
-    /// Keeps `buf` for a later chunk (at most [`SPARE_KEEP`], the largest;
-    /// the rest are freed).
+    /// Keeps `buf` for a later chunk: at most [`SPARE_KEEP`] spares of at
+    /// most two full-size chunks' bytes together (the memory bound of
+    /// `docs/readahead.md`), preferring the larger buffers (chunks grow,
+    /// rarely shrink); the rest are freed.
     fn keep_spare(&mut self, buf: AlignedBuf) {
-        if self.spare.len() < SPARE_KEEP {
-            self.spare.push(buf);
+        let budget = 2 * (self.max.max(LEARNED_PIECE_MAX) + (16 << 10));
+        let cap = buf.capacity();
+        if cap > budget {
             return;
         }
-        // Full: keep the larger buffers (chunks grow, rarely shrink).
-        if let Some(small) = self.spare.iter_mut().min_by_key(|b| b.capacity())
-            && small.capacity() < buf.capacity()
-        {
-            *small = buf;
+        let mut total: usize = self.spare.iter().map(|b| b.capacity()).sum();
+        // Make room by dropping smaller spares; a buffer no larger than
+        // every spare is the one dropped.
+        while self.spare.len() >= SPARE_KEEP || total + cap > budget {
+            let Some((i, small)) = self
+                .spare
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, b)| (i, b.capacity()))
+            else {
+                break;
+            };
+            if small >= cap {
+                return;
+            }
+            self.spare.swap_remove(i);
+            total -= small;
         }
+        self.spare.push(buf);
     }
 
     /// Keeps the replaced chunk buffer `old` for reuse: a spare now if no
@@ -517,6 +534,15 @@ impl Readahead {
     /// any more count), else a new one of at least [`LEARNED_PIECE_MAX`]
     /// (so pieces growing to that size do not reallocate).
     fn take_spare(&mut self, len: usize) -> AlignedBuf {
+        self.reclaim_retired();
+        match self.spare.iter().position(|b| b.capacity() >= len) {
+            Some(i) => self.spare.swap_remove(i),
+            None => AlignedBuf::new(len.max(LEARNED_PIECE_MAX)),
+        }
+    }
+
+    /// Retired buffers no block refers to any more become spares.
+    fn reclaim_retired(&mut self) {
         let mut i = 0;
         while i < self.retired.len() {
             if Arc::strong_count(&self.retired[i]) == 1 {
@@ -527,10 +553,6 @@ impl Readahead {
             } else {
                 i += 1;
             }
-        }
-        match self.spare.iter().position(|b| b.capacity() >= len) {
-            Some(i) => self.spare.swap_remove(i),
-            None => AlignedBuf::new(len.max(LEARNED_PIECE_MAX)),
         }
     }
 
@@ -1099,12 +1121,17 @@ mod tests {
             assert_eq!(b.as_slice(), vec![i as u8; 4000]);
             prev = Some(b); // the iterator holds its current block
             assert!(ra.retired.len() <= SPARE_KEEP && ra.spare.len() <= SPARE_KEEP);
+            let spare_bytes: usize = ra.spare.iter().map(|b| b.capacity()).sum();
+            assert!(
+                spare_bytes <= 2 * ((256 << 10) + (16 << 10)),
+                "{spare_bytes}"
+            );
         }
         drop(prev);
         assert!(ra.chunk_stats().0 > 10);
         // Retired buffers no block refers to any more become spares, and a
         // full-size chunk is served from one instead of a new allocation.
-        let _ = ra.take_spare(0);
+        ra.reclaim_retired();
         let n = ra.spare.len();
         assert!(
             ra.spare.iter().any(|b| b.capacity() >= 256 << 10),
