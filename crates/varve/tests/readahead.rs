@@ -249,20 +249,23 @@ fn read_size_grows_carries_over_files_and_resets_on_seek() {
     assert_eq!(after_seek[1].len, 16 << 10, "{after_seek:?}");
 }
 
-/// The default adaptive prefetch changes nothing for seeks followed by
-/// short scans (the same reads, in the same order, from the caller's
-/// thread), and a long scan still sees every key.
+/// The default adaptive prefetch changes nothing for an iterator's first
+/// seeks followed by short scans (the same reads, in the same order, from
+/// the caller's thread: no run history yet); once its runs have shown how
+/// far it scans after a seek, a seek reads about that far at once (partly
+/// in the background): the same keys, and about as many bytes as the
+/// plain read-ahead. A long scan still sees every key.
 #[test]
-fn adaptive_prefetch_leaves_short_scans_alone() {
+fn adaptive_prefetch_leaves_first_short_scans_alone_and_learns_repeated_ones() {
     let dir = fast_tempdir();
     let (db, fs) = logged_db(dir.path(), 8000, false);
     full_scan(&db, &ro(0));
     fs.record_reads(true);
     let max = 256 << 10;
-    let short_scans = |opts: &ReadOptions| {
+    let short_scans = |opts: &ReadOptions, seeks: usize| {
         let mut it = db.iter_opt(opts);
         let mut rng = Rng(5);
-        for _ in 0..30 {
+        for _ in 0..seeks {
             let k = rng.below(7800);
             it.seek(key(k));
             for _ in 0..100 {
@@ -272,12 +275,29 @@ fn adaptive_prefetch_leaves_short_scans_alone() {
         }
         it.status().expect("scan");
     };
-    short_scans(&ro(max));
+    // Eight runs (the history's length) must finish before any prediction.
+    short_scans(&ro(max), 8);
     let plain = sst_reads(&fs);
-    short_scans(&ro_default(max));
+    short_scans(&ro_default(max), 8);
     let adaptive = sst_reads(&fs);
     assert!(!plain.is_empty());
     assert!(adaptive == plain, "{adaptive:?} vs {plain:?}");
+    short_scans(&ro(max), 40);
+    let plain_reads = sst_reads(&fs);
+    let plain: usize = plain_reads.iter().map(|r| r.len).sum();
+    short_scans(&ro_default(max), 40);
+    let learned = sst_reads(&fs);
+    let bytes: usize = learned.iter().map(|r| r.len).sum();
+    assert!(
+        learned.len() < plain_reads.len(),
+        "the learned runs need fewer reads: {} vs {}",
+        learned.len(),
+        plain_reads.len()
+    );
+    assert!(
+        bytes <= plain + 40 * (64 << 10),
+        "learned runs read {bytes} bytes, plain {plain}"
+    );
     assert_eq!(full_scan(&db, &ro_default(max)), 8000);
     assert_eq!(full_scan(&db, &ReadOptions::default()), 8000);
 }

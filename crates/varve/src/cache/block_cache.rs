@@ -124,6 +124,25 @@ impl BlockCache {
             .insert((cache_id, offset), block, charge);
     }
 
+    /// Caches the block `make` returns (it is called under the shard's
+    /// lock) if its shard has room for `charge` bytes without evicting
+    /// anything; true if it was cached. For blocks of a scan, which should
+    /// not push out what others cached.
+    pub fn insert_if_room(
+        &self,
+        cache_id: u64,
+        offset: u64,
+        charge: usize,
+        make: impl FnOnce() -> Arc<Block>,
+    ) -> bool {
+        let mut shard = self.shard(cache_id, offset).lock();
+        if !shard.has_room(charge) {
+            return false;
+        }
+        shard.insert((cache_id, offset), make(), charge);
+        true
+    }
+
     /// Drops every block of table `cache_id` (when its file is deleted).
     pub fn erase_table(&self, cache_id: u64) {
         for s in &self.shards {
@@ -247,6 +266,30 @@ mod tests {
         let none = BlockCache::new(0);
         none.insert(1, 0, b);
         assert!(none.is_empty() && none.usage() == 0);
+    }
+
+    #[test]
+    fn insert_if_room_never_evicts() {
+        let c = BlockCache::new(64 << 10);
+        assert_eq!(c.num_shards(), 1);
+        let b = block(4000);
+        let charge = b.charge();
+        let mut n = 0;
+        while c.insert_if_room(1, n * 4096, charge, || Arc::clone(&b)) {
+            n += 1;
+        }
+        assert!(n > 0 && c.usage() + charge > c.capacity());
+        let made = std::cell::Cell::new(false);
+        assert!(!c.insert_if_room(2, 0, charge, || {
+            made.set(true);
+            Arc::clone(&b)
+        }));
+        assert!(!made.get(), "no block is made when there is no room");
+        assert!(
+            (0..n).all(|i| c.get(1, i * 4096).is_some()),
+            "nothing evicted"
+        );
+        assert!(c.get(2, 0).is_none());
     }
 
     #[test]

@@ -90,6 +90,11 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         self.usage
     }
 
+    /// True when an entry of `charge` bytes fits without evicting any.
+    pub fn has_room(&self, charge: usize) -> bool {
+        self.usage.saturating_add(charge) <= self.capacity
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.map.len()

@@ -54,6 +54,11 @@ impl AlignedBuf {
         }
     }
 
+    /// Largest length [`resize`](Self::resize) reaches without reallocating.
+    pub(crate) fn capacity(&self) -> usize {
+        self.raw.len() - self.start
+    }
+
     pub(crate) fn as_slice(&self) -> &[u8] {
         &self.raw[self.start..self.start + self.len]
     }

@@ -13,6 +13,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::block_bytes::BlockBytes;
 use crate::iter::InternalIterator;
 use crate::keys::compare_internal_keys;
 use crate::util::coding::{decode_fixed32, decode_varint32};
@@ -24,7 +25,7 @@ const BLOCK_OVERHEAD: usize = std::mem::size_of::<Block>() + 32;
 /// The uncompressed, validated contents of one block.
 #[derive(Debug)]
 pub struct Block {
-    data: Vec<u8>,
+    data: BlockBytes,
     /// Where the restart array starts (= end of the entries).
     restarts_offset: usize,
     num_restarts: usize,
@@ -55,8 +56,13 @@ fn decode_entry_header(src: &[u8]) -> Option<(usize, usize, usize, usize)> {
 impl Block {
     /// Validates `data` (uncompressed contents) as a block. `file` and
     /// `offset` name the block in a `Corruption` error.
-    pub fn parse(data: Vec<u8>, file: impl AsRef<Path>, offset: u64) -> Result<Block> {
-        match Block::validate(&data) {
+    pub fn parse(
+        data: impl Into<BlockBytes>,
+        file: impl AsRef<Path>,
+        offset: u64,
+    ) -> Result<Block> {
+        let data = data.into();
+        match Block::validate(data.as_slice()) {
             Ok((restarts_offset, num_restarts, num_entries)) => Ok(Block {
                 data,
                 restarts_offset,
@@ -144,21 +150,39 @@ impl Block {
 
     /// Size of the uncompressed contents.
     pub fn size(&self) -> usize {
-        self.data.len()
+        self.data.as_slice().len()
+    }
+
+    /// True when the contents are a range of a shared read-ahead chunk
+    /// (see [`BlockBytes`]); such a block is not put in the block cache.
+    pub fn is_shared(&self) -> bool {
+        self.data.is_shared()
+    }
+
+    /// The same block with owned contents (a copy when shared), for the
+    /// block cache.
+    pub fn to_owned_block(&self) -> Block {
+        Block {
+            data: self.data.to_owned(),
+            restarts_offset: self.restarts_offset,
+            num_restarts: self.num_restarts,
+            num_entries: self.num_entries,
+        }
     }
 
     /// Reads the first and last byte of the contents (where a seek starts:
     /// the first entry and the restart array) and returns their sum plus the
     /// size; used to bring a batch's blocks into the CPU cache together.
     pub(crate) fn touch(&self) -> usize {
-        let first = self.data.first().copied().unwrap_or(0);
-        let last = self.data.last().copied().unwrap_or(0);
-        self.data.len() + usize::from(first) + usize::from(last)
+        let data = self.data.as_slice();
+        let first = data.first().copied().unwrap_or(0);
+        let last = data.last().copied().unwrap_or(0);
+        data.len() + usize::from(first) + usize::from(last)
     }
 
     /// Bytes to charge a cache for holding this block.
     pub fn charge(&self) -> usize {
-        self.data.capacity() + BLOCK_OVERHEAD
+        self.data.heap_size() + BLOCK_OVERHEAD
     }
 
     /// A cursor over the block (initially invalid).
@@ -175,7 +199,7 @@ impl Block {
     }
 
     fn restart_point(&self, i: usize) -> usize {
-        decode_fixed32(&self.data[self.restarts_offset + 4 * i..]).unwrap_or(0) as usize
+        decode_fixed32(&self.data.as_slice()[self.restarts_offset + 4 * i..]).unwrap_or(0) as usize
     }
 }
 
@@ -216,7 +240,7 @@ impl BlockIter {
             self.invalidate();
             return false;
         }
-        let data = &self.block.data[..end];
+        let data = &self.block.data.as_slice()[..end];
         let decoded = decode_entry_header(&data[self.current..]).and_then(|(s, n, v, h)| {
             let k = self.current + h;
             let kend = k.checked_add(n)?;
@@ -243,7 +267,7 @@ impl BlockIter {
     /// The full key stored at restart point `i` (`shared` is 0 there).
     fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let off = self.block.restart_point(i);
-        let data = &self.block.data[..self.block.restarts_offset];
+        let data = &self.block.data.as_slice()[..self.block.restarts_offset];
         let (_, n, _, h) = decode_entry_header(data.get(off..)?)?;
         data.get(off + h..off.checked_add(h)?.checked_add(n)?)
     }
@@ -333,7 +357,11 @@ impl InternalIterator for BlockIter {
 
     fn value(&self) -> &[u8] {
         let (start, len) = self.value;
-        self.block.data.get(start..start + len).unwrap_or(&[])
+        self.block
+            .data
+            .as_slice()
+            .get(start..start + len)
+            .unwrap_or(&[])
     }
 
     fn status(&self) -> Result<()> {

@@ -10,8 +10,10 @@
 //! never panics.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::io::RandomAccessFile;
+use super::block_bytes::BlockBytes;
+use crate::io::{AlignedBuf, RandomAccessFile};
 use crate::util::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::util::coding::{decode_fixed32, decode_varint64, put_fixed32, put_varint64};
 use crate::{Error, Result};
@@ -182,10 +184,15 @@ pub fn check_handle(handle: BlockHandle, start: u64, limit: u64, path: &Path) ->
     }
 }
 
-/// Turns `buf` (stored contents followed by the 5-byte trailer, read at
-/// `offset`) into the uncompressed contents: checks the checksum (when
-/// `verify`), the type byte and the decompression.
-pub fn decode_block(mut buf: Vec<u8>, offset: u64, path: &Path, verify: bool) -> Result<Vec<u8>> {
+/// Checks the stored block `buf` (contents followed by the 5-byte
+/// trailer, read at `offset`): the checksum (when `verify`) and the type
+/// byte. Returns the contents' length and compression.
+fn check_stored(
+    buf: &[u8],
+    offset: u64,
+    path: &Path,
+    verify: bool,
+) -> Result<(usize, Compression)> {
     let corrupt = |reason: String| Error::corruption(path, offset, reason);
     let size = buf
         .len()
@@ -204,14 +211,50 @@ pub fn decode_block(mut buf: Vec<u8>, offset: u64, path: &Path, verify: bool) ->
         }
     }
     match Compression::from_type_byte(type_byte) {
-        Some(Compression::None) => {
-            buf.truncate(size);
-            Ok(buf)
-        }
-        Some(Compression::Lz4) => lz4_decompress(&buf[..size]).map_err(corrupt),
+        Some(c) => Ok((size, c)),
         None => Err(corrupt(format!(
             "unknown block compression type {type_byte}"
         ))),
+    }
+}
+
+/// Turns `buf` (stored contents followed by the 5-byte trailer, read at
+/// `offset`) into the uncompressed contents: checks the checksum (when
+/// `verify`), the type byte and the decompression.
+pub fn decode_block(mut buf: Vec<u8>, offset: u64, path: &Path, verify: bool) -> Result<Vec<u8>> {
+    match check_stored(&buf, offset, path, verify)? {
+        (size, Compression::None) => {
+            buf.truncate(size);
+            Ok(buf)
+        }
+        (size, Compression::Lz4) => {
+            lz4_decompress(&buf[..size]).map_err(|r| Error::corruption(path, offset, r))
+        }
+    }
+}
+
+/// Like [`decode_block`] for the stored block at `chunk[start..start +
+/// len]`, without copying it: an uncompressed block's contents stay a
+/// range of the chunk (a compressed one is decompressed into its own
+/// buffer).
+pub(crate) fn decode_block_in(
+    chunk: &Arc<AlignedBuf>,
+    start: usize,
+    len: usize,
+    offset: u64,
+    path: &Path,
+    verify: bool,
+) -> Result<BlockBytes> {
+    let stored = start
+        .checked_add(len)
+        .and_then(|end| chunk.as_slice().get(start..end))
+        .ok_or_else(|| Error::corruption(path, offset, "block outside its read-ahead chunk"))?;
+    match check_stored(stored, offset, path, verify)? {
+        (size, Compression::None) => BlockBytes::shared(chunk, start, size)
+            .ok_or_else(|| Error::corruption(path, offset, "block outside its read-ahead chunk")),
+        (size, Compression::Lz4) => lz4_decompress(&stored[..size])
+            .map(BlockBytes::from)
+            .map_err(|r| Error::corruption(path, offset, r)),
     }
 }
 

@@ -12,11 +12,14 @@
 
 mod block;
 mod block_builder;
+mod block_bytes;
 mod filter;
 mod format;
 mod index_search;
+mod prefetch_worker;
 mod properties;
 mod readahead;
+mod run_history;
 mod table;
 mod table_builder;
 mod table_iter;
@@ -26,6 +29,7 @@ mod tests;
 
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
+pub use block_bytes::BlockBytes;
 pub use filter::{BloomFilter, FilterBuilder, filter_hash};
 pub use format::{
     BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,

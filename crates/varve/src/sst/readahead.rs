@@ -19,31 +19,48 @@
 //!
 //! Background prefetch (when enabled): once a synchronous sequential chunk
 //! of the full maximum size has been read — the iterator has proven
-//! sequential, having read about twice the maximum in order — helper
-//! threads read the following chunks, [`PREFETCH_DEPTH`] at once (one per
-//! thread), while the consumer decodes the current one. Any
+//! sequential, having read about twice the maximum in order — a helper
+//! thread reads the following chunks, up to [`PREFETCH_DEPTH`] in flight
+//! back to back, while the consumer decodes the current one. Any
 //! non-sequential access abandons them; the worker skips abandoned chunks
 //! it has not started yet. Short scans and point seeks never get there, so
 //! they pay nothing for it.
 //!
+//! Learned runs (prefetch on): the state remembers how far its recent runs
+//! after a non-sequential access went ([`RunHistory`]). When they predict
+//! a run, a seek's miss reads its block with up to [`LEARNED_FIRST`] bytes
+//! after it, and at the run's first sequential access the rest of the
+//! prediction goes to the helper thread at once, as pieces of
+//! [`LEARNED_PIECE_MIN`] doubling to [`LEARNED_PIECE_MAX`] (read
+//! concurrently by the helper). A run longer than predicted continues with
+//! the growing policy.
+//!
+//! Blocks served from a chunk borrow it ([`BlockBytes`]): the chunk buffer
+//! is an `Arc`, rewritten only when no block refers to it (else a spare,
+//! or a retired buffer whose blocks are gone, takes its place), so a
+//! block's bytes never change under it.
+//!
 //! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
 //! between scans); table iterators of one level share it through an
-//! `Arc<Mutex<_>>` that is never contended. With prefetch on, helper
-//! threads owned by the state read chunks into buffers that are moved to
-//! them and back through channels (nothing shared but the job queue and an
-//! atomic job id below which jobs are skipped); replies are put back in job
-//! order; the threads exit when the state is dropped. Invariants:
+//! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
+//! thread owned by the state reads chunks into buffers that are moved to it
+//! and back through channels (nothing shared but an atomic job id below
+//! which jobs are skipped); it exits when the state is dropped. Invariants:
 //! `buf_valid` bytes of `buf` hold the file `file` from `buf_start` on;
 //! `pending` chunks are contiguous and start where the buffer ends.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
 use crate::{Error, Result};
 
-use super::format::{BlockHandle, check_handle, decode_block, read_block};
+use super::block_bytes::BlockBytes;
+use super::format::{BlockHandle, check_handle, decode_block, decode_block_in, read_block};
+use super::prefetch_worker::{Done, Job, Worker};
+use super::run_history::RunHistory;
 
 /// First read-ahead chunk after a non-sequential read.
 pub const MIN_READAHEAD: usize = 16 << 10;
@@ -69,7 +86,10 @@ pub struct Readahead {
     file_data_end: u64,
     /// End (trailer included) of the last block accessed in `file`.
     last_end: u64,
-    buf: AlignedBuf,
+    /// The current chunk; blocks served from it share it (see
+    /// [`BlockBytes`]), so it is only written again when no block refers
+    /// to it any more (else a fresh buffer replaces it).
+    buf: Arc<AlignedBuf>,
     buf_start: u64,
     buf_valid: usize,
     chunk_reads: u64,
@@ -81,9 +101,46 @@ pub struct Readahead {
     pending: VecDeque<Pending>,
     /// Buffers to hand to the worker (earlier chunks').
     spare: Vec<AlignedBuf>,
+    /// Chunk buffers that blocks still referred to when they were
+    /// replaced: they become spares once no block does.
+    retired: Vec<Arc<AlignedBuf>>,
     /// Tags jobs, so results of abandoned prefetches are recognized.
     next_job: u64,
+    /// Pending chunks that finished before the ones ahead of them.
+    arrived: Vec<Done>,
+    /// How far recent runs after a seek went.
+    runs: RunHistory,
+    /// A learned run is being read ahead: pieces of this size, none past
+    /// `learned_end`.
+    learned: Option<Learned>,
 }
+
+/// Read-ahead of a run whose length was predicted from earlier runs.
+#[derive(Debug, Clone, Copy)]
+struct Learned {
+    /// The pieces have been handed to the worker (they are, at the run's
+    /// first sequential access: a seek that reads nothing past its block
+    /// costs no background read).
+    started: bool,
+    /// Size of the next piece handed to the worker.
+    piece: usize,
+    /// No piece extends past this offset (beyond the file's alignment).
+    end: u64,
+}
+
+/// Bytes after the seek's block read with it (synchronously) when a run
+/// is predicted; the rest of the prediction is read in the background.
+pub const LEARNED_FIRST: usize = 32 << 10;
+
+/// First background piece of a predicted run; pieces double up to
+/// [`LEARNED_PIECE_MAX`].
+pub const LEARNED_PIECE_MIN: usize = 32 << 10;
+
+/// Largest background piece of a predicted run.
+pub const LEARNED_PIECE_MAX: usize = 128 << 10;
+
+/// Most pieces of a predicted run in flight at once.
+pub const LEARNED_DEPTH: usize = 16;
 
 /// Smallest maximum chunk for which background prefetch is used.
 pub const PREFETCH_MIN: usize = 256 << 10;
@@ -93,127 +150,15 @@ pub const PREFETCH_MIN: usize = 256 << 10;
 /// swaps buffers.
 pub const PREFETCH_DEPTH: usize = 2;
 
+/// Most spare buffers kept for background chunks.
+const SPARE_KEEP: usize = 4;
+
 /// A chunk being read in the background.
 #[derive(Debug)]
 struct Pending {
     id: u64,
     start: u64,
     len: usize,
-}
-
-/// One read for the worker thread; the buffer travels with it (no sharing).
-struct Job {
-    id: u64,
-    file: Arc<dyn RandomAccessFile>,
-    start: u64,
-    buf: AlignedBuf,
-}
-
-/// A finished [`Job`].
-#[derive(Debug)]
-struct Done {
-    id: u64,
-    buf: AlignedBuf,
-    got: Result<usize>,
-}
-
-/// Threads that read chunks ahead of the consumer, one chunk each at a
-/// time, so up to [`PREFETCH_DEPTH`] reads are at the disk at once (a
-/// single 2 MiB read at a time leaves an NVMe or virtio queue mostly idle:
-/// on the test machine 1,360 MiB/s at depth 1 against 1,620 at depth 2).
-/// Jobs are taken in id order; replies may arrive out of order and are put
-/// back in order by [`Worker::take`]. The threads end when the owning
-/// [`Readahead`] drops its sender.
-#[derive(Debug)]
-struct Worker {
-    jobs: mpsc::Sender<Job>,
-    done: mpsc::Receiver<Done>,
-    /// Replies that arrived before an earlier chunk's.
-    early: Vec<Done>,
-    /// Jobs with a smaller id were abandoned: the worker skips them if it
-    /// has not started them yet (and replies with 0 bytes).
-    cancel_below: Arc<AtomicU64>,
-}
-
-impl Worker {
-    fn spawn(threads: usize) -> Option<Worker> {
-        let (jobs, job_rx) = mpsc::channel::<Job>();
-        let job_rx = Arc::new(std::sync::Mutex::new(job_rx));
-        let (done_tx, done) = mpsc::channel::<Done>();
-        let cancel_below = Arc::new(AtomicU64::new(0));
-        let mut started = 0;
-        for _ in 0..threads.max(1) {
-            let cancel = Arc::clone(&cancel_below);
-            let (rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
-            let spawned = std::thread::Builder::new()
-                .name("varve-readahead".into())
-                .spawn(move || {
-                    loop {
-                        // The lock is held only to take the next job, so the
-                        // threads start jobs in id order.
-                        let next = match rx.lock() {
-                            Ok(rx) => rx.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok(mut job) = next else {
-                            return;
-                        };
-                        let got = if job.id < cancel.load(Ordering::Acquire) {
-                            Ok(0)
-                        } else {
-                            job.file.read_at(job.buf.as_mut_slice(), job.start)
-                        };
-                        let reply = Done {
-                            id: job.id,
-                            buf: job.buf,
-                            got,
-                        };
-                        if done_tx.send(reply).is_err() {
-                            return;
-                        }
-                    }
-                });
-            if spawned.is_ok() {
-                started += 1;
-            }
-        }
-        // Without even one thread there is no worker; with fewer than asked
-        // for, the ones that started read one after another.
-        if started == 0 {
-            return None;
-        }
-        Some(Worker {
-            jobs,
-            done,
-            early: Vec::new(),
-            cancel_below,
-        })
-    }
-
-    /// Waits for job `id`'s reply. Replies of jobs that `pending` still
-    /// expects are kept for later; those of abandoned jobs go to `spare`.
-    /// `None` when the threads are gone.
-    fn take(
-        &mut self,
-        id: u64,
-        pending: &VecDeque<Pending>,
-        mut spare: impl FnMut(AlignedBuf),
-    ) -> Option<Done> {
-        if let Some(i) = self.early.iter().position(|d| d.id == id) {
-            return Some(self.early.swap_remove(i));
-        }
-        loop {
-            let d = self.done.recv().ok()?;
-            if d.id == id {
-                return Some(d);
-            }
-            if pending.iter().any(|p| p.id == d.id) {
-                self.early.push(d);
-            } else {
-                spare(d.buf);
-            }
-        }
-    }
 }
 
 fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, end: u64) -> Error {
@@ -246,7 +191,7 @@ impl Readahead {
             file: None,
             file_data_end: 0,
             last_end: 0,
-            buf: AlignedBuf::new(0),
+            buf: Arc::new(AlignedBuf::new(0)),
             buf_start: 0,
             buf_valid: 0,
             chunk_reads: 0,
@@ -254,7 +199,11 @@ impl Readahead {
             worker: None,
             pending: VecDeque::new(),
             spare: Vec::new(),
+            retired: Vec::new(),
             next_job: 0,
+            arrived: Vec::new(),
+            runs: RunHistory::new(),
+            learned: None,
         }
     }
 
@@ -279,10 +228,33 @@ impl Readahead {
     /// Records an access to the block at `handle` that needed no file read
     /// (a block cache hit): it continues or breaks the sequence like a read.
     pub fn note_access(&mut self, file: &Arc<dyn RandomAccessFile>, data_end: u64, h: BlockHandle) {
-        if !self.is_sequential(file, h.offset) {
+        if !self.track_run(file, h) {
             self.next_size = MIN_READAHEAD.min(self.max);
         }
         self.set_last(file, data_end, h);
+    }
+
+    /// Counts the access to `h` in the run history; true if sequential.
+    fn track_run(&mut self, file: &Arc<dyn RandomAccessFile>, h: BlockHandle) -> bool {
+        let sequential = self.is_sequential(file, h.offset);
+        if sequential {
+            let len = h.end().unwrap_or(u64::MAX) - h.offset;
+            self.runs.extend(len);
+        } else {
+            self.runs.start();
+            self.learned = None;
+        }
+        sequential
+    }
+
+    /// Bytes the next run after a seek is predicted to read past its first
+    /// block (0: no prediction, or background prefetch is off).
+    pub fn predicted_run(&self) -> u64 {
+        if self.prefetch && self.runs.mostly_nonempty() {
+            self.runs.predicted().min(self.max as u64)
+        } else {
+            0
+        }
     }
 
     fn set_last(&mut self, file: &Arc<dyn RandomAccessFile>, data_end: u64, h: BlockHandle) {
@@ -306,13 +278,17 @@ impl Readahead {
         h: BlockHandle,
         limit: u64,
         verify: bool,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<BlockBytes> {
         let path = file.path();
         check_handle(h, 0, data_end, path)?;
         let end = h.end().unwrap_or(u64::MAX);
+        let sequential = self.track_run(file, h);
         let same = self.file.as_ref().is_some_and(|f| same_file(f, file));
         if same && self.buffered(h.offset, end) {
             self.set_last(file, data_end, h);
+            if sequential && self.learned.is_some_and(|l| !l.started) {
+                self.prefetch_next(file, limit.min(data_end));
+            }
             return self.decode_buffered(file, h, end, verify);
         }
         if same
@@ -322,8 +298,13 @@ impl Readahead {
             return Ok(block);
         }
         self.abandon();
-        let sequential = self.is_sequential(file, h.offset);
+        self.learned = None;
         self.set_last(file, data_end, h);
+        let predicted = if sequential { 0 } else { self.predicted_run() };
+        if predicted > 0 && end < limit.min(data_end) {
+            self.next_size = MIN_READAHEAD.min(self.max);
+            return self.read_learned_run(file, h, end, limit.min(data_end), predicted, verify);
+        }
         let want_end = h
             .offset
             .saturating_add(self.next_size as u64)
@@ -333,7 +314,7 @@ impl Readahead {
             if !sequential {
                 self.next_size = MIN_READAHEAD.min(self.max);
             }
-            return read_block(file.as_ref(), h, data_end, verify);
+            return read_block(file.as_ref(), h, data_end, verify).map(BlockBytes::from);
         }
         let (start, stop) = match file.direct_alignment() {
             Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
@@ -344,9 +325,8 @@ impl Readahead {
         };
         let len = usize::try_from(stop - start)
             .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
-        self.buf.resize(len);
         self.buf_valid = 0;
-        let got = file.read_at(self.buf.as_mut_slice(), start)?;
+        let got = file.read_at(self.writable_buf(len, path, h.offset)?, start)?;
         self.buf_start = start;
         self.buf_valid = got;
         self.chunk_reads += 1;
@@ -366,13 +346,68 @@ impl Readahead {
         self.decode_buffered(file, h, end, verify)
     }
 
+    /// The first block of a run predicted to read `predicted` more bytes
+    /// (a seek on an iterator whose recent runs went about as far): reads
+    /// the block with up to [`LEARNED_FIRST`] bytes after it; at the run's
+    /// first sequential access the rest of the prediction (up to `limit`)
+    /// goes to the background worker as pieces of [`LEARNED_PIECE_MIN`]
+    /// doubling to [`LEARNED_PIECE_MAX`], all queued at once so the disk
+    /// never waits for the consumer. A run longer than predicted goes on
+    /// with the ordinary policy.
+    fn read_learned_run(
+        &mut self,
+        file: &Arc<dyn RandomAccessFile>,
+        h: BlockHandle,
+        end: u64,
+        limit: u64,
+        predicted: u64,
+        verify: bool,
+    ) -> Result<BlockBytes> {
+        let path = file.path();
+        let run_end = end.saturating_add(predicted).min(limit);
+        let first_end = end.saturating_add(LEARNED_FIRST as u64).min(run_end);
+        let (start, stop) = match file.direct_alignment() {
+            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
+                let a = a as u64;
+                (h.offset / a * a, first_end.div_ceil(a) * a)
+            }
+            _ => (h.offset, first_end),
+        };
+        let len = usize::try_from(stop - start)
+            .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
+        self.buf_valid = 0;
+        let got = file.read_at(self.writable_buf(len, path, h.offset)?, start)?;
+        self.buf_start = start;
+        self.buf_valid = got;
+        self.chunk_reads += 1;
+        self.chunk_bytes += got as u64;
+        if !self.buffered(h.offset, end) {
+            return Err(short(file, h.offset, start, got, end));
+        }
+        if got == len && stop < run_end {
+            self.learned = Some(Learned {
+                started: false,
+                piece: LEARNED_PIECE_MIN,
+                end: run_end,
+            });
+        }
+        self.decode_buffered(file, h, end, verify)
+    }
+
     /// Starts reading the chunks after the current buffer (and after the
     /// chunks already pending) in the background, up to [`PREFETCH_DEPTH`]
     /// in flight, if the buffer was read whole and the data (up to `limit`)
     /// goes on. Each chunk is `next_size` bytes, which keeps doubling up to
     /// the maximum.
     fn prefetch_next(&mut self, file: &Arc<dyn RandomAccessFile>, limit: u64) {
-        while self.pending.len() < PREFETCH_DEPTH {
+        let (depth, limit) = match &mut self.learned {
+            Some(l) => {
+                l.started = true;
+                (LEARNED_DEPTH, limit.min(l.end))
+            }
+            None => (PREFETCH_DEPTH, limit),
+        };
+        while self.pending.len() < depth {
             let start = match self.pending.back() {
                 Some(p) => p.start + p.len as u64,
                 None if self.buf_valid == self.buf.as_slice().len() => {
@@ -383,31 +418,34 @@ impl Readahead {
             if start >= limit {
                 return;
             }
+            let size = match self.learned {
+                Some(l) => l.piece,
+                None => self.next_size,
+            };
             let stop = match file.direct_alignment() {
                 Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
                     let a = a as u64;
                     if !start.is_multiple_of(a) {
                         return;
                     }
-                    start
-                        .saturating_add(self.next_size as u64)
-                        .min(limit)
-                        .div_ceil(a)
-                        * a
+                    start.saturating_add(size as u64).min(limit).div_ceil(a) * a
                 }
-                _ => start.saturating_add(self.next_size as u64).min(limit),
+                _ => start.saturating_add(size as u64).min(limit),
             };
             let Ok(len) = usize::try_from(stop - start) else {
                 return;
             };
             if self.worker.is_none() {
-                self.worker = Worker::spawn(PREFETCH_DEPTH);
+                self.worker = Worker::spawn();
+                if self.worker.is_none() {
+                    return;
+                }
             }
+            let mut buf = self.take_spare(len);
+            buf.resize(len);
             let Some(worker) = &self.worker else {
                 return;
             };
-            let mut buf = self.spare.pop().unwrap_or_else(|| AlignedBuf::new(0));
-            buf.resize(len);
             let id = self.next_job;
             self.next_job += 1;
             let job = Job {
@@ -422,13 +460,19 @@ impl Readahead {
                 return;
             }
             self.pending.push_back(Pending { id, start, len });
-            self.next_size = self.next_size.saturating_mul(2).min(self.max);
+            match &mut self.learned {
+                Some(l) => l.piece = l.piece.saturating_mul(2).min(LEARNED_PIECE_MAX),
+                None => self.next_size = self.next_size.saturating_mul(2).min(self.max),
+            }
         }
     }
 
     /// Forgets the chunks being read in the background; the worker skips
     /// those it has not started.
     fn abandon(&mut self) {
+        for d in std::mem::take(&mut self.arrived) {
+            self.keep_spare(d.buf);
+        }
         if self.pending.is_empty() {
             return;
         }
@@ -438,11 +482,77 @@ impl Readahead {
         }
     }
 
-    /// Keeps `buf` for a later chunk (at most one per chunk that may be in
-    /// flight; the rest are freed).
+    /// Keeps `buf` for a later chunk: at most [`SPARE_KEEP`] spares of at
+    /// most two full-size chunks' bytes together (the memory bound of
+    /// `docs/readahead.md`), preferring the larger buffers (chunks grow,
+    /// rarely shrink); the rest are freed.
     fn keep_spare(&mut self, buf: AlignedBuf) {
-        if self.spare.len() < PREFETCH_DEPTH {
-            self.spare.push(buf);
+        let budget = 2 * (self.max.max(LEARNED_PIECE_MAX) + (16 << 10));
+        let cap = buf.capacity();
+        if cap > budget {
+            return;
+        }
+        let mut total: usize = self.spare.iter().map(|b| b.capacity()).sum();
+        // Make room by dropping smaller spares; a buffer no larger than
+        // every spare is the one dropped.
+        while self.spare.len() >= SPARE_KEEP || total + cap > budget {
+            let Some((i, small)) = self
+                .spare
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, b)| (i, b.capacity()))
+            else {
+                break;
+            };
+            if small >= cap {
+                return;
+            }
+            self.spare.swap_remove(i);
+            total -= small;
+        }
+        self.spare.push(buf);
+    }
+
+    /// Keeps the replaced chunk buffer `old` for reuse: a spare now if no
+    /// block refers to it, else once none does (at most [`SPARE_KEEP`]
+    /// wait; older ones are left to their blocks).
+    fn retire(&mut self, old: Arc<AlignedBuf>) {
+        match Arc::try_unwrap(old) {
+            Ok(buf) => self.keep_spare(buf),
+            Err(old) => {
+                if self.retired.len() >= SPARE_KEEP {
+                    self.retired.remove(0);
+                }
+                self.retired.push(old);
+            }
+        }
+    }
+
+    /// A buffer for a chunk of `len` bytes: a spare that holds it without
+    /// reallocating if there is one (retired buffers no block refers to
+    /// any more count), else a new one of at least [`LEARNED_PIECE_MAX`]
+    /// (so pieces growing to that size do not reallocate).
+    fn take_spare(&mut self, len: usize) -> AlignedBuf {
+        self.reclaim_retired();
+        match self.spare.iter().position(|b| b.capacity() >= len) {
+            Some(i) => self.spare.swap_remove(i),
+            None => AlignedBuf::new(len.max(LEARNED_PIECE_MAX)),
+        }
+    }
+
+    /// Retired buffers no block refers to any more become spares.
+    fn reclaim_retired(&mut self) {
+        let mut i = 0;
+        while i < self.retired.len() {
+            if Arc::strong_count(&self.retired[i]) == 1 {
+                let old = self.retired.swap_remove(i);
+                if let Ok(buf) = Arc::try_unwrap(old) {
+                    self.keep_spare(buf);
+                }
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -458,7 +568,7 @@ impl Readahead {
         end: u64,
         limit: u64,
         verify: bool,
-    ) -> Result<Option<Vec<u8>>> {
+    ) -> Result<Option<BlockBytes>> {
         let Some(p) = self.pending.front() else {
             return Ok(None);
         };
@@ -470,21 +580,28 @@ impl Readahead {
         }
         let (id, start, len) = (p.id, p.start, p.len);
         self.pending.pop_front();
-        let taken = match &mut self.worker {
-            None => None,
-            Some(worker) => {
-                let spare = &mut self.spare;
-                worker.take(id, &self.pending, |buf| {
-                    if spare.len() < PREFETCH_DEPTH {
-                        spare.push(buf);
-                    }
-                })
+        let parked = self.arrived.iter().position(|d| d.id == id);
+        let done = loop {
+            if let Some(i) = parked {
+                break self.arrived.swap_remove(i);
             }
-        };
-        let Some(done) = taken else {
-            self.worker = None;
-            self.abandon();
-            return Ok(None);
+            let Some(worker) = &self.worker else {
+                self.abandon();
+                return Ok(None);
+            };
+            match worker.done.recv() {
+                Ok(d) if d.id == id => break d,
+                // A later chunk finished first (chunks are read together).
+                Ok(early) if self.pending.iter().any(|p| p.id == early.id) => {
+                    self.arrived.push(early)
+                }
+                Ok(stale) => self.keep_spare(stale.buf),
+                Err(_) => {
+                    self.worker = None;
+                    self.abandon();
+                    return Ok(None);
+                }
+            }
         };
         let got = match done.got {
             Ok(got) => got,
@@ -501,8 +618,8 @@ impl Readahead {
         } else {
             None
         };
-        let old = std::mem::replace(&mut self.buf, done.buf);
-        self.keep_spare(old);
+        let old = std::mem::replace(&mut self.buf, Arc::new(done.buf));
+        self.retire(old);
         self.buf_start = start;
         self.buf_valid = got;
         if got < len {
@@ -516,20 +633,16 @@ impl Readahead {
             // A block larger than what is left of the chunk: read it alone.
             self.abandon();
             let block = read_block(file.as_ref(), h, end, verify)?;
-            return Ok(Some(block));
+            return Ok(Some(block.into()));
         }
-        let bytes = match tail {
+        self.prefetch_next(file, limit);
+        match tail {
             Some(mut bytes) => {
                 bytes.extend_from_slice(&self.buf.as_slice()[..(end - start) as usize]);
-                bytes
+                decode_block(bytes, h.offset, file.path(), verify).map(|b| Some(b.into()))
             }
-            None => {
-                let s = (h.offset - start) as usize;
-                self.buf.as_slice()[s..(end - start) as usize].to_vec()
-            }
-        };
-        self.prefetch_next(file, limit);
-        decode_block(bytes, h.offset, file.path(), verify).map(Some)
+            None => self.decode_buffered(file, h, end, verify).map(Some),
+        }
     }
 
     fn buffered(&self, offset: u64, end: u64) -> bool {
@@ -542,15 +655,28 @@ impl Readahead {
         h: BlockHandle,
         end: u64,
         verify: bool,
-    ) -> Result<Vec<u8>> {
+    ) -> Result<BlockBytes> {
         let s = (h.offset - self.buf_start) as usize;
         let e = (end - self.buf_start) as usize;
-        decode_block(
-            self.buf.as_slice()[s..e].to_vec(),
-            h.offset,
-            file.path(),
-            verify,
-        )
+        decode_block_in(&self.buf, s, e - s, h.offset, file.path(), verify)
+    }
+
+    /// The current chunk buffer, `len` bytes long, for a new read: the same
+    /// allocation when no block refers to it, else a spare or a new one.
+    fn writable_buf(&mut self, len: usize, path: &Path, offset: u64) -> Result<&mut [u8]> {
+        if Arc::get_mut(&mut self.buf).is_none() {
+            let fresh = Arc::new(self.take_spare(len));
+            let old = std::mem::replace(&mut self.buf, fresh);
+            self.retire(old);
+        }
+        match Arc::get_mut(&mut self.buf) {
+            Some(b) => {
+                b.resize(len);
+                Ok(b.as_mut_slice())
+            }
+            // Unreachable: the buffer was just made unique.
+            None => Err(Error::corruption(path, offset, "read-ahead buffer in use")),
+        }
     }
 }
 
@@ -626,7 +752,7 @@ mod tests {
         let end = f.data.len() as u64;
         for (i, h) in hs.iter().enumerate() {
             let got = ra.read_block(&dynf, end, *h, limit, true)?;
-            assert_eq!(got, vec![i as u8; h.size as usize], "block {i}");
+            assert_eq!(got.as_slice(), vec![i as u8; h.size as usize], "block {i}");
         }
         Ok(())
     }
@@ -636,11 +762,7 @@ mod tests {
         let (f, hs) = file(2000, 4000, None);
         let mut ra = Readahead::with_prefetch(256 << 10, true);
         read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
-        // Background chunks are read by two threads, so they may be logged
-        // out of order; look at them in file order.
-        let mut log = f.log.lock().clone();
-        log.sort_unstable();
-        let sizes: Vec<usize> = log.iter().map(|&(_, n)| n).collect();
+        let sizes: Vec<usize> = f.log.lock().iter().map(|&(_, n)| n).collect();
         assert_eq!(sizes[0], 4005, "the first read is a lone block");
         assert_eq!(
             &sizes[1..6],
@@ -650,7 +772,7 @@ mod tests {
         // Reads cover the file without gaps; a chunk re-reads at most the
         // part of a block the previous chunk cut off.
         let mut pos = 0;
-        for &(off, n) in &log {
+        for &(off, n) in f.log.lock().iter() {
             assert!(
                 off <= pos && pos - off < 4005,
                 "read at {off}, covered {pos}"
@@ -722,7 +844,7 @@ mod tests {
                 continue;
             }
             let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
-            assert_eq!(got, vec![i as u8; 3000]);
+            assert_eq!(got.as_slice(), vec![i as u8; 3000]);
         }
         for &(o, n) in f.log.lock().iter() {
             assert!(o % 4096 == 0 && n % 4096 == 0, "chunk {n} at {o}");
@@ -813,7 +935,7 @@ mod tests {
                 let h = hs[i];
                 let got = ra.read_block(&f, end, h, limit, true).expect("read");
                 let want: Vec<u8> = (0..h.size as usize).map(|j| (i * 31 + j) as u8).collect();
-                assert!(got == want, "block {i} align {align:?}");
+                assert!(got.as_slice() == want, "block {i} align {align:?}");
                 i += 1;
             }
             assert!(ra.chunk_stats().0 > 0);
@@ -842,7 +964,7 @@ mod tests {
             f.log.lock().clear();
             for (i, h) in hs[..=1500].iter().enumerate() {
                 let got = ra.read_block(&dynf, end, *h, limit, true).expect("read");
-                assert_eq!(got, vec![i as u8; 4000], "block {i}");
+                assert_eq!(got.as_slice(), vec![i as u8; 4000], "block {i}");
             }
             drop(ra); // the worker exits once its queue is empty
             let bg = f.bg.lock().clone();
@@ -866,46 +988,6 @@ mod tests {
         }
     }
 
-    /// Two reader threads may finish chunks out of order: `take` returns the
-    /// wanted one, keeps a later pending one for its turn and hands an
-    /// abandoned one back as a spare buffer.
-    #[test]
-    fn replies_out_of_order_are_put_back_in_order() {
-        let (jobs, _job_rx) = mpsc::channel::<Job>();
-        let (done_tx, done) = mpsc::channel::<Done>();
-        let mut w = Worker {
-            jobs,
-            done,
-            early: Vec::new(),
-            cancel_below: Arc::new(AtomicU64::new(0)),
-        };
-        let reply = |id: u64, len: usize| Done {
-            id,
-            buf: AlignedBuf::new(len),
-            got: Ok(len),
-        };
-        let pending: VecDeque<Pending> = [5u64, 6]
-            .iter()
-            .map(|&id| Pending {
-                id,
-                start: id * 100,
-                len: 100,
-            })
-            .collect();
-        for d in [reply(6, 6), reply(3, 3), reply(5, 5)] {
-            done_tx.send(d).expect("send");
-        }
-        let mut spares = Vec::new();
-        let first = w.take(5, &pending, |b| spares.push(b)).expect("5");
-        assert_eq!((first.id, first.buf.as_slice().len()), (5, 5));
-        assert_eq!(spares.len(), 1, "the abandoned chunk 3 became a spare");
-        assert_eq!(w.early.len(), 1, "chunk 6 waits for its turn");
-        let second = w.take(6, &pending, |b| spares.push(b)).expect("6");
-        assert_eq!(second.id, 6);
-        drop(done_tx);
-        assert!(w.take(7, &pending, |b| spares.push(b)).is_none());
-    }
-
     /// Jumps back and forth while chunks are in flight: abandoned chunks
     /// never serve a block, and the worker skips those not yet started.
     #[test]
@@ -918,13 +1000,145 @@ mod tests {
             for (i, h) in hs.iter().enumerate().skip(start).take(400) {
                 let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
                 assert_eq!(
-                    got,
+                    got.as_slice(),
                     vec![i as u8; 4000],
                     "block {i} after a jump to {start}"
                 );
             }
         }
         assert!(ra.worker.is_some());
+    }
+
+    /// Seek-and-scan runs of one length: once enough runs have finished,
+    /// a seek reads its block with [`LEARNED_FIRST`] bytes after it, and
+    /// the rest of the run comes from background pieces, never more than
+    /// the prediction past the run; the blocks are always right, for
+    /// buffered and aligned files.
+    #[test]
+    fn learned_runs_are_read_in_the_background() {
+        for align in [None, Some(4096)] {
+            let (f, hs) = file(3000, 4000, align);
+            let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+            let end = f.data.len() as u64;
+            let mut ra = Readahead::with_prefetch(2 << 20, true);
+            let run_len = 60;
+            let mut x = 7u64;
+            for run in 0..20 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let first = (x >> 33) as usize % (hs.len() - run_len);
+                f.log.lock().clear();
+                f.bg.lock().clear();
+                for (i, h) in hs.iter().enumerate().skip(first).take(run_len) {
+                    let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                    assert_eq!(
+                        got.as_slice(),
+                        vec![i as u8; 4000],
+                        "block {i} in run {run}"
+                    );
+                }
+                if run <= super::super::run_history::RUNS {
+                    continue;
+                }
+                // Let the worker finish, then look at what was read.
+                let bg = f.bg.lock().clone();
+                let log = f.log.lock().clone();
+                let sync: Vec<_> = log.iter().filter(|r| !bg.contains(r)).collect();
+                assert_eq!(sync.len(), 1, "one synchronous read per run: {log:?}");
+                assert!(sync[0].1 <= 4005 + LEARNED_FIRST + 8192, "{sync:?}");
+                assert!(!bg.is_empty(), "the rest came in the background");
+                let run_start = hs[first].offset;
+                let run_end = hs[first + run_len - 1].end().expect("end");
+                let max_end = log.iter().map(|&(o, n)| o + n as u64).max().expect("reads");
+                assert!(max_end >= run_end, "run {run}: {log:?}");
+                assert!(max_end <= run_end + 8192, "over-read in run {run}: {log:?}");
+                assert!(log.iter().all(|&(o, _)| o + 4096 >= run_start));
+            }
+        }
+    }
+
+    /// A cursor that only does point seeks (or short ones) never starts the
+    /// helper thread and reads one block per seek.
+    #[test]
+    fn point_seeks_never_prefetch() {
+        let (f, hs) = file(500, 4000, Some(4096));
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::with_prefetch(2 << 20, true);
+        for i in 0..200usize {
+            let b = (i * 37) % hs.len();
+            let got = ra
+                .read_block(&dynf, end, hs[b], u64::MAX, true)
+                .expect("read");
+            assert_eq!(got.as_slice(), vec![b as u8; 4000]);
+        }
+        assert!(ra.worker.is_none());
+        assert_eq!(f.log.lock().len(), 200);
+        assert!(f.log.lock().iter().all(|&(_, n)| n == 4005));
+    }
+
+    /// Blocks served from a chunk share it; the chunk buffer is never
+    /// rewritten while a block refers to it, so blocks kept across many
+    /// later chunk reads (and jumps) keep their contents.
+    #[test]
+    fn blocks_from_a_chunk_outlive_it() {
+        for align in [None, Some(4096)] {
+            for prefetch in [false, true] {
+                let (f, hs) = file(400, 4000, align);
+                let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+                let end = f.data.len() as u64;
+                let mut ra = Readahead::with_prefetch(256 << 10, prefetch);
+                let mut kept = Vec::new();
+                for round in 0..3 {
+                    for (i, h) in hs.iter().enumerate().skip(round * 10) {
+                        let b = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                        if i % 7 == round {
+                            kept.push((i, b));
+                        }
+                    }
+                }
+                assert!(kept.iter().any(|(_, b)| b.is_shared()));
+                for (i, b) in &kept {
+                    assert_eq!(b.as_slice(), vec![*i as u8; 4000], "kept block {i}");
+                }
+            }
+        }
+    }
+
+    /// Chunk buffers replaced while a block still referred to them are
+    /// reused once the block is gone: a long scan that drops each block
+    /// before the next keeps a bounded set of buffers.
+    #[test]
+    fn replaced_chunk_buffers_are_reused() {
+        let (f, hs) = file(3000, 4000, Some(4096));
+        let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+        let end = f.data.len() as u64;
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        let mut prev = None;
+        for (i, h) in hs.iter().enumerate() {
+            let b = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+            assert_eq!(b.as_slice(), vec![i as u8; 4000]);
+            prev = Some(b); // the iterator holds its current block
+            assert!(ra.retired.len() <= SPARE_KEEP && ra.spare.len() <= SPARE_KEEP);
+            let spare_bytes: usize = ra.spare.iter().map(|b| b.capacity()).sum();
+            assert!(
+                spare_bytes <= 2 * ((256 << 10) + (16 << 10)),
+                "{spare_bytes}"
+            );
+        }
+        drop(prev);
+        assert!(ra.chunk_stats().0 > 10);
+        // Retired buffers no block refers to any more become spares, and a
+        // full-size chunk is served from one instead of a new allocation.
+        ra.reclaim_retired();
+        let n = ra.spare.len();
+        assert!(
+            ra.spare.iter().any(|b| b.capacity() >= 256 << 10),
+            "{n} spares"
+        );
+        let _ = ra.take_spare(256 << 10);
+        assert_eq!(ra.spare.len(), n - 1, "reused, not allocated");
     }
 
     #[test]
@@ -942,7 +1156,7 @@ mod tests {
         let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&short) as Arc<dyn RandomAccessFile>;
         let end = f.data.len() as u64;
         let mut ra = Readahead::new(1 << 20);
-        let mut res = Ok(Vec::new());
+        let mut res = Ok(BlockBytes::from(Vec::new()));
         for h in &hs {
             res = ra.read_block(&dynf, end, *h, u64::MAX, true);
             if res.is_err() {

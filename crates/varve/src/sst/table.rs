@@ -442,11 +442,24 @@ impl Table {
                 handle,
                 self.data_end,
                 self.verify_checksums,
-            )?,
+            )?
+            .into(),
         };
         let block = Arc::new(Block::parse(data, &self.path, handle.offset)?);
         if fill_cache && let Some(cache) = &self.cache {
-            cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
+            if block.is_shared() {
+                // Served from a read-ahead chunk without a copy: cached
+                // (as a copy, which never pins the chunk) only into free
+                // room, so a scan does not evict what others cached nor
+                // pay a copy and an eviction per block once the cache is
+                // full (docs/readahead.md, "Block cache").
+                let charge = block.charge();
+                cache.insert_if_room(self.cache_id, handle.offset, charge, || {
+                    Arc::new(block.to_owned_block())
+                });
+            } else {
+                cache.insert(self.cache_id, handle.offset, Arc::clone(&block));
+            }
         }
         Ok(block)
     }
