@@ -1,25 +1,29 @@
-//! [`Worker`]: the helper thread that reads read-ahead chunks in the
+//! [`Worker`]: the helper threads that read read-ahead chunks in the
 //! background for one [`Readahead`](super::Readahead) state.
 //!
-//! Jobs (a file, an offset and a buffer moved to the thread) arrive on a
-//! channel; finished jobs go back on another, in the order they complete.
-//! The thread takes every job queued when it wakes up and, when there are
-//! several and io_uring is usable, reads them concurrently on fibers of its
-//! own thread (`fiber::run_tasks`, the machinery of `multi_get`), so the
-//! pieces of a predicted run are in the disk's queue together instead of
-//! one after another; otherwise it reads them in order. Jobs whose id is
-//! below the shared "cancel below" mark when they would start are skipped
-//! (answered with 0 bytes).
+//! Jobs (a file, an offset and a buffer moved to a thread) arrive on one
+//! channel; finished jobs go back on another, in the order they complete
+//! (the consumer puts them back in job order). [`PREFETCH_DEPTH`] threads
+//! share the job queue: one at a time waits on it and takes every job
+//! queued when it wakes up and, when there are several and io_uring is
+//! usable, reads them concurrently on fibers of its own thread
+//! (`fiber::run_tasks`, the machinery of `multi_get`), so the pieces of a
+//! predicted run are in the disk's queue together; meanwhile the next job
+//! goes to another thread, so a steady scan has two chunks at the disk.
+//! Jobs whose id is below the shared "cancel below" mark when they would
+//! start are skipped (answered with 0 bytes).
 //!
 //! Thread-safety: nothing is shared with the consumer but the channels
-//! and one atomic; buffers move with their job (no `unsafe`). The thread
-//! ends when the owner drops its sender (after finishing the jobs it
-//! holds). Invariant: every job sent gets exactly one `Done` back, unless
-//! the consumer has gone.
+//! and one atomic (the threads share the job queue's lock); buffers move
+//! with their job (no `unsafe`). The threads end when the owner drops its
+//! sender (after finishing the jobs they hold). Invariant: every job sent
+//! gets exactly one `Done` back, unless the consumer has gone.
+//!
+//! [`PREFETCH_DEPTH`]: super::readahead::PREFETCH_DEPTH
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 
 use crate::Result;
 use crate::io::{AlignedBuf, RandomAccessFile};
@@ -66,53 +70,181 @@ fn run(mut job: Job, cancel: &AtomicU64) -> Done {
     }
 }
 
+/// One reader thread: takes the queued jobs (up to [`BATCH_MAX`]) and reads
+/// them, several at once on fibers when io_uring is usable; ends when the
+/// sender is gone or the consumer stops listening.
+fn reader_loop(
+    job_rx: &Mutex<mpsc::Receiver<Job>>,
+    done_tx: &mpsc::Sender<Done>,
+    cancel: &AtomicU64,
+) {
+    loop {
+        let batch = {
+            let Ok(rx) = job_rx.lock() else {
+                return;
+            };
+            let Ok(first) = rx.recv() else {
+                return;
+            };
+            let mut batch = vec![first];
+            while batch.len() < BATCH_MAX
+                && let Ok(job) = rx.try_recv()
+            {
+                batch.push(job);
+            }
+            batch
+        };
+        if batch.len() == 1 {
+            for job in batch {
+                if done_tx.send(run(job, cancel)).is_err() {
+                    return;
+                }
+            }
+            continue;
+        }
+        let n = batch.len();
+        let cells: Vec<RefCell<Option<Job>>> =
+            batch.into_iter().map(|j| RefCell::new(Some(j))).collect();
+        let task = |i: usize| {
+            // Task `i` alone takes job `i`: the borrow never fails.
+            let job = cells
+                .get(i)
+                .and_then(|c| c.try_borrow_mut().ok())
+                .and_then(|mut c| c.take());
+            if let Some(job) = job {
+                // A gone consumer is noticed at the next recv.
+                let _ = done_tx.send(run(job, cancel));
+            }
+        };
+        crate::fiber::run_tasks(n, n, &task);
+    }
+}
+
 impl Worker {
-    /// Starts the thread; `None` if the OS refuses one.
-    pub fn spawn() -> Option<Worker> {
+    /// Starts `threads` (at least one) reader threads; `None` if the OS
+    /// refuses every one. One at a time waits on the queue and takes the
+    /// jobs queued when it wakes, so while one thread
+    /// waits for a chunk the next job already goes to the disk on another:
+    /// with one thread a steady scan, which queues one chunk whenever it
+    /// finishes one, had a single 2 MiB read at the disk at a time (fio on
+    /// the test machine: 1,362 MiB/s at depth 1, 1,618 at depth 2).
+    pub fn spawn(threads: usize) -> Option<Worker> {
         let (jobs, job_rx) = mpsc::channel::<Job>();
+        let job_rx = Arc::new(Mutex::new(job_rx));
         let (done_tx, done) = mpsc::channel::<Done>();
         let cancel_below = Arc::new(AtomicU64::new(0));
-        let cancel = Arc::clone(&cancel_below);
-        std::thread::Builder::new()
-            .name("varve-readahead".into())
-            .spawn(move || {
-                while let Ok(first) = job_rx.recv() {
-                    let mut batch = vec![first];
-                    while batch.len() < BATCH_MAX
-                        && let Ok(job) = job_rx.try_recv()
-                    {
-                        batch.push(job);
-                    }
-                    if batch.len() == 1 {
-                        for job in batch {
-                            if done_tx.send(run(job, &cancel)).is_err() {
-                                return;
-                            }
-                        }
-                        continue;
-                    }
-                    let n = batch.len();
-                    let cells: Vec<RefCell<Option<Job>>> =
-                        batch.into_iter().map(|j| RefCell::new(Some(j))).collect();
-                    let task = |i: usize| {
-                        // Task `i` alone takes job `i`: the borrow never fails.
-                        let job = cells
-                            .get(i)
-                            .and_then(|c| c.try_borrow_mut().ok())
-                            .and_then(|mut c| c.take());
-                        if let Some(job) = job {
-                            // A gone consumer is noticed at the next recv.
-                            let _ = done_tx.send(run(job, &cancel));
-                        }
-                    };
-                    crate::fiber::run_tasks(n, n, &task);
-                }
-            })
-            .ok()?;
+        let mut started = 0;
+        for _ in 0..threads.max(1) {
+            let cancel = Arc::clone(&cancel_below);
+            let (job_rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("varve-readahead".into())
+                .spawn(move || reader_loop(&job_rx, &done_tx, &cancel));
+            if spawned.is_ok() {
+                started += 1;
+            }
+        }
+        if started == 0 {
+            return None;
+        }
         Some(Worker {
             jobs,
             done,
             cancel_below,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A file of `data` whose reads at `slow_at` take 200 ms.
+    #[derive(Debug)]
+    struct SlowAt {
+        data: Vec<u8>,
+        slow_at: u64,
+        path: PathBuf,
+    }
+
+    impl RandomAccessFile for SlowAt {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+            if offset == self.slow_at {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            let start = (offset as usize).min(self.data.len());
+            let n = buf.len().min(self.data.len() - start);
+            buf[..n].copy_from_slice(&self.data[start..start + n]);
+            Ok(n)
+        }
+
+        fn path(&self) -> &Path {
+            &self.path
+        }
+    }
+
+    /// With two threads, a job queued while another thread is stuck in a
+    /// slow read is read at once (it completes first), and both replies
+    /// carry their own bytes.
+    #[test]
+    fn a_second_thread_reads_while_the_first_waits() {
+        let data: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+        let file: Arc<dyn RandomAccessFile> = Arc::new(SlowAt {
+            data: data.clone(),
+            slow_at: 0,
+            path: PathBuf::from("slow"),
+        });
+        let w = Worker::spawn(2).expect("threads");
+        let job = |id: u64, start: u64| Job {
+            id,
+            file: Arc::clone(&file),
+            start,
+            buf: AlignedBuf::new(4096),
+        };
+        w.jobs.send(job(0, 0)).expect("send 0");
+        // Let a thread take job 0 alone and block in its read.
+        std::thread::sleep(Duration::from_millis(50));
+        w.jobs.send(job(1, 4096)).expect("send 1");
+        let first = w.done.recv().expect("first reply");
+        let second = w.done.recv().expect("second reply");
+        assert_eq!((first.id, second.id), (1, 0), "job 1 waited for job 0");
+        for d in [first, second] {
+            let at = d.id as usize * 4096;
+            assert_eq!(d.got.as_ref().ok(), Some(&4096));
+            assert_eq!(d.buf.as_slice(), &data[at..at + 4096], "job {}", d.id);
+        }
+    }
+
+    /// A job below the cancel mark is answered with 0 bytes, unread.
+    #[test]
+    fn cancelled_jobs_are_answered_empty() {
+        let file: Arc<dyn RandomAccessFile> = Arc::new(SlowAt {
+            data: vec![7; 4096],
+            slow_at: u64::MAX,
+            path: PathBuf::from("f"),
+        });
+        let w = Worker::spawn(2).expect("threads");
+        w.cancel_below.store(5, Ordering::Release);
+        for id in [3u64, 5] {
+            w.jobs
+                .send(Job {
+                    id,
+                    file: Arc::clone(&file),
+                    start: 0,
+                    buf: AlignedBuf::new(4096),
+                })
+                .expect("send");
+        }
+        let mut got: Vec<(u64, usize)> = (0..2)
+            .map(|_| {
+                let d = w.done.recv().expect("reply");
+                (d.id, d.got.expect("read"))
+            })
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![(3, 0), (5, 4096)]);
     }
 }

@@ -436,7 +436,7 @@ impl Readahead {
                 return;
             };
             if self.worker.is_none() {
-                self.worker = Worker::spawn();
+                self.worker = Worker::spawn(PREFETCH_DEPTH);
                 if self.worker.is_none() {
                     return;
                 }
