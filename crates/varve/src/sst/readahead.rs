@@ -153,6 +153,46 @@ pub const PREFETCH_DEPTH: usize = 2;
 /// Most spare buffers kept for background chunks.
 const SPARE_KEEP: usize = 4;
 
+/// Chunk buffers a thread keeps between read-ahead states, and their total
+/// bytes: a scan cut into many short ranges (`par_count` chunks, bounded
+/// iterators) would otherwise allocate and zero its growing chunk buffers
+/// again for every range.
+const POOL_KEEP: usize = 8;
+const POOL_BYTES: usize = 16 << 20;
+
+thread_local! {
+    static CHUNK_POOL: std::cell::RefCell<Vec<AlignedBuf>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A pooled buffer of this thread holding at least `len` bytes.
+fn pool_take(len: usize) -> Option<AlignedBuf> {
+    CHUNK_POOL
+        .try_with(|pool| {
+            let mut pool = pool.try_borrow_mut().ok()?;
+            let i = pool.iter().position(|b| b.capacity() >= len)?;
+            Some(pool.swap_remove(i))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Gives `buf` to this thread's pool if it is within the bounds (else it
+/// is freed).
+fn pool_give(buf: AlignedBuf) {
+    let _ = CHUNK_POOL.try_with(|pool| {
+        if let Ok(mut pool) = pool.try_borrow_mut() {
+            let total: usize = pool.iter().map(AlignedBuf::capacity).sum();
+            if buf.capacity() >= MIN_READAHEAD
+                && pool.len() < POOL_KEEP
+                && total + buf.capacity() <= POOL_BYTES
+            {
+                pool.push(buf);
+            }
+        }
+    });
+}
+
 /// A chunk being read in the background.
 #[derive(Debug)]
 struct Pending {
@@ -171,6 +211,24 @@ fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, 
 
 fn same_file(a: &Arc<dyn RandomAccessFile>, b: &Arc<dyn RandomAccessFile>) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+/// Hands the state's buffers that no block refers to to this thread's
+/// pool, for the next read-ahead state.
+impl Drop for Readahead {
+    fn drop(&mut self) {
+        let bufs = std::mem::take(&mut self.spare);
+        let retired = std::mem::take(&mut self.retired);
+        let current = std::mem::replace(&mut self.buf, Arc::new(AlignedBuf::new(0)));
+        for buf in bufs {
+            pool_give(buf);
+        }
+        for old in retired.into_iter().chain(std::iter::once(current)) {
+            if let Ok(buf) = Arc::try_unwrap(old) {
+                pool_give(buf);
+            }
+        }
+    }
 }
 
 impl Readahead {
@@ -537,7 +595,7 @@ impl Readahead {
         self.reclaim_retired();
         match self.spare.iter().position(|b| b.capacity() >= len) {
             Some(i) => self.spare.swap_remove(i),
-            None => AlignedBuf::new(len.max(LEARNED_PIECE_MAX)),
+            None => pool_take(len).unwrap_or_else(|| AlignedBuf::new(len.max(LEARNED_PIECE_MAX))),
         }
     }
 
@@ -664,7 +722,10 @@ impl Readahead {
     /// The current chunk buffer, `len` bytes long, for a new read: the same
     /// allocation when no block refers to it, else a spare or a new one.
     fn writable_buf(&mut self, len: usize, path: &Path, offset: u64) -> Result<&mut [u8]> {
-        if Arc::get_mut(&mut self.buf).is_none() {
+        // Borrowed by a block, or too small (chunks grow): take a spare or
+        // pooled buffer rather than allocating and zeroing a new one.
+        let replace = Arc::get_mut(&mut self.buf).is_none_or(|b| b.capacity() < len);
+        if replace {
             let fresh = Arc::new(self.take_spare(len));
             let old = std::mem::replace(&mut self.buf, fresh);
             self.retire(old);
@@ -940,6 +1001,28 @@ mod tests {
             }
             assert!(ra.chunk_stats().0 > 0);
         }
+    }
+
+    /// A dropped state leaves its chunk buffers to this thread's pool, and
+    /// the next state takes them instead of allocating (and zeroing) anew.
+    #[test]
+    fn dropped_states_leave_their_buffers_to_the_next() {
+        let pooled = || CHUNK_POOL.with(|p| p.borrow().len());
+        let (f, hs) = file(400, 4000, None);
+        let mut ra = Readahead::new(256 << 10);
+        read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
+        let before = pooled();
+        drop(ra);
+        let after = pooled();
+        assert!(after > before, "nothing pooled: {before} -> {after}");
+        let bytes: usize = CHUNK_POOL.with(|p| p.borrow().iter().map(AlignedBuf::capacity).sum());
+        assert!(after <= POOL_KEEP && bytes <= POOL_BYTES);
+        let mut next = Readahead::new(256 << 10);
+        let buf = next.take_spare(200 << 10);
+        assert!(buf.capacity() >= 200 << 10);
+        assert_eq!(pooled(), after - 1, "the new state took a pooled buffer");
+        // Reading through the next state gives the same blocks.
+        read_all(&mut next, &f, &hs, u64::MAX).expect("read again");
     }
 
     /// Prefetch starts only once a full-size chunk was read in sequence: a
