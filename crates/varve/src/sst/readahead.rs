@@ -374,21 +374,7 @@ impl Readahead {
             }
             return read_block(file.as_ref(), h, data_end, verify).map(BlockBytes::from);
         }
-        let (start, stop) = match file.direct_alignment() {
-            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
-                let a = a as u64;
-                (h.offset / a * a, want_end.div_ceil(a) * a)
-            }
-            _ => (h.offset, want_end),
-        };
-        let len = usize::try_from(stop - start)
-            .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
-        self.buf_valid = 0;
-        let got = file.read_at(self.writable_buf(len, path, h.offset)?, start)?;
-        self.buf_start = start;
-        self.buf_valid = got;
-        self.chunk_reads += 1;
-        self.chunk_bytes += got as u64;
+        let (start, _stop, _len, got) = self.read_chunk(file, h.offset, want_end)?;
         let size = self.next_size;
         self.next_size = self.next_size.saturating_mul(2).min(self.max);
         if !self.buffered(h.offset, end) {
@@ -421,24 +407,9 @@ impl Readahead {
         predicted: u64,
         verify: bool,
     ) -> Result<BlockBytes> {
-        let path = file.path();
         let run_end = end.saturating_add(predicted).min(limit);
         let first_end = end.saturating_add(LEARNED_FIRST as u64).min(run_end);
-        let (start, stop) = match file.direct_alignment() {
-            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
-                let a = a as u64;
-                (h.offset / a * a, first_end.div_ceil(a) * a)
-            }
-            _ => (h.offset, first_end),
-        };
-        let len = usize::try_from(stop - start)
-            .map_err(|_| Error::corruption(path, h.offset, "read-ahead chunk too large"))?;
-        self.buf_valid = 0;
-        let got = file.read_at(self.writable_buf(len, path, h.offset)?, start)?;
-        self.buf_start = start;
-        self.buf_valid = got;
-        self.chunk_reads += 1;
-        self.chunk_bytes += got as u64;
+        let (start, stop, len, got) = self.read_chunk(file, h.offset, first_end)?;
         if !self.buffered(h.offset, end) {
             return Err(short(file, h.offset, start, got, end));
         }
@@ -717,6 +688,34 @@ impl Readahead {
         let s = (h.offset - self.buf_start) as usize;
         let e = (end - self.buf_start) as usize;
         decode_block_in(&self.buf, s, e - s, h.offset, file.path(), verify)
+    }
+
+    /// Reads `[offset, want_end)`, widened to the file's O_DIRECT alignment,
+    /// into the chunk buffer and makes it the current buffer; returns the
+    /// chunk's start and end, the bytes asked for and the bytes read.
+    fn read_chunk(
+        &mut self,
+        file: &Arc<dyn RandomAccessFile>,
+        offset: u64,
+        want_end: u64,
+    ) -> Result<(u64, u64, usize, usize)> {
+        let path = file.path();
+        let (start, stop) = match file.direct_alignment() {
+            Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
+                let a = a as u64;
+                (offset / a * a, want_end.div_ceil(a) * a)
+            }
+            _ => (offset, want_end),
+        };
+        let len = usize::try_from(stop - start)
+            .map_err(|_| Error::corruption(path, offset, "read-ahead chunk too large"))?;
+        self.buf_valid = 0;
+        let got = file.read_at(self.writable_buf(len, path, offset)?, start)?;
+        self.buf_start = start;
+        self.buf_valid = got;
+        self.chunk_reads += 1;
+        self.chunk_bytes += got as u64;
+        Ok((start, stop, len, got))
     }
 
     /// The current chunk buffer, `len` bytes long, for a new read: the same
