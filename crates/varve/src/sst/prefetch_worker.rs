@@ -175,10 +175,7 @@ mod tests {
             if offset == self.slow_at {
                 std::thread::sleep(Duration::from_millis(200));
             }
-            let start = (offset as usize).min(self.data.len());
-            let n = buf.len().min(self.data.len() - start);
-            buf[..n].copy_from_slice(&self.data[start..start + n]);
-            Ok(n)
+            Ok(crate::sst::tests::read_from(&self.data, buf, offset))
         }
 
         fn path(&self) -> &Path {

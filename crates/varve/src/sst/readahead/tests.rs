@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 
 use super::*;
 use crate::sst::format::put_block_trailer;
+use crate::sst::tests::read_from;
 
 /// An in-memory file that logs its reads.
 #[derive(Debug)]
@@ -25,16 +26,26 @@ impl RandomAccessFile for MemFile {
         if std::thread::current().name() == Some("varve-readahead") {
             self.bg.lock().push((offset, buf.len()));
         }
-        let start = (offset as usize).min(self.data.len());
-        let n = buf.len().min(self.data.len() - start);
-        buf[..n].copy_from_slice(&self.data[start..start + n]);
-        Ok(n)
+        Ok(read_from(&self.data, buf, offset))
     }
     fn path(&self) -> &Path {
         &self.path
     }
     fn direct_alignment(&self) -> Option<usize> {
         self.align
+    }
+}
+
+impl MemFile {
+    /// A file of `data` with no reads logged yet.
+    fn new(data: Vec<u8>, align: Option<usize>, path: &str) -> MemFile {
+        MemFile {
+            data,
+            align,
+            log: Mutex::new(Vec::new()),
+            bg: Mutex::new(Vec::new()),
+            path: PathBuf::from(path),
+        }
     }
 }
 
@@ -51,13 +62,7 @@ fn file(n: usize, size: usize, align: Option<usize>) -> (Arc<MemFile>, Vec<Block
         data.extend_from_slice(&contents);
         put_block_trailer(&mut data, &contents, 0);
     }
-    let f = MemFile {
-        data,
-        align,
-        log: Mutex::new(Vec::new()),
-        bg: Mutex::new(Vec::new()),
-        path: PathBuf::from("mem.sst"),
-    };
+    let f = MemFile::new(data, align, "mem.sst");
     (Arc::new(f), handles)
 }
 
@@ -188,13 +193,7 @@ fn corrupt_block_in_a_chunk_is_corruption() {
     let (f, hs) = file(50, 4000, None);
     let mut data = f.data.clone();
     data[hs[7].offset as usize + 10] ^= 1;
-    let bad = Arc::new(MemFile {
-        data,
-        align: None,
-        log: Mutex::new(Vec::new()),
-        bg: Mutex::new(Vec::new()),
-        path: PathBuf::from("bad.sst"),
-    });
+    let bad = Arc::new(MemFile::new(data, None, "bad.sst"));
     let mut ra = Readahead::new(1 << 20);
     let e = read_all(&mut ra, &bad, &hs, u64::MAX).expect_err("block 7 is bad");
     assert!(e.is_corruption(), "{e}");
@@ -229,13 +228,7 @@ fn random_runs_with_prefetch_read_the_right_blocks() {
             put_block_trailer(&mut data, &contents, 0);
         }
         let end = data.len() as u64;
-        let f: Arc<dyn RandomAccessFile> = Arc::new(MemFile {
-            data: data.clone(),
-            align,
-            log: Mutex::new(Vec::new()),
-            bg: Mutex::new(Vec::new()),
-            path: PathBuf::from("mixed.sst"),
-        });
+        let f: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(data.clone(), align, "mixed.sst"));
         let mut ra = Readahead::with_prefetch(1 << 20, true);
         let mut i = 0usize;
         for _ in 0..3000 {
@@ -486,13 +479,7 @@ fn truncated_file_is_a_short_read_corruption() {
     let (f, hs) = file(20, 4000, None);
     let mut data = f.data.clone();
     data.truncate(hs[5].offset as usize + 100);
-    let short = Arc::new(MemFile {
-        data,
-        align: None,
-        log: Mutex::new(Vec::new()),
-        bg: Mutex::new(Vec::new()),
-        path: PathBuf::from("short.sst"),
-    });
+    let short = Arc::new(MemFile::new(data, None, "short.sst"));
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&short) as Arc<dyn RandomAccessFile>;
     let end = f.data.len() as u64;
     let mut ra = Readahead::new(1 << 20);

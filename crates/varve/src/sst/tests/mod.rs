@@ -48,12 +48,19 @@ pub(super) struct MemFile {
     pub(super) path: PathBuf,
 }
 
+/// `pread` semantics over `data`: copies what lies at `offset` into `buf`
+/// and returns the byte count (short only at the end). Shared by the
+/// in-memory test files of `sst`.
+pub(super) fn read_from(data: &[u8], buf: &mut [u8], offset: u64) -> usize {
+    let start = usize::try_from(offset).map_or(data.len(), |o| o.min(data.len()));
+    let n = buf.len().min(data.len() - start);
+    buf[..n].copy_from_slice(&data[start..start + n]);
+    n
+}
+
 impl RandomAccessFile for MemFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        let start = (offset as usize).min(self.data.len());
-        let n = buf.len().min(self.data.len() - start);
-        buf[..n].copy_from_slice(&self.data[start..start + n]);
-        Ok(n)
+        Ok(read_from(&self.data, buf, offset))
     }
     fn path(&self) -> &Path {
         &self.path
