@@ -23,6 +23,8 @@
 //! bounds.len()`; entry `i`'s data block is `[bounds[i], bounds[i + 1])`,
 //! trailer included; `top[k] == windows[GROUP * k]`.
 
+use std::sync::Arc;
+
 use crate::iter::InternalIterator;
 use crate::keys::user_key;
 
@@ -47,7 +49,9 @@ pub(crate) struct IndexSearch {
     /// `windows[GROUP * k]` for every group `k`.
     top: Vec<u64>,
     /// `bounds[i]..bounds[i + 1]`: entry `i`'s data block, trailer included.
-    bounds: Vec<u64>,
+    /// Shared with background read-ahead readers, which use it to verify
+    /// the blocks a chunk holds whole (`sst::chunk_check`).
+    bounds: Arc<[u64]>,
 }
 
 /// The `WINDOW` bytes of `rest` as a big-endian `u64`, zero-padded.
@@ -64,7 +68,7 @@ impl IndexSearch {
     /// or the handles do not tile the data blocks from offset 0 (the table
     /// then keeps the plain block search; `Table::open` has already
     /// rejected such an index).
-    pub(crate) fn build(index: &std::sync::Arc<Block>) -> Option<IndexSearch> {
+    pub(crate) fn build(index: &Arc<Block>) -> Option<IndexSearch> {
         // The entries are sorted, so the common prefix of all user keys is
         // that of the first and the last (an unsorted index, which only a
         // checksum collision could bring, gives wrong answers, as the block
@@ -102,14 +106,14 @@ impl IndexSearch {
             prefix: prefix.unwrap_or_default(),
             windows,
             top,
-            bounds,
+            bounds: bounds.into(),
         })
     }
 
     /// Bytes held in memory.
     pub(crate) fn memory(&self) -> usize {
         self.prefix.capacity()
-            + 8 * (self.windows.capacity() + self.top.capacity() + self.bounds.capacity())
+            + 8 * (self.windows.capacity() + self.top.capacity() + self.bounds.len())
     }
 
     /// Number of index entries (data blocks).
@@ -147,6 +151,11 @@ impl IndexSearch {
             hi += 1;
         }
         (lo, hi)
+    }
+
+    /// Where every data block starts, then where the last one ends.
+    pub(crate) fn bounds(&self) -> &Arc<[u64]> {
+        &self.bounds
     }
 
     /// The data block of index entry `i`; `None` if `i >= len()`.

@@ -13,6 +13,7 @@
 mod block;
 mod block_builder;
 mod block_bytes;
+mod chunk_check;
 mod filter;
 mod format;
 mod index_search;

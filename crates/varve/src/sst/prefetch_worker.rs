@@ -11,7 +11,10 @@
 //! predicted run are in the disk's queue together; meanwhile the next job
 //! goes to another thread, so a steady scan has two chunks at the disk.
 //! Jobs whose id is below the shared "cancel below" mark when they would
-//! start are skipped (answered with 0 bytes).
+//! start are skipped (answered with 0 bytes). A job that carries its
+//! table's block bounds has the checksums of the blocks it holds whole
+//! verified here, after the read (`chunk_check`): on a second core, while
+//! the consumer decodes the chunk before it.
 //!
 //! Thread-safety: nothing is shared with the consumer but the channels
 //! and one atomic (the threads share the job queue's lock); buffers move
@@ -25,6 +28,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
+use super::chunk_check::{Verified, check_chunk};
 use crate::Result;
 use crate::io::{AlignedBuf, RandomAccessFile};
 
@@ -37,6 +41,10 @@ pub struct Job {
     pub file: Arc<dyn RandomAccessFile>,
     pub start: u64,
     pub buf: AlignedBuf,
+    /// Where the file's data blocks start (and the last ends): when given,
+    /// the thread verifies the blocks the chunk holds whole
+    /// ([`check_chunk`]), off the consumer's thread.
+    pub bounds: Option<Arc<[u64]>>,
 }
 
 /// A finished [`Job`].
@@ -45,6 +53,9 @@ pub struct Done {
     pub id: u64,
     pub buf: AlignedBuf,
     pub got: Result<usize>,
+    /// The blocks of the chunk whose checksums matched (none without
+    /// `bounds`).
+    pub verified: Verified,
 }
 
 /// A thread that reads chunks ahead of the consumer (see the module docs).
@@ -63,10 +74,18 @@ fn run(mut job: Job, cancel: &AtomicU64) -> Done {
     } else {
         job.file.read_at(job.buf.as_mut_slice(), job.start)
     };
+    let verified = match (&job.bounds, &got) {
+        (Some(bounds), Ok(n)) => match job.buf.as_slice().get(..*n) {
+            Some(bytes) => check_chunk(bounds, bytes, job.start),
+            None => Verified::none(),
+        },
+        _ => Verified::none(),
+    };
     Done {
         id: job.id,
         buf: job.buf,
         got,
+        verified,
     }
 }
 
@@ -200,6 +219,7 @@ mod tests {
             file: Arc::clone(&file),
             start,
             buf: AlignedBuf::new(4096),
+            bounds: None,
         };
         w.jobs.send(job(0, 0)).expect("send 0");
         // Let a thread take job 0 alone and block in its read.
@@ -232,6 +252,7 @@ mod tests {
                     file: Arc::clone(&file),
                     start: 0,
                     buf: AlignedBuf::new(4096),
+                    bounds: None,
                 })
                 .expect("send");
         }

@@ -436,6 +436,7 @@ impl Table {
                 handle,
                 limit,
                 self.verify_checksums,
+                self.index_search.as_ref().map(IndexSearch::bounds),
             )?,
             None => read_block(
                 self.file.as_ref(),

@@ -70,7 +70,7 @@ fn read_all(ra: &mut Readahead, f: &Arc<MemFile>, hs: &[BlockHandle], limit: u64
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(f) as Arc<dyn RandomAccessFile>;
     let end = f.data.len() as u64;
     for (i, h) in hs.iter().enumerate() {
-        let got = ra.read_block(&dynf, end, *h, limit, true)?;
+        let got = ra.read_block(&dynf, end, *h, limit, true, None)?;
         assert_eq!(got.as_slice(), vec![i as u8; h.size as usize], "block {i}");
     }
     Ok(())
@@ -116,7 +116,7 @@ fn random_read_resets_and_limit_holds() {
     assert!(ra.next_size() > MIN_READAHEAD);
     // A jump backwards (outside the buffer) reads one block and resets.
     f.log.lock().clear();
-    ra.read_block(&dynf, end, hs[2], u64::MAX, true)
+    ra.read_block(&dynf, end, hs[2], u64::MAX, true, None)
         .expect("read");
     assert_eq!(ra.next_size(), MIN_READAHEAD);
     assert_eq!(*f.log.lock(), vec![(hs[2].offset, 4005)]);
@@ -124,7 +124,8 @@ fn random_read_resets_and_limit_holds() {
     let limit = hs[10].end().expect("end");
     f.log.lock().clear();
     for h in &hs[3..=10] {
-        ra.read_block(&dynf, end, *h, limit, true).expect("read");
+        ra.read_block(&dynf, end, *h, limit, true, None)
+            .expect("read");
     }
     let log = f.log.lock().clone();
     assert!(
@@ -166,7 +167,9 @@ fn direct_files_get_aligned_chunks() {
             first = false;
             continue;
         }
-        let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+        let got = ra
+            .read_block(&dynf, end, *h, u64::MAX, true, None)
+            .expect("read");
         assert_eq!(got.as_slice(), vec![i as u8; 3000]);
     }
     for &(o, n) in f.log.lock().iter() {
@@ -177,7 +180,8 @@ fn direct_files_get_aligned_chunks() {
     ra.note_access(&dynf, end, hs[0]);
     f.log.lock().clear();
     for h in &hs[1..=50] {
-        ra.read_block(&dynf, end, *h, limit, true).expect("read");
+        ra.read_block(&dynf, end, *h, limit, true, None)
+            .expect("read");
     }
     let max_end = f.log.lock().iter().map(|&(o, n)| o + n as u64).max();
     assert!(max_end <= Some(limit.div_ceil(4096) * 4096));
@@ -244,7 +248,7 @@ fn random_runs_with_prefetch_read_the_right_blocks() {
                 u64::MAX
             };
             let h = hs[i];
-            let got = ra.read_block(&f, end, h, limit, true).expect("read");
+            let got = ra.read_block(&f, end, h, limit, true, None).expect("read");
             let want: Vec<u8> = (0..h.size as usize).map(|j| (i * 31 + j) as u8).collect();
             assert!(got.as_slice() == want, "block {i} align {align:?}");
             i += 1;
@@ -296,7 +300,9 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
         let mut ra = Readahead::with_prefetch(max, true);
         f.log.lock().clear();
         for (i, h) in hs[..=1500].iter().enumerate() {
-            let got = ra.read_block(&dynf, end, *h, limit, true).expect("read");
+            let got = ra
+                .read_block(&dynf, end, *h, limit, true, None)
+                .expect("read");
             assert_eq!(got.as_slice(), vec![i as u8; 4000], "block {i}");
         }
         drop(ra); // the worker exits once its queue is empty
@@ -331,7 +337,9 @@ fn abandoned_prefetches_never_serve_blocks() {
     let mut ra = Readahead::with_prefetch(256 << 10, true);
     for start in [0usize, 1200, 300, 2000, 10, 2500] {
         for (i, h) in hs.iter().enumerate().skip(start).take(400) {
-            let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+            let got = ra
+                .read_block(&dynf, end, *h, u64::MAX, true, None)
+                .expect("read");
             assert_eq!(
                 got.as_slice(),
                 vec![i as u8; 4000],
@@ -364,7 +372,9 @@ fn learned_runs_are_read_in_the_background() {
             f.log.lock().clear();
             f.bg.lock().clear();
             for (i, h) in hs.iter().enumerate().skip(first).take(run_len) {
-                let got = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                let got = ra
+                    .read_block(&dynf, end, *h, u64::MAX, true, None)
+                    .expect("read");
                 assert_eq!(
                     got.as_slice(),
                     vec![i as u8; 4000],
@@ -402,7 +412,7 @@ fn point_seeks_never_prefetch() {
     for i in 0..200usize {
         let b = (i * 37) % hs.len();
         let got = ra
-            .read_block(&dynf, end, hs[b], u64::MAX, true)
+            .read_block(&dynf, end, hs[b], u64::MAX, true, None)
             .expect("read");
         assert_eq!(got.as_slice(), vec![b as u8; 4000]);
     }
@@ -425,7 +435,9 @@ fn blocks_from_a_chunk_outlive_it() {
             let mut kept = Vec::new();
             for round in 0..3 {
                 for (i, h) in hs.iter().enumerate().skip(round * 10) {
-                    let b = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+                    let b = ra
+                        .read_block(&dynf, end, *h, u64::MAX, true, None)
+                        .expect("read");
                     if i % 7 == round {
                         kept.push((i, b));
                     }
@@ -450,7 +462,9 @@ fn replaced_chunk_buffers_are_reused() {
     let mut ra = Readahead::with_prefetch(256 << 10, true);
     let mut prev = None;
     for (i, h) in hs.iter().enumerate() {
-        let b = ra.read_block(&dynf, end, *h, u64::MAX, true).expect("read");
+        let b = ra
+            .read_block(&dynf, end, *h, u64::MAX, true, None)
+            .expect("read");
         assert_eq!(b.as_slice(), vec![i as u8; 4000]);
         prev = Some(b); // the iterator holds its current block
         assert!(ra.retired.len() <= SPARE_KEEP && ra.spare.len() <= SPARE_KEEP);
@@ -485,10 +499,160 @@ fn truncated_file_is_a_short_read_corruption() {
     let mut ra = Readahead::new(1 << 20);
     let mut res = Ok(BlockBytes::from(Vec::new()));
     for h in &hs {
-        res = ra.read_block(&dynf, end, *h, u64::MAX, true);
+        res = ra.read_block(&dynf, end, *h, u64::MAX, true, None);
         if res.is_err() {
             break;
         }
     }
     assert!(res.expect_err("short").is_corruption());
+}
+
+/// Where the contiguous blocks `hs` start, then where the last one ends
+/// (a table's `IndexSearch::bounds`).
+fn bounds_of(hs: &[BlockHandle]) -> Arc<[u64]> {
+    let mut b: Vec<u64> = hs.iter().map(|h| h.offset).collect();
+    b.push(hs.last().and_then(|h| h.end()).unwrap_or(0));
+    b.into()
+}
+
+/// With the table's block bounds, the background readers verify the
+/// blocks of their chunks, which are then served without a second check;
+/// a block damaged on disk is still `Corruption` when it is reached.
+#[test]
+fn background_readers_verify_their_chunks() {
+    let (f, hs) = file(2000, 4000, None);
+    let bounds = bounds_of(&hs);
+    let end = f.data.len() as u64;
+    let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
+    let mut ra = Readahead::with_prefetch(256 << 10, true);
+    for (i, h) in hs.iter().enumerate() {
+        let got = ra
+            .read_block(&dynf, end, *h, u64::MAX, true, Some(&bounds))
+            .expect("read");
+        assert_eq!(got.as_slice(), vec![i as u8; 4000], "block {i}");
+    }
+    assert!(
+        ra.vouched_blocks() > 1500,
+        "{} of 2000 blocks vouched for",
+        ra.vouched_blocks()
+    );
+    // Without bounds, or without verification, nothing is vouched for.
+    for (verify, bounds) in [(true, None), (false, Some(&bounds))] {
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        for h in &hs {
+            ra.read_block(&dynf, end, *h, u64::MAX, verify, bounds)
+                .expect("read");
+        }
+        assert_eq!(ra.vouched_blocks(), 0);
+    }
+    // Damage deep in the background chunks (contents, then the stored
+    // checksum) is found when the block is reached.
+    for at in [hs[1700].offset + 100, hs[1700].end().expect("end") - 2] {
+        let mut data = f.data.clone();
+        data[at as usize] ^= 1;
+        let bad: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(data, None, "bad.sst"));
+        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        for (i, h) in hs.iter().enumerate() {
+            let got = ra.read_block(&bad, end, *h, u64::MAX, true, Some(&bounds));
+            if i == 1700 {
+                let e = got.expect_err("block 1700 is damaged");
+                assert!(e.is_corruption(), "{e}");
+                break;
+            }
+            got.expect("intact block");
+        }
+        assert!(ra.vouched_blocks() > 1000);
+    }
+}
+
+/// A file whose background reads (thread `varve-readahead`) see `good`
+/// and whose other reads see `bad`.
+#[derive(Debug)]
+struct SplitView {
+    good: Vec<u8>,
+    bad: Mutex<Vec<u8>>,
+    path: PathBuf,
+}
+
+impl RandomAccessFile for SplitView {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        if std::thread::current().name() == Some("varve-readahead") {
+            Ok(read_from(&self.good, buf, offset))
+        } else {
+            Ok(read_from(&self.bad.lock(), buf, offset))
+        }
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// What a background reader vouched for belongs to the buffer it read:
+/// when the same buffer is read into again here, the blocks it now holds
+/// are verified like any others. The file gives the background readers
+/// intact bytes and this thread a damaged block `x` that the current
+/// background chunk holds (verified); jumping back and reading forward
+/// re-reads `x` here, and that read must report the damage.
+#[test]
+fn vouching_never_outlives_its_buffer() {
+    let (f, hs) = file(2000, 4000, None);
+    let bounds = bounds_of(&hs);
+    let end = f.data.len() as u64;
+    let split = Arc::new(SplitView {
+        good: f.data.clone(),
+        bad: Mutex::new(f.data.clone()),
+        path: PathBuf::from("split.sst"),
+    });
+    let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&split) as Arc<dyn RandomAccessFile>;
+    let mut ra = Readahead::with_prefetch(256 << 10, true);
+    for h in &hs[..1000] {
+        ra.read_block(&dynf, end, *h, u64::MAX, true, Some(&bounds))
+            .expect("read");
+    }
+    assert!(
+        !ra.buf_verified.is_empty(),
+        "the current chunk came from a reader"
+    );
+    // `x`: the first block the current (verified) chunk holds whole.
+    let x = hs
+        .iter()
+        .position(|h| h.offset >= ra.buf_start)
+        .expect("a block in the chunk");
+    assert!(
+        ra.buf_verified
+            .contains(hs[x].offset, hs[x].end().expect("end"))
+    );
+    split.bad.lock()[hs[x].offset as usize + 7] ^= 0x10;
+    // Back to `x - 2` (before the chunk), then forward: the chunk read
+    // here covers `x`.
+    let mut result = Ok(());
+    for h in &hs[x - 2..=x] {
+        if let Err(e) = ra.read_block(&dynf, end, *h, u64::MAX, true, Some(&bounds)) {
+            result = Err(e);
+            break;
+        }
+    }
+    let e = result.expect_err("the damaged block was served unverified");
+    assert!(e.is_corruption(), "{e}");
+    assert!(e.to_string().contains(&hs[x].offset.to_string()), "{e}");
+}
+
+/// `recv_polling` returns what is sent while it polls, what is sent after
+/// it has gone to sleep, and an error once the sender is gone.
+#[test]
+fn polling_receive_gets_early_and_late_replies() {
+    for delay in [
+        std::time::Duration::ZERO,
+        std::time::Duration::from_micros(200),
+        POLL_BEFORE_BLOCKING * 3,
+    ] {
+        let (tx, rx) = mpsc::channel::<u32>();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            tx.send(7).expect("send");
+        });
+        assert_eq!(recv_polling(&rx).ok(), Some(7), "delay {delay:?}");
+        sender.join().expect("sender");
+        assert!(recv_polling(&rx).is_err(), "sender gone");
+    }
 }
