@@ -18,8 +18,7 @@
 //!
 //! [`IndexSearch::bounds`]: super::index_search::IndexSearch::bounds
 
-use super::format::{BLOCK_TRAILER_LEN, block_checksum};
-use crate::util::coding::decode_fixed32;
+use super::format::stored_checksums;
 
 /// Blocks of a chunk whose checksums matched: `(offset, end)` in the file,
 /// trailer included, in file order.
@@ -76,22 +75,11 @@ pub fn check_chunk(bounds: &[u64], chunk: &[u8], start: u64) -> Verified {
         let Some(stored) = chunk.get(s..e) else {
             break;
         };
-        if stored_block_intact(stored) {
+        if stored_checksums(stored).is_some_and(|(want, got)| want == got) {
             ok.push((offset, end));
         }
     }
     Verified(ok)
-}
-
-/// True if `stored` (contents, type byte, masked CRC32C) carries a
-/// matching checksum.
-fn stored_block_intact(stored: &[u8]) -> bool {
-    let Some(size) = stored.len().checked_sub(BLOCK_TRAILER_LEN) else {
-        return false;
-    };
-    let type_byte = stored[size];
-    decode_fixed32(&stored[size + 1..])
-        .is_some_and(|crc| crc == block_checksum(&stored[..size], type_byte))
 }
 
 #[cfg(test)]

@@ -184,6 +184,15 @@ pub fn check_handle(handle: BlockHandle, start: u64, limit: u64, path: &Path) ->
     }
 }
 
+/// The masked checksum stored in the trailer of `buf` (contents, type
+/// byte, CRC) and the one computed over its contents and type byte;
+/// `None` if `buf` is shorter than a trailer.
+pub(crate) fn stored_checksums(buf: &[u8]) -> Option<(u32, u32)> {
+    let size = buf.len().checked_sub(BLOCK_TRAILER_LEN)?;
+    let stored = decode_fixed32(&buf[size + 1..])?;
+    Some((stored, block_checksum(&buf[..size], buf[size])))
+}
+
 /// Checks the stored block `buf` (contents followed by the 5-byte
 /// trailer, read at `offset`): the checksum (when `verify`) and the type
 /// byte. Returns the contents' length and compression.
@@ -199,16 +208,15 @@ fn check_stored(
         .checked_sub(BLOCK_TRAILER_LEN)
         .ok_or_else(|| corrupt("block shorter than its trailer".into()))?;
     let type_byte = buf[size];
-    if verify {
-        let stored = decode_fixed32(&buf[size + 1..]).unwrap_or(0);
-        let actual = block_checksum(&buf[..size], type_byte);
-        if stored != actual {
-            return Err(corrupt(format!(
-                "block checksum mismatch: stored {:#010x}, computed {:#010x}",
-                unmask(stored),
-                unmask(actual)
-            )));
-        }
+    if verify
+        && let Some((stored, actual)) = stored_checksums(buf)
+        && stored != actual
+    {
+        return Err(corrupt(format!(
+            "block checksum mismatch: stored {:#010x}, computed {:#010x}",
+            unmask(stored),
+            unmask(actual)
+        )));
     }
     match Compression::from_type_byte(type_byte) {
         Some(c) => Ok((size, c)),

@@ -66,12 +66,30 @@ fn file(n: usize, size: usize, align: Option<usize>) -> (Arc<MemFile>, Vec<Block
     (Arc::new(f), handles)
 }
 
+/// Reads block `i` of `hs` (blocks of a [`file`], whose contents are `i`
+/// repeated) through `ra`, verifying, and checks its contents.
+fn read_checked(
+    ra: &mut Readahead,
+    f: &Arc<dyn RandomAccessFile>,
+    hs: &[BlockHandle],
+    i: usize,
+    limit: u64,
+    bounds: Option<&Arc<[u64]>>,
+) -> Result<BlockBytes> {
+    let end = hs.last().and_then(|h| h.end()).unwrap_or(0);
+    let got = ra.read_block(f, end, hs[i], limit, true, bounds)?;
+    assert_eq!(
+        got.as_slice(),
+        vec![i as u8; hs[i].size as usize],
+        "block {i}"
+    );
+    Ok(got)
+}
+
 fn read_all(ra: &mut Readahead, f: &Arc<MemFile>, hs: &[BlockHandle], limit: u64) -> Result<()> {
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(f) as Arc<dyn RandomAccessFile>;
-    let end = f.data.len() as u64;
-    for (i, h) in hs.iter().enumerate() {
-        let got = ra.read_block(&dynf, end, *h, limit, true, None)?;
-        assert_eq!(got.as_slice(), vec![i as u8; h.size as usize], "block {i}");
+    for i in 0..hs.len() {
+        read_checked(ra, &dynf, hs, i, limit, None)?;
     }
     Ok(())
 }
@@ -287,7 +305,6 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
     for align in [None, Some(4096)] {
         let (f, hs) = file(2000, 4000, align);
         let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-        let end = f.data.len() as u64;
         let max = 256 << 10;
         // Short: 60 blocks (240 KiB, read as one block, then 16 KiB
         // doubling to 128 KiB).
@@ -299,11 +316,8 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
         let limit = hs[1500].end().expect("end");
         let mut ra = Readahead::with_prefetch(max, true);
         f.log.lock().clear();
-        for (i, h) in hs[..=1500].iter().enumerate() {
-            let got = ra
-                .read_block(&dynf, end, *h, limit, true, None)
-                .expect("read");
-            assert_eq!(got.as_slice(), vec![i as u8; 4000], "block {i}");
+        for i in 0..=1500 {
+            read_checked(&mut ra, &dynf, &hs, i, limit, None).expect("read");
         }
         drop(ra); // the worker exits once its queue is empty
         let bg = f.bg.lock().clone();
@@ -333,18 +347,10 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
 fn abandoned_prefetches_never_serve_blocks() {
     let (f, hs) = file(3000, 4000, Some(4096));
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-    let end = f.data.len() as u64;
     let mut ra = Readahead::with_prefetch(256 << 10, true);
     for start in [0usize, 1200, 300, 2000, 10, 2500] {
-        for (i, h) in hs.iter().enumerate().skip(start).take(400) {
-            let got = ra
-                .read_block(&dynf, end, *h, u64::MAX, true, None)
-                .expect("read");
-            assert_eq!(
-                got.as_slice(),
-                vec![i as u8; 4000],
-                "block {i} after a jump to {start}"
-            );
+        for i in start..start + 400 {
+            read_checked(&mut ra, &dynf, &hs, i, u64::MAX, None).expect("read");
         }
     }
     assert!(ra.worker.is_some());
@@ -360,7 +366,6 @@ fn learned_runs_are_read_in_the_background() {
     for align in [None, Some(4096)] {
         let (f, hs) = file(3000, 4000, align);
         let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-        let end = f.data.len() as u64;
         let mut ra = Readahead::with_prefetch(2 << 20, true);
         let run_len = 60;
         let mut x = 7u64;
@@ -371,15 +376,8 @@ fn learned_runs_are_read_in_the_background() {
             let first = (x >> 33) as usize % (hs.len() - run_len);
             f.log.lock().clear();
             f.bg.lock().clear();
-            for (i, h) in hs.iter().enumerate().skip(first).take(run_len) {
-                let got = ra
-                    .read_block(&dynf, end, *h, u64::MAX, true, None)
-                    .expect("read");
-                assert_eq!(
-                    got.as_slice(),
-                    vec![i as u8; 4000],
-                    "block {i} in run {run}"
-                );
+            for i in first..first + run_len {
+                read_checked(&mut ra, &dynf, &hs, i, u64::MAX, None).expect("read");
             }
             if run <= super::super::run_history::RUNS {
                 continue;
@@ -458,14 +456,10 @@ fn blocks_from_a_chunk_outlive_it() {
 fn replaced_chunk_buffers_are_reused() {
     let (f, hs) = file(3000, 4000, Some(4096));
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-    let end = f.data.len() as u64;
     let mut ra = Readahead::with_prefetch(256 << 10, true);
     let mut prev = None;
-    for (i, h) in hs.iter().enumerate() {
-        let b = ra
-            .read_block(&dynf, end, *h, u64::MAX, true, None)
-            .expect("read");
-        assert_eq!(b.as_slice(), vec![i as u8; 4000]);
+    for i in 0..hs.len() {
+        let b = read_checked(&mut ra, &dynf, &hs, i, u64::MAX, None).expect("read");
         prev = Some(b); // the iterator holds its current block
         assert!(ra.retired.len() <= SPARE_KEEP && ra.spare.len() <= SPARE_KEEP);
         let spare_bytes: usize = ra.spare.iter().map(|b| b.capacity()).sum();
@@ -525,11 +519,8 @@ fn background_readers_verify_their_chunks() {
     let end = f.data.len() as u64;
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
     let mut ra = Readahead::with_prefetch(256 << 10, true);
-    for (i, h) in hs.iter().enumerate() {
-        let got = ra
-            .read_block(&dynf, end, *h, u64::MAX, true, Some(&bounds))
-            .expect("read");
-        assert_eq!(got.as_slice(), vec![i as u8; 4000], "block {i}");
+    for i in 0..hs.len() {
+        read_checked(&mut ra, &dynf, &hs, i, u64::MAX, Some(&bounds)).expect("read");
     }
     assert!(
         ra.vouched_blocks() > 1500,
