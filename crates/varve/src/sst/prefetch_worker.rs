@@ -1,32 +1,33 @@
-//! [`Worker`]: the helper threads that read read-ahead chunks in the
-//! background for one [`Readahead`](super::Readahead) state.
+//! [`Worker`]: one read-ahead state's handle on the process-wide pool of
+//! threads that read read-ahead chunks in the background.
 //!
-//! Jobs (a file, an offset and a buffer moved to a thread) arrive on one
-//! channel; finished jobs go back on another, in the order they complete
-//! (the consumer puts them back in job order). [`PREFETCH_DEPTH`] threads
-//! share the job queue: one at a time waits on it and takes every job
-//! queued when it wakes up and, when there are several and io_uring is
-//! usable, reads them concurrently on fibers of its own thread
-//! (`fiber::run_tasks`, the machinery of `multi_get`), so the pieces of a
-//! predicted run are in the disk's queue together; meanwhile the next job
-//! goes to another thread, so a steady scan has two chunks at the disk.
-//! Jobs whose id is below the shared "cancel below" mark when they would
-//! start are skipped (answered with 0 bytes). A job that carries its
-//! table's block bounds has the checksums of the blocks it holds whole
-//! verified here, after the read (`chunk_check`): on a second core, while
-//! the consumer decodes the chunk before it.
+//! Jobs (a file, an offset and a buffer moved to a thread) go on the
+//! pool's one queue, each with the sender of its state's answer channel;
+//! finished jobs come back on that channel in the order they complete (the
+//! consumer puts them back in job order). The pool has [`pool_threads`]
+//! threads, started on first use and kept for the life of the process, so
+//! the number of threads stays bounded however many iterators are open
+//! (each level of each iterator used to start two of its own). One thread
+//! at a time waits on the queue and takes every job queued when it wakes
+//! up and, when there are several and io_uring is usable, reads them
+//! concurrently on fibers of its own thread (`fiber::run_tasks`, the
+//! machinery of `multi_get`); meanwhile the next job goes to another
+//! thread, so a steady scan has two chunks at the disk. Jobs whose id is
+//! below their state's "cancel below" mark when they would start are
+//! skipped (answered with 0 bytes). A job that carries its table's block
+//! bounds has the checksums of the blocks it holds whole verified here,
+//! after the read (`chunk_check`): on another core, while the consumer
+//! decodes the chunk before it.
 //!
-//! Thread-safety: nothing is shared with the consumer but the channels
-//! and one atomic (the threads share the job queue's lock); buffers move
-//! with their job (no `unsafe`). The threads end when the owner drops its
-//! sender (after finishing the jobs they hold). Invariant: every job sent
-//! gets exactly one `Done` back, unless the consumer has gone.
-//!
-//! [`PREFETCH_DEPTH`]: super::readahead::PREFETCH_DEPTH
+//! Thread-safety: nothing is shared with a consumer but the channels and
+//! its state's atomic (the threads share the queue's lock); buffers move
+//! with their job (no `unsafe`). Invariant: every job sent gets exactly
+//! one `Done` back, unless the consumer has gone (its answer is then
+//! dropped, and the thread goes on).
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
 use super::chunk_check::{Verified, check_chunk};
 use crate::Result;
@@ -58,10 +59,12 @@ pub struct Done {
     pub verified: Verified,
 }
 
-/// A thread that reads chunks ahead of the consumer (see the module docs).
+/// One read-ahead state's handle on the reader pool (see the module docs).
 #[derive(Debug)]
 pub struct Worker {
-    pub jobs: mpsc::Sender<Job>,
+    queue: &'static mpsc::Sender<Envelope>,
+    /// Cloned into every job sent, so answers come back on `done`.
+    reply: mpsc::Sender<Done>,
     pub done: mpsc::Receiver<Done>,
     /// Jobs with a smaller id were abandoned: the worker skips them if it
     /// has not started them yet (and replies with 0 bytes).
@@ -89,17 +92,60 @@ fn run(mut job: Job, cancel: &AtomicU64) -> Done {
     }
 }
 
-/// One reader thread: takes the queued jobs (up to [`BATCH_MAX`]) and reads
-/// them, several at once on fibers when io_uring is usable; ends when the
-/// sender is gone or the consumer stops listening.
-fn reader_loop(
-    job_rx: &Mutex<mpsc::Receiver<Job>>,
-    done_tx: &mpsc::Sender<Done>,
-    cancel: &AtomicU64,
-) {
+/// A job on the pool's queue, with where its answer goes and the cancel
+/// mark of the state that sent it.
+struct Envelope {
+    job: Job,
+    reply: mpsc::Sender<Done>,
+    cancel: Arc<AtomicU64>,
+}
+
+impl Envelope {
+    /// Reads the job and answers it (a consumer that has gone is ignored).
+    fn answer(self) {
+        let _ = self.reply.send(run(self.job, &self.cancel));
+    }
+}
+
+/// Reader threads of the process: four per core, at least 8 and at most
+/// 64. A state has at most 16 chunks queued (the pieces of a learned run)
+/// and usually two, so a few scans at once keep their chunks at the disk
+/// together, while the thread count stays bounded however many iterators
+/// are open.
+pub fn pool_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (4 * cores).clamp(8, 64)
+}
+
+/// The queue of the process-wide reader pool, started on first use;
+/// `None` if the OS refused every thread (read-ahead then stays in the
+/// consumer's thread).
+fn pool() -> Option<&'static mpsc::Sender<Envelope>> {
+    static POOL: OnceLock<Option<mpsc::Sender<Envelope>>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Envelope>();
+        let rx = Arc::new(Mutex::new(rx));
+        let mut started = 0;
+        for _ in 0..pool_threads() {
+            let rx = Arc::clone(&rx);
+            let spawned = std::thread::Builder::new()
+                .name("varve-readahead".into())
+                .spawn(move || reader_loop(&rx));
+            started += usize::from(spawned.is_ok());
+        }
+        (started > 0).then_some(tx)
+    })
+    .as_ref()
+}
+
+/// One reader thread: takes the queued jobs (up to [`BATCH_MAX`], of any
+/// states) and reads them, several at once on fibers when io_uring is
+/// usable. Runs for the life of the process (the queue's sender is a
+/// static).
+fn reader_loop(queue: &Mutex<mpsc::Receiver<Envelope>>) {
     loop {
         let batch = {
-            let Ok(rx) = job_rx.lock() else {
+            let Ok(rx) = queue.lock() else {
                 return;
             };
             let Ok(first) = rx.recv() else {
@@ -107,32 +153,27 @@ fn reader_loop(
             };
             let mut batch = vec![first];
             while batch.len() < BATCH_MAX
-                && let Ok(job) = rx.try_recv()
+                && let Ok(more) = rx.try_recv()
             {
-                batch.push(job);
+                batch.push(more);
             }
             batch
         };
         if batch.len() == 1 {
-            for job in batch {
-                if done_tx.send(run(job, cancel)).is_err() {
-                    return;
-                }
-            }
+            batch.into_iter().for_each(Envelope::answer);
             continue;
         }
         let n = batch.len();
-        let cells: Vec<RefCell<Option<Job>>> =
-            batch.into_iter().map(|j| RefCell::new(Some(j))).collect();
+        let cells: Vec<RefCell<Option<Envelope>>> =
+            batch.into_iter().map(|e| RefCell::new(Some(e))).collect();
         let task = |i: usize| {
-            // Task `i` alone takes job `i`: the borrow never fails.
-            let job = cells
+            // Task `i` alone takes envelope `i`: the borrow never fails.
+            let envelope = cells
                 .get(i)
                 .and_then(|c| c.try_borrow_mut().ok())
                 .and_then(|mut c| c.take());
-            if let Some(job) = job {
-                // A gone consumer is noticed at the next recv.
-                let _ = done_tx.send(run(job, cancel));
+            if let Some(envelope) = envelope {
+                envelope.answer();
             }
         };
         crate::fiber::run_tasks(n, n, &task);
@@ -140,37 +181,33 @@ fn reader_loop(
 }
 
 impl Worker {
-    /// Starts `threads` (at least one) reader threads; `None` if the OS
-    /// refuses every one. One at a time waits on the queue and takes the
-    /// jobs queued when it wakes, so while one thread
-    /// waits for a chunk the next job already goes to the disk on another:
-    /// with one thread a steady scan, which queues one chunk whenever it
-    /// finishes one, had a single 2 MiB read at the disk at a time (fio on
-    /// the test machine: 1,362 MiB/s at depth 1, 1,618 at depth 2).
-    pub fn spawn(threads: usize) -> Option<Worker> {
-        let (jobs, job_rx) = mpsc::channel::<Job>();
-        let job_rx = Arc::new(Mutex::new(job_rx));
-        let (done_tx, done) = mpsc::channel::<Done>();
-        let cancel_below = Arc::new(AtomicU64::new(0));
-        let mut started = 0;
-        for _ in 0..threads.max(1) {
-            let cancel = Arc::clone(&cancel_below);
-            let (job_rx, done_tx) = (Arc::clone(&job_rx), done_tx.clone());
-            let spawned = std::thread::Builder::new()
-                .name("varve-readahead".into())
-                .spawn(move || reader_loop(&job_rx, &done_tx, &cancel));
-            if spawned.is_ok() {
-                started += 1;
-            }
-        }
-        if started == 0 {
-            return None;
-        }
+    /// A handle on the process-wide reader pool for one read-ahead state;
+    /// `None` if the pool has no thread. Several threads take the queue
+    /// in turn, so while one waits for a chunk the state's next chunk
+    /// already goes to the disk on another: with one thread a steady scan,
+    /// which queues one chunk whenever it finishes one, had a single 2 MiB
+    /// read at the disk at a time (fio on the test machine: 1,362 MiB/s at
+    /// depth 1, 1,618 at depth 2).
+    pub fn new() -> Option<Worker> {
+        let queue = pool()?;
+        let (reply, done) = mpsc::channel::<Done>();
         Some(Worker {
-            jobs,
+            queue,
+            reply,
             done,
-            cancel_below,
+            cancel_below: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// Queues `job`; its answer arrives on `done`. False if the pool is
+    /// gone (its threads all ended).
+    pub fn send(&self, job: Job) -> bool {
+        let envelope = Envelope {
+            job,
+            reply: self.reply.clone(),
+            cancel: Arc::clone(&self.cancel_below),
+        };
+        self.queue.send(envelope).is_ok()
     }
 }
 
@@ -213,7 +250,7 @@ mod tests {
             slow_at: 0,
             path: PathBuf::from("slow"),
         });
-        let w = Worker::spawn(2).expect("threads");
+        let w = Worker::new().expect("threads");
         let job = |id: u64, start: u64| Job {
             id,
             file: Arc::clone(&file),
@@ -221,10 +258,10 @@ mod tests {
             buf: AlignedBuf::new(4096),
             bounds: None,
         };
-        w.jobs.send(job(0, 0)).expect("send 0");
+        assert!(w.send(job(0, 0)), "send 0");
         // Let a thread take job 0 alone and block in its read.
         std::thread::sleep(Duration::from_millis(50));
-        w.jobs.send(job(1, 4096)).expect("send 1");
+        assert!(w.send(job(1, 4096)), "send 1");
         let first = w.done.recv().expect("first reply");
         let second = w.done.recv().expect("second reply");
         assert_eq!((first.id, second.id), (1, 0), "job 1 waited for job 0");
@@ -243,18 +280,16 @@ mod tests {
             slow_at: u64::MAX,
             path: PathBuf::from("f"),
         });
-        let w = Worker::spawn(2).expect("threads");
+        let w = Worker::new().expect("threads");
         w.cancel_below.store(5, Ordering::Release);
         for id in [3u64, 5] {
-            w.jobs
-                .send(Job {
-                    id,
-                    file: Arc::clone(&file),
-                    start: 0,
-                    buf: AlignedBuf::new(4096),
-                    bounds: None,
-                })
-                .expect("send");
+            assert!(w.send(Job {
+                id,
+                file: Arc::clone(&file),
+                start: 0,
+                buf: AlignedBuf::new(4096),
+                bounds: None,
+            }));
         }
         let mut got: Vec<(u64, usize)> = (0..2)
             .map(|_| {
@@ -264,5 +299,47 @@ mod tests {
             .collect();
         got.sort_unstable();
         assert_eq!(got, vec![(3, 0), (5, 4096)]);
+    }
+
+    /// Many states (iterators) share the pool: each gets its own answers,
+    /// and the process never has more than `pool_threads()` readers.
+    #[test]
+    fn states_share_a_bounded_pool() {
+        let data: Vec<u8> = (0..64 * 4096u32).map(|i| (i / 4096) as u8).collect();
+        let file: Arc<dyn RandomAccessFile> = Arc::new(SlowAt {
+            data,
+            slow_at: u64::MAX,
+            path: PathBuf::from("shared"),
+        });
+        let workers: Vec<Worker> = (0..64).map(|_| Worker::new().expect("pool")).collect();
+        for (i, w) in workers.iter().enumerate() {
+            for id in 0..2u64 {
+                assert!(w.send(Job {
+                    id,
+                    file: Arc::clone(&file),
+                    start: i as u64 * 4096,
+                    buf: AlignedBuf::new(4096),
+                    bounds: None,
+                }));
+            }
+        }
+        for (i, w) in workers.iter().enumerate() {
+            for _ in 0..2 {
+                let d = w.done.recv().expect("answer");
+                assert_eq!(d.got.as_ref().ok(), Some(&4096));
+                assert!(d.buf.as_slice().iter().all(|&b| b == i as u8), "state {i}");
+            }
+            assert!(w.done.try_recv().is_err(), "state {i} got a third answer");
+        }
+        let readers = std::fs::read_dir("/proc/self/task")
+            .expect("tasks")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|comm| comm.trim() == "varve-readahead")
+            .count();
+        assert!(
+            (1..=pool_threads()).contains(&readers),
+            "{readers} reader threads, pool of {}",
+            pool_threads()
+        );
     }
 }

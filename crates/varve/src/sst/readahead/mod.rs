@@ -19,8 +19,8 @@
 //!
 //! Background prefetch (when enabled): once a synchronous sequential chunk
 //! of the full maximum size has been read — the iterator has proven
-//! sequential, having read about twice the maximum in order — a helper
-//! thread reads the following chunks, up to [`PREFETCH_DEPTH`] in flight
+//! sequential, having read about twice the maximum in order — the
+//! process-wide reader pool (`prefetch_worker`) reads the following chunks, up to [`PREFETCH_DEPTH`] in flight
 //! back to back, while the consumer decodes the current one. Any
 //! non-sequential access abandons them; the worker skips abandoned chunks
 //! it has not started yet. Short scans and point seeks never get there, so
@@ -50,10 +50,11 @@
 //!
 //! Thread-safety: a `Readahead` belongs to one iterator (`Send`, not shared
 //! between scans); table iterators of one level share it through an
-//! `Arc<Mutex<_>>` that is never contended. With prefetch on, a helper
-//! thread owned by the state reads chunks into buffers that are moved to it
-//! and back through channels (nothing shared but an atomic job id below
-//! which jobs are skipped); it exits when the state is dropped. Invariants:
+//! `Arc<Mutex<_>>` that is never contended. With prefetch on, the threads
+//! of the reader pool read chunks into buffers that are moved to them and
+//! back through channels (nothing shared but the state's atomic job id
+//! below which jobs are skipped); answers that arrive after the state is
+//! dropped are dropped with their buffers. Invariants:
 //! `buf_valid` bytes of `buf` hold the file `file` from `buf_start` on;
 //! `pending` chunks are contiguous and start where the buffer ends.
 
@@ -259,10 +260,13 @@ fn same_file(a: &Arc<dyn RandomAccessFile>, b: &Arc<dyn RandomAccessFile>) -> bo
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
-/// Hands the state's buffers that no block refers to to this thread's
-/// pool, for the next read-ahead state.
+/// Cancels the state's chunks the reader pool has not started, and hands
+/// the state's buffers that no block refers to to this thread's pool, for
+/// the next read-ahead state.
 impl Drop for Readahead {
     fn drop(&mut self) {
+        // The pool skips this state's jobs that it has not started.
+        self.abandon();
         let bufs = std::mem::take(&mut self.spare);
         let retired = std::mem::take(&mut self.retired);
         let current = std::mem::replace(&mut self.buf, Arc::new(AlignedBuf::new(0)));
@@ -285,7 +289,7 @@ impl Readahead {
     }
 
     /// Like [`new`](Self::new); with `prefetch`, once the chunks have grown
-    /// to `max` (at least `PREFETCH_MIN` (256 KiB)), a helper thread reads the next
+    /// to `max` (at least `PREFETCH_MIN` (256 KiB)), the reader pool reads the next
     /// chunk while the current one is consumed.
     pub fn with_prefetch(max: usize, prefetch: bool) -> Readahead {
         Readahead {
@@ -538,7 +542,7 @@ impl Readahead {
                 return;
             };
             if self.worker.is_none() {
-                self.worker = Worker::spawn(PREFETCH_DEPTH);
+                self.worker = Worker::new();
                 if self.worker.is_none() {
                     return;
                 }
@@ -557,7 +561,7 @@ impl Readahead {
                 buf,
                 bounds: self.bounds.clone(),
             };
-            if worker.jobs.send(job).is_err() {
+            if !worker.send(job) {
                 self.worker = None;
                 self.abandon();
                 return;
