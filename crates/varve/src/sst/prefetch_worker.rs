@@ -15,11 +15,15 @@
 //! thread, so a steady scan has two chunks at the disk. Jobs whose id is
 //! below their state's "cancel below" mark when they would start are
 //! skipped (answered with 0 bytes). A job that carries its table's block
-//! bounds has the checksums of the blocks it holds whole verified here,
-//! after the read (`chunk_check`): on another core, while the consumer
-//! decodes the chunk before it.
+//! bounds has the checksums of the blocks it holds whole verified here
+//! (`chunk_check`), on another core, while the consumer decodes the chunk
+//! before it; a piece of a short scan (`Job::early`) is answered as soon as
+//! it is read and verified block by block while the consumer already
+//! decodes its first blocks (a shared watermark says how far).
 //!
-//! Thread-safety: nothing is shared with a consumer but the channels and
+//! Thread-safety: nothing is shared with a consumer but the channels, the
+//! answered chunk (read-only from then on: an `Arc` both hold while the
+//! thread verifies it), its verification watermark and
 //! its state's atomic (the threads share the queue's lock); buffers move
 //! with their job (no `unsafe`). Invariant: every job sent gets exactly
 //! one `Done` back, unless the consumer has gone (its answer is then
@@ -29,7 +33,7 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 
-use super::chunk_check::{Verified, check_chunk};
+use super::chunk_check::{Progress, Verified};
 use crate::Result;
 use crate::io::{AlignedBuf, RandomAccessFile};
 
@@ -44,18 +48,26 @@ pub struct Job {
     pub buf: AlignedBuf,
     /// Where the file's data blocks start (and the last ends): when given,
     /// the thread verifies the blocks the chunk holds whole
-    /// ([`check_chunk`]), off the consumer's thread.
+    /// ([`Progress::verify`]), off the consumer's thread.
     pub bounds: Option<Arc<[u64]>>,
+    /// Answer as soon as the chunk is read and verify it afterwards, while
+    /// the consumer already serves its first blocks (a piece of a short
+    /// scan, whose consumer is waiting for it). Else verify first: a long
+    /// scan's consumer is busy with the chunk before, and would only catch
+    /// up with the check and wait on it.
+    pub early: bool,
 }
 
 /// A finished [`Job`].
 #[derive(Debug)]
 pub struct Done {
     pub id: u64,
-    pub buf: AlignedBuf,
+    /// The chunk; its reader holds a second reference while it verifies
+    /// the chunk's blocks (the bytes never change once read).
+    pub buf: Arc<AlignedBuf>,
     pub got: Result<usize>,
-    /// The blocks of the chunk whose checksums matched (none without
-    /// `bounds`).
+    /// How far the reader has verified the chunk's blocks (none without
+    /// `bounds`); it keeps rising after the chunk arrived.
     pub verified: Verified,
 }
 
@@ -71,24 +83,51 @@ pub struct Worker {
     pub cancel_below: Arc<AtomicU64>,
 }
 
-fn run(mut job: Job, cancel: &AtomicU64) -> Done {
+/// Reads `job` and, if it carries block bounds, verifies the chunk's
+/// blocks, then answers it; an `early` job is answered first and verified
+/// while the consumer already serves it (the check stops if the consumer
+/// lets go of the chunk).
+fn run(mut job: Job, cancel: &AtomicU64, reply: &mpsc::Sender<Done>) {
     let got = if job.id < cancel.load(Ordering::Acquire) {
         Ok(0)
     } else {
         job.file.read_at(job.buf.as_mut_slice(), job.start)
     };
-    let verified = match (&job.bounds, &got) {
-        (Some(bounds), Ok(n)) => match job.buf.as_slice().get(..*n) {
-            Some(bytes) => check_chunk(bounds, bytes, job.start),
-            None => Verified::none(),
-        },
-        _ => Verified::none(),
+    let progress = match (&job.bounds, &got) {
+        (Some(bounds), Ok(n)) if *n > 0 => {
+            Some((Arc::new(Progress::new(Arc::clone(bounds), job.start)), *n))
+        }
+        _ => None,
     };
-    Done {
+    if !job.early
+        && let Some((progress, n)) = &progress
+    {
+        progress.verify(
+            job.buf.as_slice().get(..*n).unwrap_or(&[]),
+            job.start,
+            || true,
+        );
+    }
+    let buf = Arc::new(job.buf);
+    let verified = progress
+        .as_ref()
+        .map_or_else(Verified::none, |(p, _)| Verified::by(Arc::clone(p)));
+    let answer = Done {
         id: job.id,
-        buf: job.buf,
+        buf: Arc::clone(&buf),
         got,
         verified,
+    };
+    // A consumer that has gone gets no answer, and nothing is verified.
+    if reply.send(answer).is_err() {
+        return;
+    }
+    if job.early
+        && let Some((progress, n)) = progress
+    {
+        let chunk = buf.as_slice().get(..n).unwrap_or(&[]);
+        // Go on while the consumer (or its progress) still holds the chunk.
+        progress.verify(chunk, job.start, || Arc::strong_count(&buf) > 1);
     }
 }
 
@@ -103,7 +142,7 @@ struct Envelope {
 impl Envelope {
     /// Reads the job and answers it (a consumer that has gone is ignored).
     fn answer(self) {
-        let _ = self.reply.send(run(self.job, &self.cancel));
+        run(self.job, &self.cancel, &self.reply);
     }
 }
 
@@ -257,6 +296,7 @@ mod tests {
             start,
             buf: AlignedBuf::new(4096),
             bounds: None,
+            early: false,
         };
         assert!(w.send(job(0, 0)), "send 0");
         // Let a thread take job 0 alone and block in its read.
@@ -289,6 +329,7 @@ mod tests {
                 start: 0,
                 buf: AlignedBuf::new(4096),
                 bounds: None,
+                early: false,
             }));
         }
         let mut got: Vec<(u64, usize)> = (0..2)
@@ -320,6 +361,7 @@ mod tests {
                     start: i as u64 * 4096,
                     buf: AlignedBuf::new(4096),
                     bounds: None,
+                    early: false,
                 }));
             }
         }

@@ -39,9 +39,12 @@
 //! served. A chunk read in the background carries its table's block bounds
 //! (when blocks are verified at all), and its reader verifies the blocks it
 //! holds whole (`chunk_check`); those are served without a second check.
-//! The list of vouched-for blocks belongs to the buffer it came with and is
-//! dropped whenever the buffer is read into again, so a block is never
-//! served on the word of another read.
+//! A piece of a learned run is handed over before its check and checked
+//! while it is served: the reader raises a watermark block by block, and a
+//! block beyond it is waited for briefly, then verified here. The
+//! watermark belongs to the buffer it came with and is dropped whenever
+//! the buffer is read into again, so a block is never served on the word
+//! of another read.
 //!
 //! Blocks served from a chunk borrow it ([`BlockBytes`]): the chunk buffer
 //! is an `Arc`, rewritten only when no block refers to it (else a spare,
@@ -367,7 +370,7 @@ impl Readahead {
     /// Bytes the next run after a seek is predicted to read past its first
     /// block (0: no prediction, or background prefetch is off).
     pub fn predicted_run(&self) -> u64 {
-        if self.prefetch && self.runs.mostly_nonempty() {
+        if self.prefetch {
             self.runs.predicted().min(self.max as u64)
         } else {
             0
@@ -425,6 +428,11 @@ impl Readahead {
                 self.prefetch_next(file, limit.min(data_end));
             }
             return self.decode_buffered(file, h, end, verify);
+        }
+        if same && sequential && self.learned.is_some_and(|l| !l.started) {
+            // The first sequential access of a predicted run whose seek
+            // read only its block: the pieces start here.
+            self.prefetch_next(file, limit.min(data_end));
         }
         if same
             && let Some(block) = self.take_prefetched(file, h, end, limit.min(data_end), verify)?
@@ -485,7 +493,16 @@ impl Readahead {
         verify: bool,
     ) -> Result<BlockBytes> {
         let run_end = end.saturating_add(predicted).min(limit);
-        let first_end = end.saturating_add(LEARNED_FIRST as u64).min(run_end);
+        // Most recent runs went on past their seek: read a little more
+        // with the block. Else (a level whose seeks often land where the
+        // scan reads nothing more of it) just the block: the pieces start
+        // only if the run does.
+        let first = if self.runs.mostly_nonempty() {
+            LEARNED_FIRST as u64
+        } else {
+            0
+        };
+        let first_end = end.saturating_add(first).min(run_end);
         let (start, stop, len, got) = self.read_chunk(file, h.offset, first_end)?;
         if !self.buffered(h.offset, end) {
             return Err(short(file, h.offset, start, got, end));
@@ -560,6 +577,7 @@ impl Readahead {
                 start,
                 buf,
                 bounds: self.bounds.clone(),
+                early: self.learned.is_some(),
             };
             if !worker.send(job) {
                 self.worker = None;
@@ -578,7 +596,7 @@ impl Readahead {
     /// those it has not started.
     fn abandon(&mut self) {
         for d in std::mem::take(&mut self.arrived) {
-            self.keep_spare(d.buf);
+            self.retire(d.buf);
         }
         if self.pending.is_empty() {
             return;
@@ -709,7 +727,7 @@ impl Readahead {
                 Ok(early) if self.pending.iter().any(|p| p.id == early.id) => {
                     self.arrived.push(early)
                 }
-                Ok(stale) => self.keep_spare(stale.buf),
+                Ok(stale) => self.retire(stale.buf),
                 Err(_) => {
                     self.worker = None;
                     self.abandon();
@@ -732,7 +750,7 @@ impl Readahead {
         } else {
             None
         };
-        let old = std::mem::replace(&mut self.buf, Arc::new(done.buf));
+        let old = std::mem::replace(&mut self.buf, done.buf);
         self.retire(old);
         self.buf_start = start;
         self.buf_valid = got;
@@ -773,8 +791,9 @@ impl Readahead {
     ) -> Result<BlockBytes> {
         let s = (h.offset - self.buf_start) as usize;
         let e = (end - self.buf_start) as usize;
-        // The background reader of this very buffer verified the block.
-        let vouched = verify && self.buf_verified.contains(h.offset, end);
+        // The background reader of this very buffer verified the block
+        // (or is about to: it checks the chunk while we serve it).
+        let vouched = verify && self.buf_verified.wait_for(h.offset, end);
         self.vouched += u64::from(vouched);
         let verify = verify && !vouched;
         decode_block_in(&self.buf, s, e - s, h.offset, file.path(), verify)

@@ -600,18 +600,16 @@ fn vouching_never_outlives_its_buffer() {
         ra.read_block(&dynf, end, *h, u64::MAX, true, Some(&bounds))
             .expect("read");
     }
-    assert!(
-        !ra.buf_verified.is_empty(),
-        "the current chunk came from a reader"
-    );
-    // `x`: the first block the current (verified) chunk holds whole.
+    // `x`: the first block the current chunk holds whole, which its
+    // reader verifies (waited for: it checks while we serve).
     let x = hs
         .iter()
         .position(|h| h.offset >= ra.buf_start)
         .expect("a block in the chunk");
     assert!(
         ra.buf_verified
-            .contains(hs[x].offset, hs[x].end().expect("end"))
+            .wait_for(hs[x].offset, hs[x].end().expect("end")),
+        "the current chunk came from a reader that verified it"
     );
     split.bad.lock()[hs[x].offset as usize + 7] ^= 0x10;
     // Back to `x - 2` (before the chunk), then forward: the chunk read
