@@ -99,35 +99,31 @@ fn run(mut job: Job, cancel: &AtomicU64, reply: &mpsc::Sender<Done>) {
         }
         _ => None,
     };
-    if !job.early
-        && let Some((progress, n)) = &progress
-    {
-        progress.verify(
-            job.buf.as_slice().get(..*n).unwrap_or(&[]),
-            job.start,
-            || true,
-        );
-    }
     let buf = Arc::new(job.buf);
-    let verified = progress
-        .as_ref()
-        .map_or_else(Verified::none, |(p, _)| Verified::by(Arc::clone(p)));
+    let check = |go_on: &dyn Fn() -> bool| {
+        if let Some((progress, n)) = &progress {
+            let chunk = buf.as_slice().get(..*n).unwrap_or(&[]);
+            progress.verify(chunk, job.start, go_on);
+        }
+    };
+    if !job.early {
+        check(&|| true);
+    }
     let answer = Done {
         id: job.id,
         buf: Arc::clone(&buf),
         got,
-        verified,
+        verified: progress
+            .as_ref()
+            .map_or_else(Verified::none, |(p, _)| Verified::by(Arc::clone(p))),
     };
     // A consumer that has gone gets no answer, and nothing is verified.
     if reply.send(answer).is_err() {
         return;
     }
-    if job.early
-        && let Some((progress, n)) = progress
-    {
-        let chunk = buf.as_slice().get(..n).unwrap_or(&[]);
-        // Go on while the consumer (or its progress) still holds the chunk.
-        progress.verify(chunk, job.start, || Arc::strong_count(&buf) > 1);
+    if job.early {
+        // Go on while the consumer still holds the chunk.
+        check(&|| Arc::strong_count(&buf) > 1);
     }
 }
 
