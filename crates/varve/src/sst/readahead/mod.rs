@@ -28,9 +28,11 @@
 //!
 //! Learned runs (prefetch on): the state remembers how far its recent runs
 //! after a non-sequential access went ([`RunHistory`]). When they predict
-//! a run, a seek's miss reads its block with up to [`LEARNED_FIRST`] bytes
-//! after it, and at the run's first sequential access the rest of the
-//! prediction goes to the helper thread at once, as pieces of
+//! a run, a seek's miss reads its block with the first half of the
+//! prediction after it ([`learned_first`]), in the same round trip as the
+//! other levels' positioning reads, and at the run's first sequential
+//! access the rest of the prediction goes to the helper thread at once,
+//! while the consumer decodes the first half, as pieces of
 //! [`LEARNED_PIECE_MIN`] doubling to [`LEARNED_PIECE_MAX`] (read
 //! concurrently by the helper). A run longer than predicted continues with
 //! the growing policy.
@@ -150,16 +152,31 @@ struct Learned {
     end: u64,
 }
 
-/// Bytes after the seek's block read with it (synchronously) when a run
-/// is predicted; the rest of the prediction is read in the background.
-pub const LEARNED_FIRST: usize = 32 << 10;
+/// Fewest bytes after the seek's block read with it when a run is
+/// predicted (see [`learned_first`]).
+pub const LEARNED_FIRST_MIN: usize = 32 << 10;
+
+/// Most bytes after the seek's block read with it when a run is predicted.
+pub const LEARNED_FIRST_MAX: usize = 256 << 10;
+
+/// Bytes after the seek's block read with it (synchronously, in the seek's
+/// positioning round trip) for a run predicted to read `predicted` bytes
+/// after it: half the prediction, within [`LEARNED_FIRST_MIN`] and
+/// [`LEARNED_FIRST_MAX`]. The rest goes to the background as soon as the
+/// run goes on, and arrives while the consumer decodes the first half
+/// (measured in `docs/readahead.md`: a quarter of the prediction, 32 KiB,
+/// left the consumer idle for most of the pieces' read; three quarters
+/// left the disk idle while it decoded).
+pub fn learned_first(predicted: u64) -> u64 {
+    (predicted / 2).clamp(LEARNED_FIRST_MIN as u64, LEARNED_FIRST_MAX as u64)
+}
 
 /// First background piece of a predicted run; pieces double up to
 /// [`LEARNED_PIECE_MAX`].
-pub const LEARNED_PIECE_MIN: usize = 32 << 10;
+pub const LEARNED_PIECE_MIN: usize = 64 << 10;
 
 /// Largest background piece of a predicted run.
-pub const LEARNED_PIECE_MAX: usize = 128 << 10;
+pub const LEARNED_PIECE_MAX: usize = 256 << 10;
 
 /// Most pieces of a predicted run in flight at once.
 pub const LEARNED_DEPTH: usize = 16;
@@ -477,7 +494,7 @@ impl Readahead {
 
     /// The first block of a run predicted to read `predicted` more bytes
     /// (a seek on an iterator whose recent runs went about as far): reads
-    /// the block with up to [`LEARNED_FIRST`] bytes after it; at the run's
+    /// the block with up to [`learned_first`] bytes after it; at the run's
     /// first sequential access the rest of the prediction (up to `limit`)
     /// goes to the background worker as pieces of [`LEARNED_PIECE_MIN`]
     /// doubling to [`LEARNED_PIECE_MAX`], all queued at once so the disk
@@ -493,12 +510,12 @@ impl Readahead {
         verify: bool,
     ) -> Result<BlockBytes> {
         let run_end = end.saturating_add(predicted).min(limit);
-        // Most recent runs went on past their seek: read a little more
-        // with the block. Else (a level whose seeks often land where the
+        // Most recent runs went on past their seek: read the first part of
+        // the run with the block. Else (a level whose seeks often land where the
         // scan reads nothing more of it) just the block: the pieces start
         // only if the run does.
         let first = if self.runs.mostly_nonempty() {
-            LEARNED_FIRST as u64
+            learned_first(predicted)
         } else {
             0
         };
