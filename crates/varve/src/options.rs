@@ -39,6 +39,13 @@ pub struct Options {
     /// Most table files kept open at once (their index and filter blocks are
     /// pinned in memory while open). Default 1000.
     pub max_open_files: usize,
+    /// After `Db::open` returns, a background thread opens the live tables
+    /// (newest levels first, at most `max_open_files`), so the first reads
+    /// of each table do not pay for loading its index and filter (RocksDB
+    /// opens every table inside `DB::Open` by default; varve keeps the open
+    /// itself fast). Best effort: errors are left for the read that needs
+    /// the table. Default `true`.
+    pub warm_table_cache: bool,
     /// Target uncompressed size of a data block. Default 4 KiB.
     pub block_size: usize,
     /// Bloom filter bits per key (0: no filter). Default 10 (~1% false
@@ -117,6 +124,7 @@ impl Default for Options {
             paranoid_checks: true,
             cache_size: 64 << 20,
             max_open_files: 1000,
+            warm_table_cache: true,
             block_size: 4 << 10,
             bloom_bits_per_key: 10,
             compression: false,
@@ -151,6 +159,7 @@ impl fmt::Debug for Options {
             .field("paranoid_checks", &self.paranoid_checks)
             .field("cache_size", &self.cache_size)
             .field("max_open_files", &self.max_open_files)
+            .field("warm_table_cache", &self.warm_table_cache)
             .field("block_size", &self.block_size)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("compression", &self.compression)

@@ -1,6 +1,7 @@
 //! Background work: one thread flushes immutable memtables to L0, one runs
 //! compactions. Both install their results through the manifest and then
-//! delete the files their edit retired.
+//! delete the files their edit retired. A third, short-lived thread opens
+//! the live tables once after open (`Options::warm_table_cache`).
 //!
 //! Coordination: `state` (a mutex) with `work` (wakes the threads) and
 //! `progress` (wakes writers stalled on memtables or L0, and `flush()` /
@@ -67,10 +68,17 @@ impl Background {
 /// Starts the flush and compaction threads.
 pub(crate) fn start(db: &Arc<DbInner>) -> Result<()> {
     let mut threads = db.bg.threads.lock();
+    let warm = db
+        .options
+        .warm_table_cache
+        .then_some(("varve-warm", warm_tables as fn(&DbInner)));
     for (name, body) in [
         ("varve-flush", flush_loop as fn(&DbInner)),
         ("varve-compact", compaction_loop),
-    ] {
+    ]
+    .into_iter()
+    .chain(warm)
+    {
         let worker = Arc::clone(db);
         let handle = std::thread::Builder::new()
             .name(name.into())
@@ -97,6 +105,34 @@ pub(crate) fn stop(db: &DbInner) {
 
 fn shutting_down(db: &DbInner) -> bool {
     db.bg.state.lock().shutting_down
+}
+
+/// Tables opened at once while warming the table cache: their index and
+/// filter reads go to the disk together (fibers on io_uring).
+const WARM_BATCH: usize = 8;
+
+/// Opens the tables of the current version, newest levels first, at most
+/// as many as the table cache holds, [`WARM_BATCH`] at a time; stops at
+/// shutdown. The version is held meanwhile, so none of its files is
+/// deleted under it. Errors are ignored: a read that needs the table
+/// opens it again and reports them.
+fn warm_tables(db: &DbInner) {
+    let version = Arc::clone(&db.super_version().version);
+    let files: Vec<_> = (0..crate::version::NUM_LEVELS)
+        .flat_map(|level| version.files(level).iter().cloned())
+        .take(db.options.max_open_files)
+        .collect();
+    for batch in files.chunks(WARM_BATCH) {
+        if shutting_down(db) {
+            return;
+        }
+        let open = |i: usize| {
+            if let Some(file) = batch.get(i) {
+                let _ = db.table_cache.get(file);
+            }
+        };
+        crate::fiber::run_tasks(batch.len(), batch.len(), &open);
+    }
 }
 
 fn flush_loop(db: &DbInner) {
