@@ -175,15 +175,7 @@ fn sst_reads(fs: &FaultInjectingFs) -> Vec<ReadRecord> {
 }
 
 fn full_scan(db: &Db, opts: &ReadOptions) -> u64 {
-    let mut it = db.iter_opt(opts);
-    it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.move_next();
-    }
-    it.status().expect("scan");
-    n
+    common::count_keys(db, opts)
 }
 
 #[test]

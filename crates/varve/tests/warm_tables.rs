@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{fast_tempdir, tiny_lsm_options};
-use varve::{Db, Options};
+use varve::{Db, Options, ReadOptions};
 
 fn key(i: u64) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
@@ -109,15 +109,7 @@ fn close_while_warming_is_prompt_and_clean() {
         assert!(start.elapsed() < Duration::from_secs(5));
     }
     let db = Db::open(dir.path(), tiny_lsm_options()).expect("reopen");
-    let mut it = db.iter();
-    it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.move_next();
-    }
-    it.status().expect("scan");
-    assert_eq!(n, 4000);
+    assert_eq!(common::count_keys(&db, &ReadOptions::default()), 4000);
 }
 
 #[test]

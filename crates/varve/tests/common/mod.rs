@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use varve::Options;
+use varve::{Db, Options, ReadOptions};
 
 /// Tiny memtables, tables and level targets (with sub-compactions): a few
 /// hundred operations build a tree of several levels.
@@ -139,4 +139,18 @@ pub fn fill_rounds(
         db.flush().expect("flush");
     }
     model
+}
+
+/// Keys a full forward scan with `opts` visits (the scan's error fails the
+/// test).
+pub fn count_keys(db: &Db, opts: &ReadOptions) -> u64 {
+    let mut it = db.iter_opt(opts);
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.move_next();
+    }
+    it.status().expect("scan");
+    n
 }
