@@ -90,7 +90,7 @@ impl BlockCache {
     /// it through [`BlockCache::get`] again, which counts the miss once).
     /// Each shard is
     /// locked once for all of its keys, and their lookups run back to back
-    /// ([`LruShard::get_many`]), so a batch's cache misses overlap.
+    /// (`LruShard::get_many`), so a batch's cache misses overlap.
     pub fn get_many(&self, keys: &[(u64, u64)]) -> Vec<Option<Arc<Block>>> {
         let mut order: Vec<(usize, usize)> = keys
             .iter()

@@ -109,30 +109,27 @@ fn shutting_down(db: &DbInner) -> bool {
 
 /// Tables opened at once while warming the table cache: their index and
 /// filter reads go to the disk together (fibers on io_uring).
-const WARM_BATCH: usize = 8;
+const WARM_DEPTH: usize = 8;
 
 /// Opens the tables of the current version, newest levels first, at most
-/// as many as the table cache holds, [`WARM_BATCH`] at a time; stops at
-/// shutdown. The version is held meanwhile, so none of its files is
-/// deleted under it. Errors are ignored: a read that needs the table
-/// opens it again and reports them.
+/// as many as the table cache holds, [`WARM_DEPTH`] at a time; opens no
+/// more once shutdown begins. The version is held meanwhile, so none of
+/// its files is deleted under it. Errors are ignored: a read that needs
+/// the table opens it again and reports them.
 fn warm_tables(db: &DbInner) {
     let version = Arc::clone(&db.super_version().version);
     let files: Vec<_> = (0..crate::version::NUM_LEVELS)
         .flat_map(|level| version.files(level).iter().cloned())
         .take(db.options.max_open_files)
         .collect();
-    for batch in files.chunks(WARM_BATCH) {
-        if shutting_down(db) {
-            return;
+    let open = |i: usize| {
+        if let Some(file) = files.get(i)
+            && !shutting_down(db)
+        {
+            let _ = db.table_cache.get(file);
         }
-        let open = |i: usize| {
-            if let Some(file) = batch.get(i) {
-                let _ = db.table_cache.get(file);
-            }
-        };
-        crate::fiber::run_tasks(batch.len(), batch.len(), &open);
-    }
+    };
+    crate::fiber::run_tasks(files.len(), WARM_DEPTH, &open);
 }
 
 fn flush_loop(db: &DbInner) {

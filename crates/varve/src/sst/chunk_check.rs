@@ -1,5 +1,5 @@
-//! [`Progress`] / [`check_chunk`]: verifies the checksums of the data
-//! blocks a read-ahead chunk holds whole, on the background thread that
+//! [`Progress`] and [`Verified`]: the checksums of the data blocks a
+//! read-ahead chunk holds whole, verified on the background thread that
 //! read it, so the consumer does not have to — and while the consumer is
 //! already serving the chunk's first blocks.
 //!

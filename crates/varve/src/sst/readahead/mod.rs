@@ -31,10 +31,10 @@
 //! a run, a seek's miss reads its block with the first half of the
 //! prediction after it ([`learned_first`]), in the same round trip as the
 //! other levels' positioning reads, and at the run's first sequential
-//! access the rest of the prediction goes to the helper thread at once,
+//! access the rest of the prediction goes to the reader pool at once,
 //! while the consumer decodes the first half, as pieces of
 //! [`LEARNED_PIECE_MIN`] doubling to [`LEARNED_PIECE_MAX`] (read
-//! concurrently by the helper). A run longer than predicted continues with
+//! concurrently by a pool thread). A run longer than predicted continues with
 //! the growing policy.
 //!
 //! Checksums: a block served from a chunk read here is verified when it is
@@ -134,8 +134,8 @@ pub struct Readahead {
     /// Blocks served without a checksum check here because the background
     /// reader of their chunk had verified them.
     vouched: u64,
-    /// A learned run is being read ahead: pieces of this size, none past
-    /// `learned_end`.
+    /// A learned run is being read ahead (its next piece's size, and where
+    /// the pieces stop).
     learned: Option<Learned>,
 }
 
@@ -439,17 +439,15 @@ impl Readahead {
         let end = h.end().unwrap_or(u64::MAX);
         let sequential = self.track_run(file, h);
         let same = self.file.as_ref().is_some_and(|f| same_file(f, file));
+        if same && sequential && self.learned.is_some_and(|l| !l.started) {
+            // The first sequential access of a predicted run: the pieces
+            // after what the seek read start here (a run that stops at
+            // its seek's block reads nothing more).
+            self.prefetch_next(file, limit.min(data_end));
+        }
         if same && self.buffered(h.offset, end) {
             self.set_last(file, data_end, h);
-            if sequential && self.learned.is_some_and(|l| !l.started) {
-                self.prefetch_next(file, limit.min(data_end));
-            }
             return self.decode_buffered(file, h, end, verify);
-        }
-        if same && sequential && self.learned.is_some_and(|l| !l.started) {
-            // The first sequential access of a predicted run whose seek
-            // read only its block: the pieces start here.
-            self.prefetch_next(file, limit.min(data_end));
         }
         if same
             && let Some(block) = self.take_prefetched(file, h, end, limit.min(data_end), verify)?
