@@ -312,16 +312,17 @@ pub struct ReadOptions {
     /// `multi_get`: look the memtable misses up in the tables concurrently,
     /// on fibers whose file reads go through io_uring (one after another
     /// where io_uring is unavailable). In iterators: once read-ahead chunks
-    /// have grown to `readahead_size` (at least 256 KiB), read the next chunk
-    /// on a helper thread (one per L0 file or level being scanned) while the
-    /// current one is consumed (what `adaptive_prefetch`, on by default,
-    /// does too). Default `false`.
+    /// have grown to `readahead_size` (at least 256 KiB), read the next chunks
+    /// of every L0 file or level being scanned on the process-wide reader
+    /// pool while the current one is consumed (what `adaptive_prefetch`, on
+    /// by default, does too). Default `false`.
     pub async_io: bool,
     /// Background prefetch for iterators that have proven sequential: once
     /// an iterator's read-ahead chunks have grown to `readahead_size` (at
     /// least 256 KiB, so after about twice that many bytes read in
-    /// sequence), a helper thread per L0 file or level being scanned reads
-    /// the next chunks (two in flight) while the current one is consumed.
+    /// sequence), the process-wide reader pool reads the next chunks of each
+    /// L0 file or level being scanned (two in flight per file or level)
+    /// while the current one is consumed.
     /// Point lookups and short scans never start it. Default `true`;
     /// `par_scan` / `par_count` ignore it (they already run one reader per
     /// thread) and prefetch only with `async_io`. See `docs/readahead.md`.

@@ -310,7 +310,10 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
         // doubling to 128 KiB).
         let mut ra = Readahead::with_prefetch(max, true);
         read_all(&mut ra, &f, &hs[..60], u64::MAX).expect("short");
-        assert!(ra.worker.is_none(), "no helper thread for a short scan");
+        assert!(
+            ra.worker.is_none(),
+            "no reader-pool handle for a short scan"
+        );
         assert!(f.bg.lock().is_empty());
         // Long and bounded: blocks 0..=1500 of 2000.
         let limit = hs[1500].end().expect("end");
@@ -407,7 +410,7 @@ fn learned_runs_are_read_in_the_background() {
 }
 
 /// A cursor that only does point seeks (or short ones) never starts the
-/// helper thread and reads one block per seek.
+/// reader pool and reads one block per seek.
 #[test]
 fn point_seeks_never_prefetch() {
     let (f, hs) = file(500, 4000, Some(4096));
