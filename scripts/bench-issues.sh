@@ -30,7 +30,9 @@
 #            400k-key database that fits a 2 GiB cache (warmed by readseq)
 #   scan     #7: count (1, 2 scan threads) on a compacted 10M x 100 B database
 #            against RocksDB readseq (hot, second pass); readseq cold and
-#            seekrandom --seek_nexts=100 cold on the 1M x 4 KiB database
+#            seekrandom --seek_nexts=100 cold on the 1M x 4 KiB database,
+#            each round beside fio's sequential rate over that database's
+#            own table files (read-only)
 #   compact  #7: full compaction of a 10M-key fillrandom database,
 #            --subcompactions=1 against 2, on fresh copies
 set -euo pipefail
@@ -57,6 +59,22 @@ run() {
 }
 
 fresh() { rm -rf "$1"; }
+
+# disk_rate LABEL DIR : the disk's sequential rate right now over DIR's own
+# table files (fio, read in order, 1 MiB reads, QD4, O_DIRECT), for the cold
+# scans run beside it: the shared host's disk speed moves between minutes.
+# --readonly and no --size: fio never writes, lays out or truncates them.
+disk_rate() {
+    local label="$1" dir="$2" files
+    if ! command -v fio >/dev/null 2>&1; then
+        echo "$label | fio not installed (the disk section installs it)"
+        return
+    fi
+    files=$(cd "$dir" && ls ./*.sst | sed "s|^\./|$dir/|" | paste -sd:)
+    fio --name=seq --readonly --filename="$files" --file_service_type=sequential --rw=read \
+        --bs=1M --direct=1 --ioengine=io_uring --iodepth=4 --output-format=terse --terse-version=3 \
+        2>/dev/null | awk -F';' -v l="$label" '{printf "%s | fio seqread : %.1f MB/s\n", l, $7 * 1024 / 1e6}'
+}
 
 section_disk() {
     echo "## disk"
@@ -213,6 +231,7 @@ section_scan() {
     local big=(--num=1000000 --key_size=16 --value_size=4096 --use_existing_db=true
         --use_direct_reads=true --cache_size=8388608)
     for rep in $(seq "$REPS"); do
+        disk_rate "disk m-varve files rep$rep" "$DB_DIR/m-varve"
         run "readseq-cold varve rep$rep" varve --benchmarks=readseq "${big[@]}" --db="$DB_DIR/m-varve"
         run "readseq-cold varve async rep$rep" varve --benchmarks=readseq "${big[@]}" --db="$DB_DIR/m-varve" \
             --async_io=true
