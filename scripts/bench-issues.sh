@@ -70,7 +70,11 @@ disk_rate() {
         echo "$label | fio not installed (the disk section installs it)"
         return
     fi
-    files=$(cd "$dir" && ls ./*.sst | sed "s|^\./|$dir/|" | paste -sd:)
+    files=$(cd "$dir" && find . -maxdepth 1 -name '*.sst' | sort | sed "s|^\./|$dir/|" | paste -sd:)
+    if [ -z "$files" ]; then
+        echo "$label | no table files in $dir"
+        return
+    fi
     fio --name=seq --readonly --filename="$files" --file_service_type=sequential --rw=read \
         --bs=1M --direct=1 --ioengine=io_uring --iodepth=4 --output-format=terse --terse-version=3 \
         2>/dev/null | awk -F';' -v l="$label" '{printf "%s | fio seqread : %.1f MB/s\n", l, $7 * 1024 / 1e6}'
@@ -155,6 +159,18 @@ section_wal() {
     fresh "$DB_DIR/s-varve"
 }
 
+# fill_cold_dbs: the 1M x 4 KiB databases of the cold reads (m-varve,
+# m-rocksdb; db_bench's default, no bloom filters), when not there yet.
+fill_cold_dbs() {
+    local e
+    for e in varve rocksdb; do
+        if [ ! -f "$DB_DIR/m-$e/CURRENT" ]; then
+            run "fill 1M x 4KiB $e" "$e" --benchmarks=filluniquerandom,waitforcompaction \
+                --num=1000000 --key_size=16 --value_size=4096 --db="$DB_DIR/m-$e" --seed=1
+        fi
+    done
+}
+
 section_mget() {
     echo "## mget (#6)"
     local big=(--num=1000000 --key_size=16 --value_size=4096)
@@ -162,11 +178,8 @@ section_mget() {
     # reads a block on every level whose range holds the key, 2.5 on
     # average here) and bloom_bits=10 (one read per found key, which is how
     # the issue counts reads). Same flags for both engines.
+    fill_cold_dbs
     for e in varve rocksdb; do
-        if [ ! -f "$DB_DIR/m-$e/CURRENT" ]; then
-            run "fill 1M x 4KiB $e" "$e" --benchmarks=filluniquerandom,waitforcompaction \
-                "${big[@]}" --db="$DB_DIR/m-$e" --seed=1
-        fi
         if [ ! -f "$DB_DIR/mb-$e/CURRENT" ]; then
             run "fill 1M x 4KiB bloom10 $e" "$e" --benchmarks=filluniquerandom,waitforcompaction \
                 "${big[@]}" --bloom_bits=10 --db="$DB_DIR/mb-$e" --seed=1
@@ -228,6 +241,7 @@ section_scan() {
         run "readseq-hot rocksdb rep$rep" rocksdb --benchmarks=readseq,readseq --use_existing_db=true "${ten[@]}" \
             --db="$DB_DIR/c-rocksdb"
     done
+    fill_cold_dbs
     local big=(--num=1000000 --key_size=16 --value_size=4096 --use_existing_db=true
         --use_direct_reads=true --cache_size=8388608)
     for rep in $(seq "$REPS"); do
