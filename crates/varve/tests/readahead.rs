@@ -174,10 +174,6 @@ fn sst_reads(fs: &FaultInjectingFs) -> Vec<ReadRecord> {
         .collect()
 }
 
-fn full_scan(db: &Db, opts: &ReadOptions) -> u64 {
-    common::count_keys(db, opts)
-}
-
 #[test]
 fn read_size_grows_carries_over_files_and_resets_on_seek() {
     let dir = fast_tempdir();
@@ -185,11 +181,11 @@ fn read_size_grows_carries_over_files_and_resets_on_seek() {
     let files: Vec<_> = db.live_tables().concat();
     assert!(files.len() >= 5, "several tables: {files:?}");
     let max = 256 << 10;
-    full_scan(&db, &ro(0)); // opens every table (footer and meta reads)
+    common::count_keys(&db, &ro(0)); // opens every table (footer and meta reads)
     fs.record_reads(true);
-    assert_eq!(full_scan(&db, &ro(0)), 8000);
+    assert_eq!(common::count_keys(&db, &ro(0)), 8000);
     let plain = sst_reads(&fs);
-    assert_eq!(full_scan(&db, &ro(max)), 8000);
+    assert_eq!(common::count_keys(&db, &ro(max)), 8000);
     let ra = sst_reads(&fs);
     assert!(plain.iter().all(|r| r.len < 8 << 10), "one block per read");
     assert!(
@@ -251,7 +247,7 @@ fn read_size_grows_carries_over_files_and_resets_on_seek() {
 fn adaptive_prefetch_leaves_first_short_scans_alone_and_learns_repeated_ones() {
     let dir = fast_tempdir();
     let (db, fs) = logged_db(dir.path(), 8000, false);
-    full_scan(&db, &ro(0));
+    common::count_keys(&db, &ro(0));
     fs.record_reads(true);
     let max = 256 << 10;
     let short_scans = |opts: &ReadOptions, seeks: usize| {
@@ -290,15 +286,15 @@ fn adaptive_prefetch_leaves_first_short_scans_alone_and_learns_repeated_ones() {
         bytes <= plain + 40 * (64 << 10),
         "learned runs read {bytes} bytes, plain {plain}"
     );
-    assert_eq!(full_scan(&db, &ro_default(max)), 8000);
-    assert_eq!(full_scan(&db, &ReadOptions::default()), 8000);
+    assert_eq!(common::count_keys(&db, &ro_default(max)), 8000);
+    assert_eq!(common::count_keys(&db, &ReadOptions::default()), 8000);
 }
 
 #[test]
 fn bounded_scan_reads_stop_at_the_bound() {
     let dir = fast_tempdir();
     let (db, fs) = logged_db(dir.path(), 8000, false);
-    full_scan(&db, &ro(0));
+    common::count_keys(&db, &ro(0));
     fs.record_reads(true);
     let mut rng = Rng(99);
     for _ in 0..20 {
@@ -309,7 +305,7 @@ fn bounded_scan_reads_stop_at_the_bound() {
             iterate_upper_bound: Some(key(b)),
             ..ro(readahead)
         };
-        assert_eq!(full_scan(&db, &bounded(0)), b - a);
+        assert_eq!(common::count_keys(&db, &bounded(0)), b - a);
         let plain = sst_reads(&fs);
         // Half the time with background prefetch, which starts at 256 KiB.
         let mut big = bounded(2 << 20);
@@ -317,7 +313,7 @@ fn bounded_scan_reads_stop_at_the_bound() {
             big = bounded(256 << 10);
             big.async_io = true;
         }
-        assert_eq!(full_scan(&db, &big), b - a);
+        assert_eq!(common::count_keys(&db, &big), b - a);
         let ra = sst_reads(&fs);
         // The same blocks are read, in fewer reads: every byte read ahead is
         // inside the blocks the plain scan needed (a chunk may re-read the

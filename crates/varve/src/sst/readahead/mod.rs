@@ -20,8 +20,9 @@
 //! Background prefetch (when enabled): once a synchronous sequential chunk
 //! of the full maximum size has been read — the iterator has proven
 //! sequential, having read about twice the maximum in order — the
-//! process-wide reader pool (`prefetch_worker`) reads the following chunks, up to [`PREFETCH_DEPTH`] in flight
-//! back to back, while the consumer decodes the current one. Any
+//! process-wide reader pool (`prefetch_worker`) reads the following
+//! chunks, up to [`PREFETCH_DEPTH`] in flight back to back, while the
+//! consumer decodes the current one. Any
 //! non-sequential access abandons them; the worker skips abandoned chunks
 //! it has not started yet. Short scans and point seeks never get there, so
 //! they pay nothing for it.
