@@ -406,3 +406,58 @@ fn read_commands_leave_the_directory_unchanged() {
         "a read command changed the database directory"
     );
 }
+
+/// `scan` over a damaged table of tombstones prints only live keys, in
+/// order, and exits with the corruption code: never a deleted key, and
+/// nothing after the error.
+#[test]
+fn scan_stops_at_a_damaged_table() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = &tmp.path().join("db");
+    {
+        let d = Db::open(db, Options::default()).expect("open");
+        for i in 0..5000 {
+            d.put(format!("k{i:05}"), format!("v{i}")).expect("put");
+        }
+        d.compact_range(None, None).expect("compact");
+        let before = files(db, "sst");
+        for i in (0..5000).step_by(2) {
+            d.delete(format!("k{i:05}")).expect("delete");
+        }
+        d.flush().expect("flush");
+        d.close().expect("close");
+        let l0: Vec<PathBuf> = files(db, "sst")
+            .into_iter()
+            .filter(|p| !before.contains(p))
+            .collect();
+        assert_eq!(l0.len(), 1);
+        let len = std::fs::metadata(&l0[0]).expect("meta").len() as usize;
+        flip(&l0[0], len / 3);
+    }
+    for reverse in [false, true] {
+        let mut args = vec!["scan", "--keys-only"];
+        if reverse {
+            args.push("--reverse");
+        }
+        let o = varve(db, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "reverse {reverse}: exits with the corruption code"
+        );
+        assert!(String::from_utf8_lossy(&o.stderr).contains(".sst"));
+        let out = String::from_utf8(o.stdout).expect("utf-8");
+        let mut want: Vec<String> = (1..5000).step_by(2).map(|i| format!("k{i:05}")).collect();
+        if reverse {
+            want.reverse();
+        }
+        let got: Vec<&str> = out.lines().collect();
+        assert!(
+            got.len() < want.len(),
+            "reverse {reverse}: the error was not reached"
+        );
+        for (i, k) in got.iter().enumerate() {
+            assert_eq!(*k, want[i], "reverse {reverse}: line {i}");
+        }
+    }
+}

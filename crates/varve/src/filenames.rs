@@ -39,6 +39,11 @@ pub fn wal_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.log"))
 }
 
+/// Path of table (SST) number `n`.
+pub fn table_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.sst"))
+}
+
 /// Recognises a file name of the database; `None` for foreign files.
 pub fn parse(name: &str) -> Option<FileKind> {
     match name {

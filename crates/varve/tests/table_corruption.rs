@@ -172,12 +172,26 @@ fn missing_table_is_a_clear_error() {
     let dir = root.path().join("db");
     build(&dir);
     let table = files_with_ext(&dir, "", Some("sst")).remove(0);
+    let original = std::fs::read(&table).expect("read");
     std::fs::remove_file(&table).expect("remove");
-    let db = Db::open(&dir, options()).expect("open does not read tables");
-    let e = db.get(b"key-0001").expect_err("table is gone");
-    assert!(
-        e.to_string()
-            .contains(&*table.file_name().expect("name").to_string_lossy()),
-        "{e}"
-    );
+    // The open checks that every table of the version is there (it reads
+    // no table data): a missing one is `Corruption` naming it, in both
+    // open modes.
+    let name = table
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    for e in [
+        Db::open(&dir, options()).expect_err("table is gone"),
+        Db::open_read_only(&dir, options()).expect_err("table is gone"),
+    ] {
+        assert!(matches!(e, Error::Corruption { .. }), "{e}");
+        assert!(e.to_string().contains(&name), "{e}");
+    }
+    // A table cut short is caught the same way.
+    std::fs::write(&table, &original[..original.len() - 1]).expect("write");
+    let e = Db::open(&dir, options()).expect_err("the table has the wrong size");
+    assert!(matches!(e, Error::Corruption { .. }), "{e}");
+    assert!(e.to_string().contains(&name), "{e}");
 }

@@ -51,19 +51,23 @@ pub fn repair(cli: &Cli) -> Result<Outcome> {
             "wals": r.wals,
             "wals_salvaged": r.wals_salvaged.iter().map(|(n, k)| json!({"number": n, "records_kept": k})).collect::<Vec<_>>(),
             "lost": r.lost.iter().map(|(f, why)| json!({"file": f, "reason": why})).collect::<Vec<_>>(),
+            "outputs": r.outputs,
+            "entries": r.entries,
             "manifest_number": r.manifest_number,
             "last_sequence": r.last_sequence,
         }));
     } else {
         println!(
-            "repaired {}: {} tables into L0, {} WALs kept for replay, new manifest MANIFEST-{:06}",
+            "repaired {}: merged {} tables and {} WALs into {} tables ({} entries), new manifest MANIFEST-{:06}",
             dir.display(),
             r.tables.len(),
             r.wals.len(),
+            r.outputs.len(),
+            r.entries,
             r.manifest_number
         );
         for (n, k) in &r.wals_salvaged {
-            println!("  WAL {n:06}.log damaged: rewrote its first {k} good records");
+            println!("  WAL {n:06}.log damaged: merged its first {k} good records");
         }
         for (f, why) in &r.lost {
             println!("  moved {f} to lost/: {why}");

@@ -67,11 +67,6 @@ impl Default for ScanOptions {
     }
 }
 
-/// Path of table number `n` in `dir`.
-pub fn table_path(dir: &std::path::Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:06}.sst"))
-}
-
 impl TableCache {
     /// A cache for the tables of `dir`, keeping at most `capacity` open,
     /// reading with O_DIRECT when `direct_reads`.
@@ -102,7 +97,7 @@ impl TableCache {
         if let Some(table) = self.lru.lock().get(&file.number) {
             return Ok(table);
         }
-        let path = table_path(&self.dir, file.number);
+        let path = crate::filenames::table_path(&self.dir, file.number);
         let reader = if self.direct_reads {
             self.fs.open_random_access_direct(&path)?
         } else {

@@ -13,15 +13,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::filter::VersionFilter;
+use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
-use crate::cache::table_cache::table_path;
 use crate::cache::{ScanOptions, TableCache};
-use crate::flush::{create_table_file, file_meta};
+use crate::filenames::table_path;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::keys::{self, SequenceNumber, compare_internal_keys};
-use crate::sst::{COMPACTION_READAHEAD, TableBuilder, TableBuilderOptions};
+use crate::sst::{COMPACTION_READAHEAD, TableBuilderOptions};
 use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::{Error, Result};
 
@@ -230,11 +230,6 @@ fn bottommost(version: &Version, output_level: usize, user_key: &[u8]) -> bool {
     })
 }
 
-struct Output {
-    number: u64,
-    builder: TableBuilder,
-}
-
 fn write_outputs(
     input: &mut MergingIterator,
     ctx: &JobContext<'_>,
@@ -244,8 +239,16 @@ fn write_outputs(
     result: &mut CompactionResult,
 ) -> Result<()> {
     let mut filter = VersionFilter::new(ctx.snapshots.clone());
-    let mut out: Option<Output> = None;
-    let mut last_user_key: Vec<u8> = Vec::new();
+    let mut out = TableOutputs::new(
+        OutputConfig {
+            dir: ctx.dir,
+            fs: ctx.fs,
+            table_options: ctx.table_options.clone(),
+            target_file_size: ctx.target_file_size,
+            direct_writes: ctx.direct_writes,
+        },
+        new_file_number,
+    );
     match &span.0 {
         Some(start) => input.seek(&keys::lookup_key(start, keys::MAX_SEQUENCE)),
         None => input.seek_to_first(),
@@ -257,48 +260,15 @@ fn write_outputs(
         {
             break;
         }
-        let keep = filter.keep(key, |uk| bottommost(ctx.version, output_level, uk));
-        if keep {
-            let user_key = keys::user_key(key);
-            // Cut only between user keys, once the file is big enough.
-            let cut = out.as_ref().is_some_and(|o| {
-                o.builder.estimated_file_size() >= ctx.target_file_size
-                    && user_key != last_user_key.as_slice()
-            });
-            if cut && let Some(o) = out.take() {
-                finish(o, result)?;
-            }
-            if out.is_none() {
-                let number = new_file_number();
-                let file =
-                    create_table_file(ctx.fs, &table_path(ctx.dir, number), ctx.direct_writes)?;
-                out = Some(Output {
-                    number,
-                    builder: TableBuilder::new(file, ctx.table_options.clone()),
-                });
-            }
-            if let Some(o) = out.as_mut() {
-                o.builder.add(key, input.value())?;
-            }
-            last_user_key.clear();
-            last_user_key.extend_from_slice(user_key);
+        if filter.keep(key, |uk| bottommost(ctx.version, output_level, uk)) {
+            out.add(key, input.value())?;
         }
         input.next();
     }
     input.status()?;
-    if let Some(o) = out.take() {
-        finish(o, result)?;
-    }
+    let (outputs, bytes) = out.finish()?;
+    result.bytes_written += bytes;
+    result.outputs.extend(outputs);
     result.entries_dropped = filter.dropped();
-    Ok(())
-}
-
-fn finish(o: Output, result: &mut CompactionResult) -> Result<()> {
-    if o.builder.num_entries() == 0 {
-        return Err(Error::InvalidArgument("empty compaction output".into()));
-    }
-    let props = o.builder.finish()?;
-    result.bytes_written += props.file_size;
-    result.outputs.push(file_meta(o.number, &props));
     Ok(())
 }

@@ -554,7 +554,7 @@ impl Db {
     /// Errors: `Locked` if the database is open, `NotFound` if `path` is
     /// not a directory, IO errors naming the file.
     pub fn repair(path: impl AsRef<Path>) -> Result<repair::RepairReport> {
-        repair::repair(Arc::clone(&Options::default().fs), path.as_ref())
+        repair::repair(path.as_ref(), &Options::default())
     }
 
     /// Numbers of the table files in each level of the current version
@@ -603,6 +603,12 @@ impl Db {
         let result = if self.inner.is_poisoned.load(Ordering::Acquire) {
             Ok(())
         } else {
+            // Tables a reader still pinned when the job that retired them
+            // finished are deleted now that the background work is done,
+            // so a closed directory holds only what its manifest names
+            // (plus the current WALs): leftovers would otherwise wait for
+            // the next open, and a repair in between would have to guess.
+            obsolete::delete_obsolete_files(&self.inner);
             self.inner.writes.sync_wal(&self.inner)
         };
         self.inner.info_log.log("closed");

@@ -54,28 +54,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         return Err(Error::AlreadyExists(dir.to_path_buf()));
     }
     if !exists {
+        check_no_database_files(fs.as_ref(), dir)?;
         if !options.create_if_missing {
             return Err(Error::NotFound(dir.to_path_buf()));
-        }
-        let orphans: Vec<String> = fs
-            .list_dir(dir)?
-            .into_iter()
-            .filter(|n| {
-                matches!(
-                    filenames::parse(n),
-                    Some(FileKind::Wal(_) | FileKind::Table(_) | FileKind::Manifest(_))
-                )
-            })
-            .collect();
-        if !orphans.is_empty() {
-            return Err(Error::corruption(
-                &current,
-                0,
-                format!(
-                    "CURRENT is missing but the directory holds database files ({}); repair the database",
-                    orphans.join(", ")
-                ),
-            ));
         }
     }
 
@@ -89,7 +70,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         if exists { "existing" } else { "new" }
     ));
     let mut versions = if exists {
-        VersionSet::recover(Arc::clone(&fs), dir)?
+        VersionSet::recover_checked(Arc::clone(&fs), dir, false)?
     } else {
         VersionSet::create(Arc::clone(&fs), dir)?
     };
@@ -122,7 +103,12 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
 
-    let log_number = versions.new_file_number();
+    // A new database's first WAL takes the number its manifest reserved.
+    let log_number = if exists {
+        versions.new_file_number()
+    } else {
+        versions.log_number()
+    };
     let log_path = wal_path(dir, log_number);
     let mem_table = Arc::new(MemTable::new(options.write_buffer_size));
     let log = WalLog::create(
@@ -136,10 +122,25 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     edit.log_number = Some(log_number);
     versions.set_last_sequence(recovered.last_sequence.max(versions.last_sequence()));
     versions.log_and_apply(edit)?;
+    let mut report = recovered.report;
+    if let Some(tail) = versions.recovered_tail() {
+        // The manifest lost its tail: files it does not name may be the
+        // outputs of that lost edit. They are not needed (the checks of
+        // recovery proved it), but they are kept, not deleted.
+        report.lost = move_unreferenced_to_lost(fs.as_ref(), dir, &versions)?;
+        info_log.log(format!(
+            "recovery: moved {} unreferenced files to {}/ after the damaged manifest tail \
+             at {}:{}",
+            report.lost.len(),
+            super::repair::LOST_DIR,
+            tail.file.display(),
+            tail.offset
+        ));
+    }
     let last_sequence = versions.last_sequence();
     info_log.log(format!(
         "opened: last sequence {last_sequence}, {} records replayed, new WAL {}",
-        recovered.report.records,
+        report.records,
         log_path.display()
     ));
 
@@ -156,7 +157,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         last_sequence,
         log,
         info_log,
-        report: recovered.report,
+        report,
         options,
         table_cache,
         block_cache,
@@ -236,12 +237,13 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         return Err(Error::NotFound(dir.to_path_buf()));
     }
     if !fs.exists(&crate::version::manifest::current_path(dir))? {
+        check_no_database_files(fs.as_ref(), dir)?;
         return Err(Error::NotFound(dir.to_path_buf()));
     }
     let lock_path = dir.join(LOCK);
     let lock = take_lock(fs.as_ref(), dir, &lock_path)?;
     let info_log = InfoLog::disabled();
-    let mut versions = VersionSet::recover_read_only(Arc::clone(&fs), dir)?;
+    let mut versions = VersionSet::recover_checked(Arc::clone(&fs), dir, true)?;
     let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions, true)?;
     let last_sequence = recovered.last_sequence.max(versions.last_sequence());
     // The replayed memtables, newest first; the newest is the mutable one
@@ -280,6 +282,74 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         block_cache,
         read_only: true,
     }))
+}
+
+/// For a directory without `CURRENT`: `Corruption` naming `CURRENT` if it
+/// holds database files (WALs, tables, blob files, manifests: a database
+/// whose `CURRENT` was lost, which `repair` can rebuild), so that neither
+/// open mode treats such a directory as empty.
+fn check_no_database_files(fs: &dyn crate::io::FileSystem, dir: &Path) -> Result<()> {
+    let mut found: Vec<String> = fs
+        .list_dir(dir)?
+        .into_iter()
+        .filter(|n| {
+            matches!(
+                filenames::parse(n),
+                Some(
+                    FileKind::Wal(_)
+                        | FileKind::Table(_)
+                        | FileKind::Blob(_)
+                        | FileKind::Manifest(_)
+                )
+            )
+        })
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    Err(Error::corruption(
+        crate::version::manifest::current_path(dir),
+        0,
+        format!(
+            "CURRENT is missing but the directory holds database files ({}); run `varve repair`",
+            found.join(", ")
+        ),
+    ))
+}
+
+/// Moves every table and blob file of `dir` that the current version does
+/// not reference into `lost/`; returns (name, why) for each.
+fn move_unreferenced_to_lost(
+    fs: &dyn crate::io::FileSystem,
+    dir: &Path,
+    versions: &VersionSet,
+) -> Result<Vec<(String, String)>> {
+    let live = versions.live_files();
+    let mut moved = Vec::new();
+    let lost = dir.join(super::repair::LOST_DIR);
+    let mut names = fs.list_dir(dir)?;
+    names.sort();
+    for name in names {
+        let unreferenced = match filenames::parse(&name) {
+            Some(FileKind::Table(n)) => !live.contains(&n),
+            Some(FileKind::Blob(_)) => true,
+            _ => false,
+        };
+        if unreferenced {
+            fs.create_dir_all(&lost)?;
+            fs.rename(&dir.join(&name), &lost.join(&name))?;
+            moved.push((
+                name,
+                "not referenced by the manifest, whose tail was damaged".to_string(),
+            ));
+        }
+    }
+    if !moved.is_empty() {
+        fs.sync_dir(&lost)?;
+        fs.sync_dir(dir)?;
+    }
+    Ok(moved)
 }
 
 /// Takes `LOCK`, retrying for a moment before reporting `Error::Locked`:

@@ -21,7 +21,7 @@ use super::memtables::{batch_charge, insert_batch};
 use crate::filenames::{self, FileKind, wal_path};
 use crate::io::FileSystem;
 use crate::memtable::MemTable;
-use crate::version::VersionSet;
+use crate::version::{ManifestTail, VersionSet};
 use crate::wal::{self, TailStatus};
 use crate::{Error, Options, Result, WriteBatch};
 
@@ -49,6 +49,14 @@ pub struct RecoveryReport {
     pub truncated: Vec<TruncatedTail>,
     /// Highest sequence number found.
     pub last_sequence: u64,
+    /// A damaged MANIFEST tail that was accepted as an edit that was never
+    /// acknowledged (see `docs/manifest-format.md`, "Damaged manifest
+    /// tails"). `None` when the manifest was whole.
+    pub manifest_tail: Option<ManifestTail>,
+    /// Files no version references that were moved to `lost/` instead of
+    /// being deleted, because the manifest had a damaged tail: (file name,
+    /// why). Nothing in them is needed by the recovered database.
+    pub lost: Vec<(String, String)>,
 }
 
 /// The state rebuilt from the WALs.
@@ -138,6 +146,7 @@ pub(crate) fn recover(
         report.logs_replayed.push(number);
     }
     report.last_sequence = last_sequence;
+    report.manifest_tail = versions.recovered_tail().cloned();
     memtables.retain(|m| !m.is_empty());
     Ok(Recovered {
         memtables,
@@ -147,7 +156,7 @@ pub(crate) fn recover(
 }
 
 /// Inserts a replayed batch, starting a new memtable when the last is full.
-fn apply(
+pub(super) fn apply(
     memtables: &mut Vec<Arc<MemTable>>,
     batch: &WriteBatch,
     write_buffer_size: usize,

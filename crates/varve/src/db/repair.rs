@@ -1,32 +1,57 @@
-//! Repair: rebuild a database's manifest from the tables and WALs present
-//! in its directory, keeping only what checksums prove good.
+//! Repair: rebuild a database from the tables and WALs in its directory,
+//! keeping only what checksums prove good, when its manifest (or
+//! `CURRENT`) is lost or damaged.
 //!
 //! Steps (under `LOCK`, so never on an open database):
-//! 1. every `nnnnnn.sst` is opened and read end to end (every block
-//!    checksum); a good one is described from its properties, a bad or
-//!    empty one is moved to `lost/`;
-//! 2. every `nnnnnn.log` is replayed; one damaged in the middle is moved to
-//!    `lost/` and rewritten under its own number with the records before the
-//!    damage (a torn tail is left for the next open to truncate);
-//! 3. the old `MANIFEST-*`, `CURRENT` and `CURRENT.*.tmp` are moved to
-//!    `lost/`, a new manifest is created and one edit adds every good table
-//!    to L0 with `log_number` 0, so the next open replays every WAL.
+//! 1. every `nnnnnn.sst` is read end to end (every block checksum); a bad
+//!    or empty one is moved to `lost/`, and so is one that the readable
+//!    part of the old manifest retired (a compaction input not yet
+//!    deleted: merging it could resurrect keys);
+//! 2. every `nnnnnn.log` is replayed into memtables; one damaged in the
+//!    middle contributes the records before the damage and is moved to
+//!    `lost/`;
+//! 3. all good tables and replayed WALs are merged into new tables in the
+//!    bottom level: per user key only the newest entry survives, and
+//!    tombstones are dropped (everything the database holds is in the
+//!    merge, so nothing older can show through); an empty WAL is created
+//!    for the next open;
+//! 4. the old `MANIFEST-*`, `CURRENT` and `CURRENT.*.tmp` are moved to
+//!    `lost/` and a new manifest names the merged tables, with the new WAL
+//!    as its log number;
+//! 5. only then are the merged tables and WALs removed: the new tables hold
+//!    everything they held.
 //!
-//! L0 may hold overlapping tables and is searched newest first (by
-//! `largest_seq`), so putting everything there is always correct; the
-//! compactions after the next open restore the level shape. Nothing is
-//! deleted: whatever repair rejects stays in `lost/`. Single-threaded.
+//! Why merge instead of listing the old tables in L0: a point read takes
+//! the first L0 table (newest by `largest_seq`) that holds the key, which is
+//! right only when L0 tables hold disjoint sequence ranges. Tables of
+//! different levels do not (a deeper table may hold both an old version of
+//! one key and the newest write of another), and a WAL that was not yet
+//! retired repeats entries a table holds, so listing them as found could
+//! return an older version of a key, or one whose tombstone sits in a
+//! table. The merge costs one full rewrite, which repair can afford.
+//!
+//! A crash at any step leaves either the old state (steps 1–3: the new
+//! tables and WAL are unreferenced), a directory without `CURRENT` that
+//! repair handles again (step 4; repairing twice merges the same entries
+//! twice, which the merge deduplicates), or the repaired database.
+//! Single-threaded.
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::compaction::filter::VersionFilter;
+use crate::compaction::output::{OutputConfig, TableOutputs};
 use crate::filenames::{self, FileKind, LOCK, wal_path};
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
+use crate::iter::merging::MergingIterator;
+use crate::memtable::MemTable;
 use crate::sst::{Table, TableReadOptions};
-use crate::version::{FileMetaData, VersionEdit, VersionSet};
+use crate::version::{FileMetaData, NUM_LEVELS, VersionSet, manifest};
 use crate::wal;
-use crate::{Error, Result, WriteBatch};
+use crate::{Error, Options, Result, WriteBatch};
 
 /// Name of the subdirectory that receives files repair rejects.
 pub const LOST_DIR: &str = "lost";
@@ -34,23 +59,29 @@ pub const LOST_DIR: &str = "lost";
 /// What [`repair`](crate::Db::repair) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepairReport {
-    /// Tables that verified and are now in L0 (file numbers).
+    /// Tables that verified and were merged (file numbers).
     pub tables: Vec<u64>,
-    /// WALs kept for replay at the next open (file numbers).
+    /// WALs whose records were merged (file numbers).
     pub wals: Vec<u64>,
-    /// WALs damaged in the middle whose good prefix was rewritten:
+    /// WALs damaged in the middle whose good prefix was merged:
     /// (number, records kept).
     pub wals_salvaged: Vec<(u64, u64)>,
     /// Files moved to `lost/`, each with the reason.
     pub lost: Vec<(String, String)>,
+    /// The merged tables written (file numbers), all in the bottom level.
+    pub outputs: Vec<u64>,
+    /// Entries in the merged tables.
+    pub entries: u64,
     /// Number of the new manifest.
     pub manifest_number: u64,
-    /// Largest sequence number found in the tables.
+    /// Largest sequence number found in the tables and WALs.
     pub last_sequence: u64,
 }
 
-/// Repairs the database in `dir` (see the module docs).
-pub(crate) fn repair(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<RepairReport> {
+/// Repairs the database in `dir` (see the module docs), writing tables
+/// with `options` (block size, filter, compression, target file size).
+pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
+    let fs = Arc::clone(&options.fs);
     if !fs.is_dir(dir)? {
         return Err(Error::NotFound(dir.to_path_buf()));
     }
@@ -58,7 +89,7 @@ pub(crate) fn repair(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<RepairReport
     let _lock = super::open::take_lock(fs.as_ref(), dir, &lock_path)?;
     let mut report = RepairReport::default();
     let mut names = fs.list_dir(dir)?;
-    names.sort();
+    names.sort_by_key(|n| (filenames::parse(n).and_then(file_number), n.clone()));
     let lost = dir.join(LOST_DIR);
     let move_to_lost = |name: &str, why: String, report: &mut RepairReport| -> Result<()> {
         fs.create_dir_all(&lost)?;
@@ -67,61 +98,198 @@ pub(crate) fn repair(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<RepairReport
         Ok(())
     };
 
-    let mut edit = VersionEdit::default();
-    let mut tables: Vec<FileMetaData> = Vec::new();
+    // Tables that the readable part of the old manifest retired.
+    let retired = retired_tables(fs.as_ref(), dir, &names);
+
+    // 1 and 2: what is good, read-only.
+    let mut tables: Vec<Arc<Table>> = Vec::new();
+    let mut merged_tables: Vec<String> = Vec::new();
+    let mut memtables: Vec<Arc<MemTable>> = Vec::new();
+    let mut merged_wals: Vec<String> = Vec::new();
+    let mut damaged: Vec<(String, String)> = Vec::new();
     let mut max_number = 0u64;
     for name in &names {
-        match filenames::parse(name) {
-            Some(FileKind::Table(n)) => {
-                max_number = max_number.max(n);
-                match verify_table(fs.as_ref(), &dir.join(name), n) {
-                    Ok(meta) if meta.num_entries > 0 => tables.push(meta),
-                    Ok(_) => move_to_lost(name, "empty table".into(), &mut report)?,
-                    Err(e) => move_to_lost(name, e.to_string(), &mut report)?,
-                }
+        let kind = filenames::parse(name);
+        if let Some(n) = kind.and_then(file_number) {
+            max_number = max_number.max(n);
+        }
+        match kind {
+            Some(FileKind::Table(n)) if retired.contains(&n) => {
+                damaged.push((
+                    name.clone(),
+                    "retired by a compaction the manifest records (its deletion had not \
+                     happened yet): merging it could bring back deleted or overwritten keys"
+                        .into(),
+                ));
             }
+            Some(FileKind::Table(n)) => match verify_table(fs.as_ref(), &dir.join(name), n) {
+                Ok((meta, _)) if meta.num_entries == 0 => {
+                    damaged.push((name.clone(), "empty table".into()));
+                }
+                Ok((meta, table)) => {
+                    report.last_sequence = report.last_sequence.max(meta.largest_seq);
+                    report.tables.push(n);
+                    tables.push(table);
+                    merged_tables.push(name.clone());
+                }
+                Err(e) => damaged.push((name.clone(), e.to_string())),
+            },
             Some(FileKind::Wal(n)) => {
-                max_number = max_number.max(n);
-                match salvage_wal(fs.as_ref(), dir, n)? {
-                    WalState::Good => report.wals.push(n),
-                    WalState::Damaged { records, error } => {
-                        move_to_lost(name, error, &mut report)?;
-                        rewrite_wal(fs.as_ref(), dir, n, &records)?;
-                        report.wals.push(n);
-                        report.wals_salvaged.push((n, records.len() as u64));
+                let (records, last_seq, error) =
+                    replay_wal(fs.as_ref(), dir, n, &mut memtables, options)?;
+                report.last_sequence = report.last_sequence.max(last_seq);
+                report.wals.push(n);
+                match error {
+                    None => merged_wals.push(name.clone()),
+                    Some(error) => {
+                        report.wals_salvaged.push((n, records));
+                        damaged.push((name.clone(), error));
                     }
                 }
             }
-            Some(FileKind::Manifest(n)) => {
-                max_number = max_number.max(n);
-                move_to_lost(name, "replaced by repair".into(), &mut report)?;
-            }
-            Some(FileKind::Current | FileKind::Temp) => {
-                move_to_lost(name, "replaced by repair".into(), &mut report)?;
-            }
-            Some(FileKind::Blob(n)) => max_number = max_number.max(n),
             _ => {}
         }
     }
-    fs.sync_dir(dir)?;
 
-    let mut versions = VersionSet::create(Arc::clone(&fs), dir)?;
-    versions.mark_file_number_used(max_number);
-    tables.sort_by_key(|t| (t.largest_seq, t.number));
-    for t in tables {
-        report.tables.push(t.number);
-        report.last_sequence = report.last_sequence.max(t.largest_seq);
-        edit.add_file(0, t);
+    // 3: the merge, into new files numbered above everything present.
+    let next = AtomicU64::new(max_number + 1);
+    let new_number = || next.fetch_add(1, Ordering::Relaxed);
+    let (outputs, entries) = merge(dir, options, &tables, &memtables, &new_number)?;
+    report.outputs = outputs.iter().map(|f| f.number).collect();
+    report.entries = entries;
+    let log_number = new_number();
+    let mut wal_file = fs.create_writable(&wal_path(dir, log_number))?;
+    wal::write_log(wal_file.as_mut(), log_number, &[])?;
+    wal_file.sync_data()?;
+    drop(wal_file);
+    fs.sync_dir(dir)?;
+    drop(tables);
+
+    // 4: the new manifest, after the old one is out of the way.
+    for (name, why) in damaged {
+        move_to_lost(&name, why, &mut report)?;
     }
-    edit.last_sequence = Some(report.last_sequence);
-    versions.log_and_apply(edit)?;
+    for name in &names {
+        if let Some(FileKind::Manifest(_) | FileKind::Current | FileKind::Temp) =
+            filenames::parse(name)
+        {
+            move_to_lost(name, "replaced by repair".into(), &mut report)?;
+        }
+    }
+    fs.sync_dir(dir)?;
+    let files = outputs.into_iter().map(|f| (NUM_LEVELS - 1, f)).collect();
+    let versions = VersionSet::create_with(
+        Arc::clone(&fs),
+        dir,
+        files,
+        Some(log_number),
+        report.last_sequence,
+    )?;
     report.manifest_number = versions.manifest_number();
+
+    // 5: what was merged is no longer needed.
+    for name in merged_tables.iter().chain(&merged_wals) {
+        fs.remove_file(&dir.join(name))?;
+    }
+    fs.sync_dir(dir)?;
     Ok(report)
 }
 
-/// Opens table `number` at `path` and reads every entry; its metadata from
-/// the properties if every checksum holds.
-pub(crate) fn verify_table(fs: &dyn FileSystem, path: &Path, number: u64) -> Result<FileMetaData> {
+/// Tables that edits of the old manifest (the one `CURRENT` names, else
+/// the newest present) deleted and did not add back, read up to the first
+/// damaged record. Such a table is the input of a finished compaction (or
+/// an older copy) that was not deleted yet; its entries are older than
+/// what replaced them, and the tombstones that hid some of them may be
+/// gone, so the merge must not see it. What the damaged part of the
+/// manifest retired cannot be known: repair is best effort there.
+fn retired_tables(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> HashSet<u64> {
+    let newest = names
+        .iter()
+        .filter_map(|n| match filenames::parse(n) {
+            Some(FileKind::Manifest(m)) => Some(m),
+            _ => None,
+        })
+        .max();
+    let Some(number) = manifest::read_current(fs, dir).ok().or(newest) else {
+        return HashSet::new();
+    };
+    let (mut live, mut deleted) = (HashSet::new(), HashSet::new());
+    // Whatever the error, the edits before it were applied in order.
+    let _ = manifest::read_manifest(fs, dir, number, |edit, _| {
+        for (_, n) in &edit.deleted_files {
+            live.remove(n);
+            deleted.insert(*n);
+        }
+        for (_, f) in &edit.new_files {
+            live.insert(f.number);
+        }
+        Ok(())
+    });
+    deleted.difference(&live).copied().collect()
+}
+
+fn file_number(kind: FileKind) -> Option<u64> {
+    match kind {
+        FileKind::Wal(n) | FileKind::Table(n) | FileKind::Blob(n) | FileKind::Manifest(n) => {
+            Some(n)
+        }
+        _ => None,
+    }
+}
+
+/// Merges `tables` and `memtables` into new bottom-level tables: the
+/// newest entry of each user key, tombstones dropped. Returns the tables
+/// and the number of entries written.
+fn merge(
+    dir: &Path,
+    options: &Options,
+    tables: &[Arc<Table>],
+    memtables: &[Arc<MemTable>],
+    new_number: &(dyn Fn() -> u64 + Sync),
+) -> Result<(Vec<FileMetaData>, u64)> {
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for t in tables {
+        children.push(Box::new(t.iter()));
+    }
+    for m in memtables {
+        children.push(Box::new(m.iter()));
+    }
+    let mut input = MergingIterator::new(children);
+    let mut out = TableOutputs::new(
+        OutputConfig {
+            dir,
+            fs: options.fs.as_ref(),
+            table_options: super::table_options(options),
+            target_file_size: options.target_file_size,
+            direct_writes: options.use_direct_io_for_flush_and_compaction,
+        },
+        new_number,
+    );
+    // No snapshots, and nothing outside the merge: the newest entry of a
+    // key is all any reader could see, and a newest tombstone hides
+    // nothing that is left.
+    let mut filter = VersionFilter::new(Vec::new());
+    let mut entries = 0u64;
+    input.seek_to_first();
+    while input.valid() {
+        if filter.keep(input.key(), |_| true) {
+            out.add(input.key(), input.value())?;
+            entries += 1;
+        }
+        input.next();
+    }
+    input.status()?;
+    let (files, _bytes) = out.finish()?;
+    Ok((files, entries))
+}
+
+/// Opens table `number` at `path` and reads every entry; its metadata (from
+/// the properties) and the open table if every checksum holds.
+pub(crate) fn verify_table(
+    fs: &dyn FileSystem,
+    path: &Path,
+    number: u64,
+) -> Result<(FileMetaData, Arc<Table>)> {
     let size = fs.file_size(path)?;
     let file = fs.open_random_access(path)?;
     let table = Table::open(file, size, TableReadOptions::default())?;
@@ -144,7 +312,7 @@ pub(crate) fn verify_table(fs: &dyn FileSystem, path: &Path, number: u64) -> Res
             ),
         ));
     }
-    Ok(FileMetaData {
+    let meta = FileMetaData {
         number,
         file_size: size,
         smallest: p.smallest_key.clone(),
@@ -152,48 +320,41 @@ pub(crate) fn verify_table(fs: &dyn FileSystem, path: &Path, number: u64) -> Res
         smallest_seq: p.smallest_seq,
         largest_seq: p.largest_seq,
         num_entries: p.num_entries,
-    })
+    };
+    Ok((meta, table))
 }
 
-enum WalState {
-    Good,
-    Damaged {
-        records: Vec<Vec<u8>>,
-        error: String,
-    },
-}
-
-/// Replays WAL `n`, checking every batch; on mid-log damage returns the
-/// records before it.
-fn salvage_wal(fs: &dyn FileSystem, dir: &Path, n: u64) -> Result<WalState> {
+/// Replays WAL `n` into `memtables`, checking every batch. Returns the
+/// records replayed, the largest sequence number among them and, if the log
+/// is damaged in the middle, why (the records before the damage are kept).
+fn replay_wal(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    n: u64,
+    memtables: &mut Vec<Arc<MemTable>>,
+    options: &Options,
+) -> Result<(u64, u64, Option<String>)> {
     let path = wal_path(dir, n);
-    let mut records = Vec::new();
+    let (mut records, mut last_seq) = (0u64, 0u64);
     let r = wal::replay(fs, &path, n, |payload, offset| {
-        WriteBatch::from_encoded(payload).map_err(|reason| {
+        let batch = WriteBatch::from_encoded(payload).map_err(|reason| {
             Error::corruption(&path, offset, format!("bad write batch: {reason}"))
         })?;
-        records.push(payload.to_vec());
+        super::recovery::apply(memtables, &batch, options.write_buffer_size)
+            .map_err(|reason| Error::corruption(&path, offset, reason))?;
+        if !batch.is_empty() {
+            last_seq = last_seq.max(batch.sequence() + batch.len() as u64 - 1);
+        }
+        records += 1;
         Ok(())
     });
     match r {
-        Ok(_) => Ok(WalState::Good),
+        Ok(_) => Ok((records, last_seq, None)),
         Err(e @ (Error::Corruption { .. } | Error::UnsupportedVersion { .. })) => {
-            Ok(WalState::Damaged {
-                records,
-                error: e.to_string(),
-            })
+            Ok((records, last_seq, Some(e.to_string())))
         }
         Err(e) => Err(e),
     }
-}
-
-/// Writes a new WAL `n` holding `records` and syncs it.
-fn rewrite_wal(fs: &dyn FileSystem, dir: &Path, n: u64, records: &[Vec<u8>]) -> Result<()> {
-    let mut file = fs.create_writable(&wal_path(dir, n))?;
-    let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
-    wal::write_log(file.as_mut(), n, &records)?;
-    file.sync_data()?;
-    fs.sync_dir(dir)
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use crate::Result;
-use crate::cache::table_cache::table_path;
 use crate::compaction::filter::VersionFilter;
+use crate::filenames::table_path;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::keys::SequenceNumber;

@@ -115,7 +115,9 @@ impl DbIterator {
     }
 
     /// The first error met while iterating, if any. An iterator that hit an
-    /// error is not valid.
+    /// error is not valid, and stays invalid: no seek brings it back (open a
+    /// new iterator). As an [`Iterator`] it yields the error as its next
+    /// item and nothing after it.
     pub fn status(&self) -> Result<()> {
         match &self.error {
             None => self.iter.status(),
@@ -208,6 +210,7 @@ impl DbIterator {
             if !self.iter.valid() {
                 self.valid = false;
                 self.saved_key.clear();
+                self.check_status();
                 return;
             }
         } else {
@@ -258,6 +261,10 @@ impl DbIterator {
     /// Forward: advance until the internal iterator is on the newest visible
     /// value of a user key not hidden by `saved_key` (when `skipping`).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
+        if self.error.is_some() {
+            self.valid = false;
+            return;
+        }
         while self.iter.valid() {
             if let Some(p) = keys::parse_internal_key(self.iter.key()) {
                 if p.seq <= self.seq {
@@ -296,6 +303,11 @@ impl DbIterator {
     /// Backward: collect the newest visible entry of the previous user key
     /// into `saved_*`, leaving the internal iterator before all its entries.
     fn find_prev_user_entry(&mut self) {
+        if self.error.is_some() {
+            self.valid = false;
+            self.direction = Direction::Forward;
+            return;
+        }
         let mut kind = ValueKind::Deletion;
         while self.iter.valid() {
             let Some(p) = keys::parse_internal_key(self.iter.key()) else {
@@ -327,6 +339,12 @@ impl DbIterator {
                 }
             }
             self.iter.prev();
+        }
+        // The merge ran out or failed: a failure may have hidden a newer
+        // entry of the key collected in `saved_*`, so it must not be
+        // returned.
+        if !self.iter.valid() {
+            self.check_status();
         }
         if kind == ValueKind::Deletion || self.error.is_some() {
             self.valid = false;

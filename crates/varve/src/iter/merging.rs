@@ -19,13 +19,23 @@
 //! disk read) makes the next 16 seeks position in order, since fibers and
 //! io_uring only cost when everything is cached; an ordered positioning
 //! slower than twice that switches back at once.
+//!
+//! Errors stop the merge at once: a child that becomes invalid because it
+//! hit an error (its `status()` is an `Err`) makes the merging iterator
+//! invalid for good, with that error as its status. Without this, the other
+//! children would go on yielding entries and the merge would look like it
+//! skipped the damaged source: deleted keys (whose tombstones were in the
+//! damaged source) and older versions would come back. Errors are sticky:
+//! no seek makes an errored merge valid again. The check costs nothing on
+//! the hot path: a child's status is read only when that child turns
+//! invalid (it ran out or failed), never per entry.
 
 use std::cell::RefCell;
 use std::cmp::Ordering;
 
 use super::InternalIterator;
-use crate::Result;
 use crate::keys::compare_internal_keys;
+use crate::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -42,6 +52,8 @@ pub struct MergingIterator {
     concurrent: bool,
     /// Seeks left to position in order before trying fibers again.
     plain_left: u32,
+    /// The first error of any child; once set the merge stays invalid.
+    error: Option<Error>,
 }
 
 /// After a concurrent positioning that took less than [`CACHED_SEEK`], this
@@ -61,6 +73,7 @@ impl MergingIterator {
             direction: Direction::Forward,
             concurrent: false,
             plain_left: 0,
+            error: None,
         }
     }
 
@@ -113,7 +126,37 @@ impl MergingIterator {
         }
     }
 
+    /// Records the error of child `i` if it turned invalid by failing;
+    /// true if the merge is now (or was already) failed.
+    fn child_failed(&mut self, i: usize) -> bool {
+        if self.error.is_some() {
+            return true;
+        }
+        let child = &self.children[i];
+        if child.valid() {
+            return false;
+        }
+        match child.status() {
+            Ok(()) => false,
+            Err(e) => {
+                self.error = Some(e);
+                self.current = None;
+                true
+            }
+        }
+    }
+
+    /// After every child was (re)positioned: the first failed child fails
+    /// the merge.
+    fn any_child_failed(&mut self) -> bool {
+        (0..self.children.len()).any(|i| self.child_failed(i))
+    }
+
     fn pick(&mut self, want: Ordering) {
+        if self.error.is_some() {
+            self.current = None;
+            return;
+        }
         let mut best: Option<usize> = None;
         for (i, child) in self.children.iter().enumerate() {
             if !child.valid() {
@@ -144,26 +187,42 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek_to_first(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
         self.position_all(&|c| c.seek_to_first());
         self.direction = Direction::Forward;
+        self.any_child_failed();
         self.find_smallest();
     }
 
     fn seek_to_last(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
         self.position_all(&|c| c.seek_to_last());
         self.direction = Direction::Reverse;
+        self.any_child_failed();
         self.find_largest();
     }
 
     fn seek(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
         self.position_all(&|c| c.seek(target));
         self.direction = Direction::Forward;
+        self.any_child_failed();
         self.find_smallest();
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
         self.position_all(&|c| c.seek_for_prev(target));
         self.direction = Direction::Reverse;
+        self.any_child_failed();
         self.find_largest();
     }
 
@@ -183,8 +242,14 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Forward;
+            if self.any_child_failed() {
+                return;
+            }
         }
         self.children[cur].next();
+        if self.child_failed(cur) {
+            return;
+        }
         self.find_smallest();
     }
 
@@ -204,8 +269,14 @@ impl InternalIterator for MergingIterator {
                 }
             }
             self.direction = Direction::Reverse;
+            if self.any_child_failed() {
+                return;
+            }
         }
         self.children[cur].prev();
+        if self.child_failed(cur) {
+            return;
+        }
         self.find_largest();
     }
 
@@ -224,6 +295,9 @@ impl InternalIterator for MergingIterator {
     }
 
     fn status(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(e.duplicate());
+        }
         for c in &self.children {
             c.status()?;
         }
@@ -454,6 +528,123 @@ pub(crate) mod tests {
 
     fn ik(k: &str, seq: u64) -> Vec<u8> {
         make_internal_key(k.as_bytes(), seq, ValueKind::Value)
+    }
+
+    /// A child that fails (becomes invalid with an error) once its cursor
+    /// reaches entry `fail_at`, in either direction.
+    struct Failing {
+        inner: VecIter,
+        fail_at: Vec<u8>,
+        failed: bool,
+    }
+
+    impl Failing {
+        fn check(&mut self) {
+            if self.inner.valid() && self.inner.key() == self.fail_at.as_slice() {
+                self.failed = true;
+            }
+        }
+    }
+
+    impl InternalIterator for Failing {
+        fn valid(&self) -> bool {
+            !self.failed && self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.inner.seek_to_first();
+            self.check();
+        }
+        fn seek_to_last(&mut self) {
+            self.inner.seek_to_last();
+            self.check();
+        }
+        fn seek(&mut self, t: &[u8]) {
+            self.inner.seek(t);
+            self.check();
+        }
+        fn seek_for_prev(&mut self, t: &[u8]) {
+            self.inner.seek_for_prev(t);
+            self.check();
+        }
+        fn next(&mut self) {
+            self.inner.next();
+            self.check();
+        }
+        fn prev(&mut self) {
+            self.inner.prev();
+            self.check();
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+        fn status(&self) -> Result<()> {
+            if self.failed {
+                Err(Error::corruption("child", 7, "injected"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    /// Once a child fails, the merge yields nothing more (the other
+    /// children's entries would look like the failed one's keys were
+    /// deleted), in both directions, and no seek revives it.
+    #[test]
+    fn a_failed_child_stops_the_merge_for_good() {
+        let walk = |forward: bool| {
+            let good = VecIter::new(
+                (0..20)
+                    .map(|i| (ik(&format!("k{i:02}"), 1), vec![1]))
+                    .collect(),
+            );
+            let bad = Failing {
+                inner: VecIter::new(
+                    (0..20)
+                        .step_by(3)
+                        .map(|i| (ik(&format!("k{i:02}"), 5), vec![5]))
+                        .collect(),
+                ),
+                fail_at: ik("k09", 5),
+                failed: false,
+            };
+            let mut m = MergingIterator::new(vec![Box::new(good), Box::new(bad)]);
+            let mut seen = Vec::new();
+            if forward {
+                m.seek_to_first();
+            } else {
+                m.seek_to_last();
+            }
+            while m.valid() {
+                seen.push(crate::keys::user_key(m.key()).to_vec());
+                if forward {
+                    m.next();
+                } else {
+                    m.prev();
+                }
+            }
+            assert!(
+                m.status().is_err(),
+                "forward {forward}: the error is reported"
+            );
+            m.seek_to_first();
+            assert!(!m.valid(), "a seek revived a failed merge");
+            m.seek(&ik("k15", 9));
+            assert!(!m.valid());
+            seen
+        };
+        // Forward: the failing child moves from k06@5 onto k09@5 and fails,
+        // so k07 and k08 of the good child are never yielded.
+        let fwd = walk(true);
+        assert_eq!(fwd.last().map(Vec::as_slice), Some(&b"k06"[..]), "{fwd:?}");
+        assert_eq!(fwd.len(), 9);
+        // Backward: it moves from k12@5 onto k09@5 and fails.
+        let back = walk(false);
+        assert_eq!(back.last().map(Vec::as_slice), Some(&b"k12"[..]), "{back:?}");
+        assert_eq!(back.len(), 11);
+        assert!(back.len() < 20);
     }
 
     #[test]

@@ -154,15 +154,16 @@ fn create_numbers_past_existing_files() {
     write_all(&PosixFs, &dir.path().join("000007.log"), b"");
     let vs = VersionSet::create(posix(), dir.path()).expect("create");
     assert_eq!(vs.manifest_number(), 8);
-    assert_eq!(vs.next_file_number(), 9);
-    assert_eq!(vs.log_number(), 0);
+    // The first WAL's number is reserved and named by the first snapshot.
+    assert_eq!(vs.log_number(), 9);
+    assert_eq!(vs.next_file_number(), 10);
 }
 
 #[test]
 fn obsolete_files_rules() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut vs = VersionSet::create(posix(), dir.path()).expect("create");
-    let log = vs.new_file_number(); // 2
+    let log = vs.log_number(); // 2, reserved by create
     let t = vs.new_file_number(); // 3
     let mut e = VersionEdit {
         log_number: Some(log),
@@ -195,11 +196,12 @@ fn obsolete_files_rules() {
     assert_eq!(
         vs.obsolete_files(&names, &pinned),
         vec![
+            // By number, WALs oldest first; unnumbered files first.
+            "CURRENT.000001.tmp",
+            "x.tmp",
+            "MANIFEST-000000",
             "000001.log",
             "000004.sst",
-            "CURRENT.000001.tmp",
-            "MANIFEST-000000",
-            "x.tmp"
         ]
     );
     assert_eq!(vs.live_files(), [t].into_iter().collect());

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use super::NUM_LEVELS;
 use super::builder::Builder;
 use super::edit::VersionEdit;
+use super::file_meta::FileMetaData;
 use super::manifest::{self, ManifestWriter};
 use super::version::Version;
 use crate::filenames::{self, FileKind};
@@ -104,6 +105,21 @@ impl VersionSet {
     /// already in `dir`), and `CURRENT` naming it. Fails with
     /// `AlreadyExists` if `dir` already has a `CURRENT`.
     pub fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+        Self::create_with(fs, dir, Vec::new(), None, 0)
+    }
+
+    /// Like [`VersionSet::create`], for a repaired database: the new
+    /// manifest's snapshot already holds `files` (level, table), the log
+    /// number `log_number` (a WAL the caller created; `None`: the next file
+    /// number, which the caller's first WAL takes) and `last_sequence`, so
+    /// `CURRENT` never names a manifest without them.
+    pub fn create_with(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        files: Vec<(usize, FileMetaData)>,
+        log_number: Option<u64>,
+        last_sequence: u64,
+    ) -> Result<VersionSet> {
         fs.create_dir_all(dir)?;
         if fs.exists(&manifest::current_path(dir))? {
             return Err(Error::AlreadyExists(dir.to_path_buf()));
@@ -118,13 +134,36 @@ impl VersionSet {
             }
         }
         let number = max + 1;
-        let counters = Counters {
-            log_number: 0,
-            next_file_number: number + 1,
-            last_sequence: 0,
+        // A new database's first WAL takes the number after the manifest's
+        // (reserved here; see `log_number`), and the snapshot already names
+        // it: a log number of 0 ("replay every WAL") would let a manifest
+        // cut back to this snapshot silently drop every table flushed since
+        // (see `check_log_present`).
+        let counters = match log_number {
+            Some(log_number) => Counters {
+                log_number,
+                next_file_number: number + 1,
+                last_sequence,
+            },
+            None => Counters {
+                log_number: number + 1,
+                next_file_number: number + 2,
+                last_sequence,
+            },
         };
+        let mut edit = VersionEdit::default();
+        for (level, f) in files {
+            edit.add_file(level, f);
+        }
+        let mut builder = Builder::new(&Version::new());
+        builder
+            .apply(&edit)
+            .map_err(|why| Error::InvalidArgument(format!("initial files rejected: {why}")))?;
+        let current = builder.finish();
+        current
+            .check_invariants()
+            .map_err(|why| Error::InvalidArgument(format!("initial files rejected: {why}")))?;
         let cps = vec![None; NUM_LEVELS];
-        let current = Version::new();
         let manifest = start_manifest(&*fs, dir, number, &snapshot(&current, counters, &cps))?;
         Ok(VersionSet {
             fs,
@@ -145,17 +184,40 @@ impl VersionSet {
     /// edit and points `CURRENT` at it. Deletes nothing. A torn manifest tail
     /// is ignored (see [`VersionSet::recovered_tail`]); anything else wrong is
     /// `Error::Corruption` naming the file and offset.
+    ///
+    /// This checks the manifest alone; a database open uses
+    /// [`VersionSet::recover_checked`], which also checks the directory.
     pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
-        Self::load(fs, dir, false)
+        Self::load(fs, dir, false, false)
+    }
+
+    /// [`VersionSet::recover`] (or, with `read_only`,
+    /// [`VersionSet::recover_read_only`]) for opening a database: before
+    /// anything is written it also checks that the directory holds what
+    /// the recovered version needs (every table at its recorded size, and
+    /// the WAL its log number names), so that a manifest that lost edits
+    /// is `Corruption` rather than a silent roll-back. See "Damaged
+    /// manifest tails" in `docs/manifest-format.md`.
+    pub fn recover_checked(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        read_only: bool,
+    ) -> Result<VersionSet> {
+        Self::load(fs, dir, read_only, true)
     }
 
     /// Like [`VersionSet::recover`] but writes nothing: no new manifest, no
     /// `CURRENT` switch. Every [`VersionSet::log_and_apply`] fails.
     pub fn recover_read_only(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
-        Self::load(fs, dir, true)
+        Self::load(fs, dir, true, false)
     }
 
-    fn load(fs: Arc<dyn FileSystem>, dir: &Path, read_only: bool) -> Result<VersionSet> {
+    fn load(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        read_only: bool,
+        check_files: bool,
+    ) -> Result<VersionSet> {
         let old = manifest::read_current(&*fs, dir)?;
         let mut builder = Builder::new(&Version::new());
         let (mut log, mut next, mut last) = (None, None, None);
@@ -180,6 +242,10 @@ impl VersionSet {
         current
             .check_invariants()
             .map_err(|why| Error::corruption(&path, 0, why))?;
+        if check_files {
+            check_live_tables(&*fs, dir, &path, &current)?;
+            check_log_present(&*fs, dir, &path, log_number)?;
+        }
         let max_live = current.live_file_numbers().max().unwrap_or(0);
         let number = recorded_next
             .max(max_live + 1)
@@ -348,6 +414,11 @@ impl VersionSet {
         self.counters.last_sequence = self.counters.last_sequence.max(s);
     }
 
+    /// Number of the manifest this set was recovered from (or created).
+    pub fn loaded_manifest(&self) -> u64 {
+        self.loaded_manifest
+    }
+
     /// Number of the live manifest.
     pub fn manifest_number(&self) -> u64 {
         self.manifest
@@ -388,7 +459,7 @@ impl VersionSet {
     /// tables being written), manifests other than the live one, and
     /// leftover `*.tmp` files (except a `CURRENT` temp for a newer manifest).
     /// `CURRENT`, `LOCK`, `LOG*`, blob files and foreign files are never
-    /// listed. Sorted by name.
+    /// listed. Sorted by file number (oldest first).
     pub fn obsolete_files(&self, dir_listing: &[String], pinned: &HashSet<u64>) -> Vec<String> {
         let live = self.live_files();
         let manifest = self.manifest_number();
@@ -403,9 +474,110 @@ impl VersionSet {
             })
             .cloned()
             .collect();
-        out.sort();
+        // By number, not by name (`1000000.log` sorts before `999999.log`):
+        // WALs must go oldest first, so that the WALs left after a failed
+        // or interrupted deletion are always the newest ones and recovery
+        // can trust that the log number's WAL being present means every
+        // later one is (see `db/recovery.rs`).
+        out.sort_by_key(|name| (filenames::parse(name).and_then(file_number), name.clone()));
         out
     }
+}
+
+/// Checks that every table of the recovered version `v` exists in `dir`
+/// with the size its manifest `manifest` recorded. A missing or resized
+/// table means the manifest does not describe the directory: it lost edits
+/// after which varve deleted or replaced that table (see "Damaged manifest
+/// tails" in `docs/manifest-format.md`), or the file was damaged; either way
+/// opening would read wrong data, so it is `Error::Corruption` naming the
+/// table.
+fn check_live_tables(fs: &dyn FileSystem, dir: &Path, manifest: &Path, v: &Version) -> Result<()> {
+    for level in 0..NUM_LEVELS {
+        for f in v.files(level) {
+            let table = filenames::table_path(dir, f.number);
+            let size = match fs.file_size(&table) {
+                Ok(size) => size,
+                Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::corruption(
+                        &table,
+                        0,
+                        format!(
+                            "table {} of level {level} in {} is missing: the manifest has lost \
+                             edits or the file was removed (run `varve repair`)",
+                            f.number,
+                            manifest.display()
+                        ),
+                    ));
+                }
+                Err(e) => return Err(e),
+            };
+            if size != f.file_size {
+                return Err(Error::corruption(
+                    &table,
+                    size.min(f.file_size),
+                    format!(
+                        "table {} of level {level} is {size} bytes, {} records {} bytes",
+                        f.number,
+                        manifest.display(),
+                        f.file_size
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn file_number(kind: FileKind) -> Option<u64> {
+    match kind {
+        FileKind::Wal(n) | FileKind::Table(n) | FileKind::Blob(n) | FileKind::Manifest(n) => {
+            Some(n)
+        }
+        _ => None,
+    }
+}
+
+/// The WAL that the recovered log number names must exist (unless no file
+/// numbered at or above it exists at all, see below): a flush edit
+/// names the WAL that is current when it is made (created, and its
+/// directory entry synced, before), and varve deletes a WAL only after a
+/// durable edit moved the log number past it, oldest first. So a missing
+/// WAL `log_number` means the manifest lost an edit after which its data
+/// left the WALs (a rolled-back manifest), and opening would silently lose
+/// that data. Log number 0 (a new or repaired database) needs no WAL.
+fn check_log_present(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    manifest: &Path,
+    log_number: u64,
+) -> Result<()> {
+    let wal = filenames::wal_path(dir, log_number);
+    if log_number == 0 || fs.exists(&wal)? {
+        return Ok(());
+    }
+    // A crash between writing the first manifest of a database (or of a
+    // repair) and creating the WAL it names leaves no file numbered at or
+    // above the log number: nothing was written after the version, so
+    // nothing can be missing.
+    let later = fs.list_dir(dir)?.iter().any(|name| {
+        matches!(
+            filenames::parse(name),
+            Some(FileKind::Wal(n) | FileKind::Table(n) | FileKind::Blob(n)) if n >= log_number
+        )
+    });
+    if !later {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        &wal,
+        0,
+        format!(
+            "WAL {log_number}, the oldest log that {} still needs, is missing: the manifest \
+             has lost edits (opening would roll the database back) or the log was removed \
+             (run `varve repair`)",
+            manifest.display()
+        ),
+    ))
 }
 
 /// True for `CURRENT.nnnnnn.tmp` with `nnnnnn > manifest` (a switch that may
