@@ -642,7 +642,11 @@ pub(crate) mod tests {
         assert_eq!(fwd.len(), 9);
         // Backward: it moves from k12@5 onto k09@5 and fails.
         let back = walk(false);
-        assert_eq!(back.last().map(Vec::as_slice), Some(&b"k12"[..]), "{back:?}");
+        assert_eq!(
+            back.last().map(Vec::as_slice),
+            Some(&b"k12"[..]),
+            "{back:?}"
+        );
         assert_eq!(back.len(), 11);
         assert!(back.len() < 20);
     }
