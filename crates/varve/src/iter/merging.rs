@@ -152,14 +152,25 @@ impl MergingIterator {
         (0..self.children.len()).any(|i| self.child_failed(i))
     }
 
-    fn pick(&mut self, want: Ordering) {
+    /// Points `current` at the smallest (`Less`) or largest (`Greater`)
+    /// valid child. `moved` is the child that just stepped: if it turned
+    /// invalid by failing, the merge fails (read from the validity check
+    /// the scan does anyway, so a step costs no extra call).
+    fn pick(&mut self, want: Ordering, moved: Option<usize>) {
         if self.error.is_some() {
             self.current = None;
             return;
         }
         let mut best: Option<usize> = None;
+        let mut failure = None;
         for (i, child) in self.children.iter().enumerate() {
             if !child.valid() {
+                if moved == Some(i)
+                    && let Err(e) = child.status()
+                {
+                    failure = Some(e);
+                    break;
+                }
                 continue;
             }
             best = match best {
@@ -169,15 +180,19 @@ impl MergingIterator {
                 _ => Some(i),
             };
         }
+        if let Some(e) = failure {
+            self.error = Some(e);
+            best = None;
+        }
         self.current = best;
     }
 
-    fn find_smallest(&mut self) {
-        self.pick(Ordering::Less);
+    fn find_smallest(&mut self, moved: Option<usize>) {
+        self.pick(Ordering::Less, moved);
     }
 
-    fn find_largest(&mut self) {
-        self.pick(Ordering::Greater);
+    fn find_largest(&mut self, moved: Option<usize>) {
+        self.pick(Ordering::Greater, moved);
     }
 }
 
@@ -193,7 +208,7 @@ impl InternalIterator for MergingIterator {
         self.position_all(&|c| c.seek_to_first());
         self.direction = Direction::Forward;
         self.any_child_failed();
-        self.find_smallest();
+        self.find_smallest(None);
     }
 
     fn seek_to_last(&mut self) {
@@ -203,7 +218,7 @@ impl InternalIterator for MergingIterator {
         self.position_all(&|c| c.seek_to_last());
         self.direction = Direction::Reverse;
         self.any_child_failed();
-        self.find_largest();
+        self.find_largest(None);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -213,7 +228,7 @@ impl InternalIterator for MergingIterator {
         self.position_all(&|c| c.seek(target));
         self.direction = Direction::Forward;
         self.any_child_failed();
-        self.find_smallest();
+        self.find_smallest(None);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
@@ -223,7 +238,7 @@ impl InternalIterator for MergingIterator {
         self.position_all(&|c| c.seek_for_prev(target));
         self.direction = Direction::Reverse;
         self.any_child_failed();
-        self.find_largest();
+        self.find_largest(None);
     }
 
     fn next(&mut self) {
@@ -247,10 +262,7 @@ impl InternalIterator for MergingIterator {
             }
         }
         self.children[cur].next();
-        if self.child_failed(cur) {
-            return;
-        }
-        self.find_smallest();
+        self.find_smallest(Some(cur));
     }
 
     fn prev(&mut self) {
@@ -274,10 +286,7 @@ impl InternalIterator for MergingIterator {
             }
         }
         self.children[cur].prev();
-        if self.child_failed(cur) {
-            return;
-        }
-        self.find_largest();
+        self.find_largest(Some(cur));
     }
 
     fn key(&self) -> &[u8] {
