@@ -21,6 +21,8 @@ mod error;
 pub mod fiber;
 pub(crate) mod filenames;
 pub mod flush;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod io;
 pub mod iter;
 pub mod keys;

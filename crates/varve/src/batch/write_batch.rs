@@ -6,7 +6,7 @@
 //! `kind: u8 | varint key_len | key | (varint value_len | value)?`.
 //! Not thread-safe while being built; immutable once handed to `Db::write`.
 
-use crate::keys::{SequenceNumber, ValueKind};
+use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind};
 use crate::util::coding::{
     decode_fixed32, decode_fixed64, decode_length_prefixed, put_length_prefixed,
 };
@@ -152,7 +152,10 @@ impl WriteBatch {
     }
 
     /// Parses a batch read from the WAL, checking that the header's count
-    /// matches the records and that every record is well-formed.
+    /// matches the records, that every record is well-formed, and that the
+    /// sequence numbers (`sequence..sequence + count`, and `sequence` itself
+    /// for an empty batch) stay within [`MAX_SEQUENCE`] (an internal key
+    /// keeps 56 bits of sequence).
     pub(crate) fn from_encoded(data: &[u8]) -> Result<WriteBatch, String> {
         if data.len() < HEADER_LEN {
             return Err(format!(
@@ -160,7 +163,14 @@ impl WriteBatch {
                 data.len()
             ));
         }
+        let sequence = decode_fixed64(data).ok_or("short batch header")?;
         let count = decode_fixed32(&data[8..]).ok_or("short batch header")?;
+        if sequence.saturating_add(u64::from(count.max(1)) - 1) > MAX_SEQUENCE {
+            return Err(format!(
+                "write batch of {count} records at sequence {sequence} passes the largest \
+                 sequence number {MAX_SEQUENCE}"
+            ));
+        }
         let mut seen = 0u32;
         for op in decode_ops(&data[HEADER_LEN..]) {
             op?;
@@ -266,5 +276,38 @@ mod tests {
         let mut bad = enc;
         bad[8] = 2;
         assert!(WriteBatch::from_encoded(&bad).is_err());
+    }
+
+    /// Found by the `write_batch` fuzz target
+    /// (`fuzz/regressions/write_batch/sequence-past-56-bits`): a batch whose
+    /// sequence numbers do not fit an internal key's 56 bits used to decode,
+    /// and recovery then packed a truncated sequence into the memtable (a
+    /// debug assertion in debug builds).
+    #[test]
+    fn rejects_sequences_past_the_56_bit_limit() {
+        let mut b = WriteBatch::new();
+        b.put(b"k", b"v");
+        b.delete(b"d");
+        for (seq, ok) in [
+            (MAX_SEQUENCE - 1, true),
+            (MAX_SEQUENCE, false),
+            (MAX_SEQUENCE + 1, false),
+            (0x4100_0000_0000_0001, false),
+            (u64::MAX, false),
+        ] {
+            b.set_sequence(seq);
+            assert_eq!(
+                WriteBatch::from_encoded(b.encoded()).is_ok(),
+                ok,
+                "{seq:#x}"
+            );
+        }
+        // An empty batch consumes no sequence number, but its sequence
+        // must still be one (recovery counts from it).
+        let mut empty = WriteBatch::new();
+        empty.set_sequence(MAX_SEQUENCE);
+        assert!(WriteBatch::from_encoded(empty.encoded()).is_ok());
+        empty.set_sequence(u64::MAX);
+        assert!(WriteBatch::from_encoded(empty.encoded()).is_err());
     }
 }

@@ -35,6 +35,8 @@ pub use filter::{BloomFilter, FilterBuilder, filter_hash};
 pub use format::{
     BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,
 };
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use index_search::IndexSearch;
 pub use properties::TableProperties;
 pub use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead};
 pub(crate) use table::PointPlan;

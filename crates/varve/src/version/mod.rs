@@ -23,6 +23,8 @@ mod version_set;
 #[cfg(test)]
 mod tests;
 
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use builder::Builder;
 pub use edit::VersionEdit;
 pub use file_meta::FileMetaData;
 pub use version::Version;

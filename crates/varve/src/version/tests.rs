@@ -442,6 +442,57 @@ fn level_overlap_rejected() {
     }
 }
 
+/// Found by reading the `manifest` fuzz target's path: counters at the
+/// top of their range used to overflow in recovery (`log_number + 1`,
+/// `next_file_number + 1`, `max_live + 1`: a panic in debug builds,
+/// wrapped file numbers in release), and a last sequence past 56 bits was
+/// accepted. Each is corruption now. Regression inputs:
+/// `fuzz/regressions/manifest/`.
+#[test]
+fn counters_at_the_top_of_their_range_are_corruption() {
+    let cases = [
+        (u64::MAX, 20, 12, 5),
+        (3, u64::MAX, 12, 5),
+        (3, 20, u64::MAX, 5),
+        (3, 20, 12, crate::keys::MAX_SEQUENCE + 1),
+    ];
+    for (log, next, file, last) in cases {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let mut snap = VersionEdit {
+            log_number: Some(log),
+            next_file_number: Some(next),
+            last_sequence: Some(last),
+            ..VersionEdit::default()
+        };
+        snap.add_file(1, meta(file.min(u64::MAX - 1000), "a", "k", 1));
+        snap.new_files[0].1.number = file;
+        ManifestWriter::create(&PosixFs, d, 30, &snap).expect("manifest");
+        manifest::write_current(&PosixFs, d, 30).expect("CURRENT");
+        let what = format!("log {log} next {next} file {file} last {last}");
+        match VersionSet::recover_read_only(posix(), d) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, manifest::manifest_path(d, 30), "{what}");
+                assert_eq!(offset, 0, "{what}");
+            }
+            other => panic!("{what}: expected corruption, got {other:?}"),
+        }
+    }
+    // The largest values that still leave room recover.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let snap = VersionEdit {
+        log_number: Some(u64::MAX - 2),
+        next_file_number: Some(u64::MAX - 1),
+        last_sequence: Some(crate::keys::MAX_SEQUENCE),
+        ..VersionEdit::default()
+    };
+    ManifestWriter::create(&PosixFs, d, 30, &snap).expect("manifest");
+    manifest::write_current(&PosixFs, d, 30).expect("CURRENT");
+    let vs = VersionSet::recover_read_only(posix(), d).expect("recovers");
+    assert_eq!(vs.next_file_number(), u64::MAX);
+}
+
 #[test]
 fn sync_failure_leaves_version_unchanged() {
     let dir = tempfile::tempdir().expect("tempdir");

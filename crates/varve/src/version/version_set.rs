@@ -23,6 +23,7 @@ use super::manifest::{self, ManifestWriter};
 use super::version::Version;
 use crate::filenames::{self, FileKind};
 use crate::io::FileSystem;
+use crate::keys::MAX_SEQUENCE;
 use crate::wal::TailStatus;
 use crate::{Error, Result};
 
@@ -238,6 +239,13 @@ impl VersionSet {
         let log_number = log.ok_or_else(|| missing("the log number"))?;
         let recorded_next = next.ok_or_else(|| missing("the next file number"))?;
         let last_sequence = last.ok_or_else(|| missing("the last sequence"))?;
+        if last_sequence > MAX_SEQUENCE {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("last sequence {last_sequence} passes the largest {MAX_SEQUENCE}"),
+            ));
+        }
         let current = builder.finish();
         current
             .check_invariants()
@@ -247,13 +255,22 @@ impl VersionSet {
             check_log_present(&*fs, dir, &path, log_number)?;
         }
         let max_live = current.live_file_numbers().max().unwrap_or(0);
-        let number = recorded_next
-            .max(max_live + 1)
-            .max(log_number + 1)
-            .max(old + 1);
+        // The new manifest takes a number past every number in use, and the
+        // next file the one after it; numbers that leave no room are damage.
+        let exhausted = || {
+            Error::corruption(
+                &path,
+                0,
+                "a file number in the manifest leaves no room for new files",
+            )
+        };
+        let mut number = recorded_next;
+        for used in [max_live, log_number, old] {
+            number = number.max(used.checked_add(1).ok_or_else(exhausted)?);
+        }
         let counters = Counters {
             log_number,
-            next_file_number: number + 1,
+            next_file_number: number.checked_add(1).ok_or_else(exhausted)?,
             last_sequence,
         };
         let manifest = if read_only {
