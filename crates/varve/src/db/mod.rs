@@ -47,7 +47,7 @@ use crate::cache::{BlockCache, TableCache};
 use crate::compaction::picker::{self, LevelTargets};
 use crate::io::{FileLock, FileSystem};
 use crate::sst::{Compression, TableBuilderOptions};
-use crate::version::{Version, VersionSet};
+use crate::version::{Version, VersionEdit, VersionSet};
 use crate::{Error, Options, ReadOptions, Result, WriteBatch, WriteOptions};
 use bg::Background;
 use info_log::InfoLog;
@@ -609,11 +609,33 @@ impl Db {
             // (plus the current WALs): leftovers would otherwise wait for
             // the next open, and a repair in between would have to guess.
             obsolete::delete_obsolete_files(&self.inner);
-            self.inner.writes.sync_wal(&self.inner)
+            self.inner
+                .writes
+                .sync_wal(&self.inner)
+                .and_then(|()| self.record_clean_close())
         };
         self.inner.info_log.log("closed");
         self.inner.lock.lock().take();
         result
+    }
+}
+
+impl Db {
+    /// The last edit of a clean close: the live WAL and how many of its
+    /// bytes are synced, so that recovery can tell a log cut after a clean
+    /// close (lost writes: `Corruption`) from a crash's torn tail.
+    fn record_clean_close(&self) -> Result<()> {
+        let db = &self.inner;
+        if db.read_only {
+            return Ok(());
+        }
+        let log = db.writes.current();
+        debug_assert!(log.durable() >= log.written(), "close syncs the log first");
+        let edit = VersionEdit {
+            clean_close: Some((log.number, log.durable())),
+            ..VersionEdit::default()
+        };
+        db.versions.lock().log_and_apply(edit)
     }
 }
 

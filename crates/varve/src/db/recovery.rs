@@ -11,7 +11,10 @@
 //! from the end of the good data on is zero: that is preallocated space of a
 //! memory-mapped log (`wal::MappedLogFile`) whose process died before the
 //! file was cut to length, not lost data.
-//! Runs single-threaded during open.
+//! After a clean close (the manifest's last edit records the live WAL and
+//! its synced length), that log must be readable up to that length: a log
+//! cut or damaged before it is `Corruption`, since no crash can shorten a
+//! synced, closed log. Runs single-threaded during open.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -98,6 +101,18 @@ pub(crate) fn recover(
     let mut memtables: Vec<Arc<MemTable>> = Vec::new();
     let mut last_sequence = 0u64;
     let mut report = RecoveryReport::default();
+    let clean_close = versions
+        .clean_close()
+        .filter(|&(wal, _)| wal >= versions.log_number());
+    if let Some((wal, _)) = clean_close
+        && !logs.contains(&wal)
+    {
+        return Err(Error::corruption(
+            wal_path(dir, wal),
+            0,
+            "the database was closed cleanly with this log live, and it is missing",
+        ));
+    }
     for (i, &number) in logs.iter().enumerate() {
         let path = wal_path(dir, number);
         let mut records = 0u64;
@@ -113,6 +128,22 @@ pub(crate) fn recover(
             records += 1;
             Ok(())
         })?;
+        if let Some((wal, bytes)) = clean_close
+            && wal == number
+            && outcome.valid_len < bytes
+        {
+            // Every byte up to `bytes` was synced before the clean close was
+            // recorded: anything short of it is damage, not a crash.
+            return Err(Error::corruption(
+                &path,
+                outcome.valid_len,
+                format!(
+                    "the database was closed cleanly with {bytes} bytes in this log, but it \
+                     is readable only up to here: the log was cut or damaged, and the writes \
+                     after this point would be lost"
+                ),
+            ));
+        }
         if let TailStatus::Truncated { offset, reason } = outcome.tail {
             let newest = i + 1 == logs.len();
             if !newest && options.paranoid_checks && !wal::zero_from(fs, &path, offset)? {

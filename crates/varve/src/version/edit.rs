@@ -14,7 +14,8 @@ use crate::util::coding::{
     decode_length_prefixed, decode_varint64, put_length_prefixed, put_varint64,
 };
 
-/// Field tags of the version-edit encoding (format version 1).
+/// Field tags of the version-edit encoding (format version 2; version 1
+/// has tags 1-6).
 pub(crate) mod tag {
     /// `log_number`: varint64.
     pub const LOG_NUMBER: u64 = 1;
@@ -29,6 +30,9 @@ pub(crate) mod tag {
     /// A new file: level, number, size, smallest, largest, smallest_seq,
     /// largest_seq, num_entries.
     pub const NEW_FILE: u64 = 6;
+    /// The database closed cleanly: the live WAL's number and the bytes it
+    /// held, both varint64 (manifest format version 2).
+    pub const CLEAN_CLOSE: u64 = 7;
 }
 
 /// One change to the set of files and counters; every field is optional.
@@ -46,6 +50,11 @@ pub struct VersionEdit {
     pub new_files: Vec<(usize, FileMetaData)>,
     /// Where the next round-robin compaction of a level starts (internal key).
     pub compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// Written by a clean close, as the last edit: `(WAL number, bytes)` of
+    /// the log that was live, whose every byte was synced. Recovery then
+    /// requires that log to be readable up to that offset, so a log cut
+    /// (or damaged) after a clean close is `Corruption`, not a silent loss.
+    pub clean_close: Option<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -72,6 +81,11 @@ impl VersionEdit {
                 put_varint64(&mut dst, t);
                 put_varint64(&mut dst, v);
             }
+        }
+        if let Some((wal, bytes)) = self.clean_close {
+            put_varint64(&mut dst, tag::CLEAN_CLOSE);
+            put_varint64(&mut dst, wal);
+            put_varint64(&mut dst, bytes);
         }
         for (level, key) in &self.compact_pointers {
             put_varint64(&mut dst, tag::COMPACT_POINTER);
@@ -146,6 +160,14 @@ impl VersionEdit {
                         num_entries: r.varint("new file entry count")?,
                     };
                     edit.new_files.push((level, f));
+                }
+                tag::CLEAN_CLOSE => {
+                    if edit.clean_close.is_some() {
+                        return Err(format!("clean close appears twice (second at byte {at})"));
+                    }
+                    let wal = r.varint("clean close WAL number")?;
+                    let bytes = r.varint("clean close WAL bytes")?;
+                    edit.clean_close = Some((wal, bytes));
                 }
                 other => return Err(format!("unknown field tag {other} at byte {at}")),
             }
@@ -235,14 +257,16 @@ mod tests {
                 (0..NUM_LEVELS, proptest::collection::vec(any::<u8>(), 0..12)),
                 0..3,
             ),
+            proptest::option::of((any::<u64>(), any::<u64>())),
         )
-            .prop_map(|(l, n, s, d, f, c)| VersionEdit {
+            .prop_map(|(l, n, s, d, f, c, cc)| VersionEdit {
                 log_number: l,
                 next_file_number: n,
                 last_sequence: s,
                 deleted_files: d,
                 new_files: f,
                 compact_pointers: c,
+                clean_close: cc,
             })
     }
 

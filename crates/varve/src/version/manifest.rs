@@ -23,7 +23,12 @@ use crate::{Error, Result};
 pub const CURRENT: &str = "CURRENT";
 
 /// The manifest format version this build writes and the newest it reads.
-pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+/// Version 2 added the clean-close field (edit tag 7); version 1 manifests
+/// (tags 1-6) are read as they are.
+pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+
+/// The oldest manifest format version this build reads.
+pub const MIN_MANIFEST_FORMAT_VERSION: u32 = 1;
 
 /// First 8 bytes of the manifest-header record.
 pub const MANIFEST_MAGIC: &[u8; 8] = b"varveMAN";
@@ -228,7 +233,7 @@ fn check_header(path: &Path, payload: &[u8], offset: u64) -> Result<()> {
     }
     let version = decode_fixed32(&payload[8..])
         .ok_or_else(|| Error::corruption(path, offset, "manifest header is too short"))?;
-    if version != MANIFEST_FORMAT_VERSION {
+    if !(MIN_MANIFEST_FORMAT_VERSION..=MANIFEST_FORMAT_VERSION).contains(&version) {
         return Err(Error::UnsupportedVersion {
             file: path.to_path_buf(),
             found: version,

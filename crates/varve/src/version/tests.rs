@@ -370,21 +370,48 @@ fn unknown_format_version_rejected() {
         .expect("create");
     let mut w = LogWriter::new(file, 3).expect("writer");
     let mut header = manifest::MANIFEST_MAGIC.to_vec();
-    header.extend_from_slice(&2u32.to_le_bytes());
+    header.extend_from_slice(&3u32.to_le_bytes());
     w.add_record(&header).expect("header");
     w.add_record(&VersionEdit::default().encode())
         .expect("edit");
     manifest::write_current(&PosixFs, d, 3).expect("CURRENT");
     match VersionSet::recover(posix(), d) {
         Err(Error::UnsupportedVersion {
-            found: 2,
-            supported: 1,
+            found: 3,
+            supported: 2,
             file,
         }) => {
             assert_eq!(file, manifest::manifest_path(d, 3));
         }
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }
+}
+
+/// Manifests of format version 1 (before the clean-close field) are read.
+#[test]
+fn version_1_manifests_are_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let file = PosixFs
+        .create_writable(&manifest::manifest_path(d, 3))
+        .expect("create");
+    let mut w = LogWriter::new(file, 3).expect("writer");
+    let mut header = manifest::MANIFEST_MAGIC.to_vec();
+    header.extend_from_slice(&1u32.to_le_bytes());
+    w.add_record(&header).expect("header");
+    let snap = VersionEdit {
+        log_number: Some(4),
+        next_file_number: Some(5),
+        last_sequence: Some(9),
+        ..VersionEdit::default()
+    };
+    w.add_record(&snap.encode()).expect("edit");
+    w.sync().expect("sync");
+    manifest::write_current(&PosixFs, d, 3).expect("CURRENT");
+    let vs = VersionSet::recover(posix(), d).expect("a version 1 manifest opens");
+    assert_eq!(vs.log_number(), 4);
+    assert_eq!(vs.last_sequence(), 9);
+    assert_eq!(vs.clean_close(), None);
 }
 
 #[test]

@@ -65,6 +65,8 @@ pub struct VersionSet {
     /// Set after a failed manifest write: why edits are refused.
     failed: Option<String>,
     recovered_tail: Option<ManifestTail>,
+    /// The clean close the recovered manifest ended with, if any.
+    clean_close: Option<(u64, u64)>,
 }
 
 /// A full-state edit: counters, compact pointers and every file.
@@ -177,6 +179,7 @@ impl VersionSet {
             max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
             failed: None,
             recovered_tail: None,
+            clean_close: None,
         })
     }
 
@@ -222,9 +225,12 @@ impl VersionSet {
         let old = manifest::read_current(&*fs, dir)?;
         let mut builder = Builder::new(&Version::new());
         let (mut log, mut next, mut last) = (None, None, None);
+        let mut clean_close = None;
         let mut cps: Vec<Option<Vec<u8>>> = vec![None; NUM_LEVELS];
         let outcome = manifest::read_manifest(&*fs, dir, old, |edit, _offset| {
             builder.apply(&edit)?;
+            // Only a close that is the last edit counts.
+            clean_close = edit.clean_close;
             log = edit.log_number.or(log);
             next = edit.next_file_number.or(next);
             last = edit.last_sequence.or(last);
@@ -302,6 +308,7 @@ impl VersionSet {
             max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
             failed: None,
             recovered_tail,
+            clean_close,
         })
     }
 
@@ -456,6 +463,12 @@ impl VersionSet {
     /// The round-robin compaction pointer of `level` (an internal key).
     pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
         self.compact_pointers.get(level)?.as_deref()
+    }
+
+    /// `(WAL number, bytes)` if the recovered manifest's last edit is a
+    /// clean close (see [`VersionEdit::clean_close`]).
+    pub fn clean_close(&self) -> Option<(u64, u64)> {
+        self.clean_close
     }
 
     /// The torn manifest tail that recovery ignored, if any (for the DB's

@@ -154,3 +154,21 @@ pub fn count_keys(db: &Db, opts: &ReadOptions) -> u64 {
     it.status().expect("scan");
     n
 }
+
+/// Closes `db` and then takes its clean-close mark back off the manifest,
+/// leaving the directory as a crash right after the last synced write
+/// would: every edit and WAL byte is there, but nothing says the database
+/// was closed. Tests that cut or damage a WAL to model a crash's torn tail
+/// use it (after a clean close, a cut WAL is corruption).
+pub fn close_as_if_crashed(db: Db) {
+    let dir = db.path().to_path_buf();
+    let current = std::fs::read_to_string(dir.join("CURRENT")).expect("CURRENT");
+    let manifest = dir.join(current.trim_end());
+    let before = std::fs::metadata(&manifest).expect("manifest").len();
+    db.close().expect("close");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&manifest)
+        .expect("open manifest");
+    f.set_len(before).expect("cut the clean-close edit");
+}
