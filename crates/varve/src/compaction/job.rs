@@ -243,6 +243,35 @@ fn write_outputs(
     new_file_number: &(dyn Fn() -> u64 + Sync),
     result: &mut CompactionResult,
 ) -> Result<()> {
+    // The output being written, if any: removed here on failure (the
+    // caller removes the finished ones in `result`).
+    let mut open: Option<u64> = None;
+    let written = write_outputs_into(
+        input,
+        ctx,
+        output_level,
+        span,
+        new_file_number,
+        result,
+        &mut open,
+    );
+    if written.is_err()
+        && let Some(number) = open
+    {
+        let _ = ctx.fs.remove_file(&table_path(ctx.dir, number));
+    }
+    written
+}
+
+fn write_outputs_into(
+    input: &mut MergingIterator,
+    ctx: &JobContext<'_>,
+    output_level: usize,
+    span: &KeySpan,
+    new_file_number: &(dyn Fn() -> u64 + Sync),
+    result: &mut CompactionResult,
+    open: &mut Option<u64>,
+) -> Result<()> {
     let mut filter = VersionFilter::new(ctx.snapshots.clone());
     let mut out: Option<Output> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
@@ -267,9 +296,11 @@ fn write_outputs(
             });
             if cut && let Some(o) = out.take() {
                 finish(o, result)?;
+                *open = None;
             }
             if out.is_none() {
                 let number = new_file_number();
+                *open = Some(number);
                 let file =
                     create_table_file(ctx.fs, &table_path(ctx.dir, number), ctx.direct_writes)?;
                 out = Some(Output {
@@ -288,6 +319,7 @@ fn write_outputs(
     input.status()?;
     if let Some(o) = out.take() {
         finish(o, result)?;
+        *open = None;
     }
     result.entries_dropped = filter.dropped();
     Ok(())
