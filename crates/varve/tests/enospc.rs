@@ -545,6 +545,59 @@ fn full_wal_with_short_writes_then_resume() {
 }
 
 #[test]
+fn full_disk_when_starting_the_next_wal_then_resume() {
+    let dir = common::fast_tempdir();
+    let (fs, opts) = faulty(Options::default());
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    let keys = write_more(&db, "k");
+    let logs_before = common::wal_files(dir.path());
+    // The memtable switch of a flush writes the next WAL's header: no room.
+    fs.limit_space_of(".log", 0);
+    let err = db.flush().expect_err("no room for the next WAL");
+    assert!(
+        err.is_no_space() && err.to_string().contains(".log"),
+        "{err}"
+    );
+    let poisoned = db.put(b"x", b"y").expect_err("poisoned");
+    assert!(
+        poisoned.to_string().contains("creating a WAL"),
+        "{poisoned}"
+    );
+    assert_eq!(
+        common::wal_files(dir.path()),
+        logs_before,
+        "the WAL that could not be started was left behind"
+    );
+    let o = Outcome {
+        acked: keys,
+        ..Outcome::default()
+    };
+    check_poisoned(&db, &o);
+    fs.heal();
+    resume_write_reopen(db, dir.path(), opts, o);
+}
+
+#[test]
+fn full_wal_with_small_memtables_then_resume() {
+    // Memtable switches and flushes all along: the disk fills in a WAL
+    // append or while starting the next WAL, with immutable memtables
+    // waiting for the flush.
+    let dir = common::fast_tempdir();
+    let (fs, opts) = faulty(Options {
+        write_buffer_size: 256 << 10,
+        ..Options::default()
+    });
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    fs.short_writes(true);
+    fs.limit_space_of(".log", 3 << 20);
+    let o = write_until_full(&db, "w");
+    check_full_disk_errors(&o, false);
+    check_poisoned(&db, &o);
+    fs.heal();
+    resume_write_reopen(db, dir.path(), opts, o);
+}
+
+#[test]
 fn resume_keeps_writes_made_without_the_wal() {
     let dir = common::fast_tempdir();
     let (fs, opts) = faulty(Options::default());
