@@ -8,14 +8,17 @@
 //! Two kinds of full disk:
 //!
 //! - A real one: the test re-executes its own binary as a child process
-//!   (`enospc_tmpfs_child`, which does nothing unless `VARVE_ENOSPC_CHILD`
-//!   names a mode); the child enters a private mount namespace, mounts a
-//!   24 MiB tmpfs, fills it with a ballast file and writes from four
-//!   threads (single puts and batches, half of them `sync`) until the disk
-//!   is full, once per WAL mode: memory-mapped (`fallocate`), mapped over
-//!   zero-filled space, io_uring, plain `pwrite`. Mounting needs root; where
-//!   it is impossible the test fails, unless `VARVE_SKIP_MOUNT_TESTS=1`
-//!   (then it says it skipped).
+//!   (`enospc_full_disk_child`, which does nothing unless
+//!   `VARVE_ENOSPC_CHILD` names a file system and a mode); the child enters
+//!   a private mount namespace, mounts a 24 MiB tmpfs (or a 48 MiB ext4
+//!   image through a loop device), fills it with a ballast file and writes
+//!   from four threads (single puts and batches, half of them `sync`) until
+//!   the disk is full, once per WAL mode: memory-mapped (`fallocate`),
+//!   mapped over zero-filled space, io_uring, plain `pwrite`; then checks
+//!   that `resume` fails while the disk is still full, frees the ballast,
+//!   resumes, writes more, reopens. Mounting needs root (and, for ext4,
+//!   `mkfs.ext4` and a loop device); where it is impossible the test
+//!   fails, unless `VARVE_SKIP_MOUNT_TESTS=1` (then it says it skipped).
 //! - The fault-injecting file system's byte quota (`limit_space_of`, with
 //!   short writes): a full WAL, table writes of a flush or compaction, and
 //!   manifest writes, each followed by `resume`; a resume refused for other
@@ -324,7 +327,7 @@ fn fill_leaving(path: &Path, leave: u64) {
     f.set_len(len.saturating_sub(leave)).expect("free some");
 }
 
-fn tmpfs_options(mode: &str) -> Options {
+fn full_disk_options(mode: &str) -> Options {
     Options {
         wal_mmap: matches!(mode, "mmap" | "zero_fill"),
         wal_zero_fill: mode == "zero_fill",
@@ -335,13 +338,41 @@ fn tmpfs_options(mode: &str) -> Options {
     }
 }
 
-/// The child's scenario for one WAL mode, on the tmpfs mounted at `root`.
-fn tmpfs_full_disk(root: &Path, mode: &str) {
+/// Makes an ext4 file system in a `size`-byte image file `image` and
+/// mounts it on `at` through a loop device (`mkfs.ext4`, `mount -o loop`).
+fn mount_ext4(image: &Path, at: &Path, size: u64) -> Result<(), String> {
+    let f = std::fs::File::create(image).map_err(|e| format!("{}: {e}", image.display()))?;
+    f.set_len(size)
+        .map_err(|e| format!("{}: {e}", image.display()))?;
+    drop(f);
+    let run = |cmd: &mut Command| -> Result<(), String> {
+        let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{cmd:?}: {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    };
+    run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(image))?;
+    // A process started from this thread is in its mount namespace.
+    run(Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(image)
+        .arg(at))
+}
+
+/// The child's scenario for one WAL mode, on the file system mounted at
+/// `root`.
+fn full_disk(root: &Path, mode: &str) {
     if mode == "io_uring" && !varve::io::io_uring_available() {
         println!("note: io_uring is unavailable here; the WAL falls back to plain pwrite");
     }
     let dir = root.join("db");
-    let db = Db::open(&dir, tmpfs_options(mode)).expect("open");
+    let db = Db::open(&dir, full_disk_options(mode)).expect("open");
     let before = write_more(&db, "before");
     let ballast = root.join("ballast");
     fill_leaving(&ballast, 2_500_000);
@@ -360,7 +391,7 @@ fn tmpfs_full_disk(root: &Path, mode: &str) {
     assert!(names_full_disk(&err.to_string()), "{err}");
     check_poisoned(&db, &o);
     std::fs::remove_file(&ballast).expect("free the ballast");
-    resume_write_reopen(db, &dir, tmpfs_options(mode), o);
+    resume_write_reopen(db, &dir, full_disk_options(mode), o);
 }
 
 /// io_uring on a nearly full tmpfs: the first completion of a write is
@@ -408,38 +439,47 @@ fn uring_short_write(root: &Path) {
 }
 
 /// The child process: does nothing unless `VARVE_ENOSPC_CHILD` names a
-/// mode (so it passes, doing nothing, in an ordinary test run).
+/// file system and a mode, as `tmpfs:mmap` (so it passes, doing nothing,
+/// in an ordinary test run).
 #[test]
-fn enospc_tmpfs_child() {
-    let Ok(mode) = std::env::var(CHILD_ENV) else {
+fn enospc_full_disk_child() {
+    let Ok(what) = std::env::var(CHILD_ENV) else {
         return;
     };
+    let (fs, mode) = what.split_once(':').unwrap_or(("tmpfs", what.as_str()));
     let mnt = tempfile::tempdir().expect("mount point");
-    if let Err(why) = enter_private_mount_namespace().and_then(|()| mount_tmpfs(mnt.path(), "24m"))
-    {
+    let images = tempfile::tempdir().expect("image directory");
+    let mounted = enter_private_mount_namespace().and_then(|()| match fs {
+        "ext4" => mount_ext4(&images.path().join("ext4.img"), mnt.path(), 48 << 20),
+        _ => mount_tmpfs(mnt.path(), "24m"),
+    });
+    if let Err(why) = mounted {
         println!("{NO_MOUNT}: {why}");
         return;
     }
-    let result = std::panic::catch_unwind(|| match mode.as_str() {
+    let result = std::panic::catch_unwind(|| match mode {
         "uring_short_write" => uring_short_write(mnt.path()),
-        mode => tmpfs_full_disk(mnt.path(), mode),
+        mode => full_disk(mnt.path(), mode),
     });
     unmount(mnt.path());
     if let Err(p) = result {
         std::panic::resume_unwind(p);
     }
-    println!("{CHILD_OK} {mode}");
+    println!("{CHILD_OK} {what}");
 }
 
-/// Runs the child for `mode` and checks what it said.
-fn run_tmpfs_child(mode: &str) {
+/// Runs the child for `mode` on a full `fs` ("tmpfs" or "ext4") and checks
+/// what it said.
+fn run_full_disk_child(fs: &str, mode: &str) {
     if std::env::var(CHILD_ENV).is_ok() {
-        return; // this is a child; only `enospc_tmpfs_child` runs here
+        return; // this is a child; only `enospc_full_disk_child` runs here
     }
+    let mode = format!("{fs}:{mode}");
+    let mode = mode.as_str();
     let exe = std::env::current_exe().expect("test binary");
     let out = Command::new(exe)
         .args([
-            "enospc_tmpfs_child",
+            "enospc_full_disk_child",
             "--exact",
             "--test-threads=1",
             "--nocapture",
@@ -449,15 +489,17 @@ fn run_tmpfs_child(mode: &str) {
         .expect("run the child");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if let Some(line) = stdout.lines().find(|l| l.starts_with(NO_MOUNT)) {
+    // libtest prints "test name ... " in front of the child's first line.
+    if let Some(at) = stdout.find(NO_MOUNT) {
+        let line = stdout[at..].lines().next().unwrap_or(NO_MOUNT);
         if std::env::var(SKIP_ENV).as_deref() == Ok("1") {
             eprintln!("SKIPPED the real full-disk test ({mode}), {SKIP_ENV}=1: {line}");
             return;
         }
         panic!(
-            "the real full-disk test ({mode}) needs to mount a tmpfs in a private mount \
-             namespace (root, CAP_SYS_ADMIN) and could not: {line}\nSet {SKIP_ENV}=1 to skip \
-             it where that is impossible."
+            "the real full-disk test ({mode}) needs to mount a file system in a private mount \
+             namespace (root, CAP_SYS_ADMIN; for ext4 also mkfs.ext4 and a loop device) and \
+             could not: {line}\nSet {SKIP_ENV}=1 to skip it where that is impossible."
         );
     }
     assert!(
@@ -465,9 +507,10 @@ fn run_tmpfs_child(mode: &str) {
         "child for {mode} failed ({}):\n{stdout}\n{stderr}",
         out.status
     );
+    let (_, bare) = mode.split_once(':').unwrap_or(("", mode));
     for line in stdout
         .lines()
-        .filter(|l| l.starts_with(mode) || l.starts_with("note"))
+        .filter(|l| l.starts_with(bare) || l.starts_with("note"))
     {
         eprintln!("{line}");
     }
@@ -475,27 +518,51 @@ fn run_tmpfs_child(mode: &str) {
 
 #[test]
 fn full_tmpfs_with_mapped_wal() {
-    run_tmpfs_child("mmap");
+    run_full_disk_child("tmpfs", "mmap");
 }
 
 #[test]
 fn full_tmpfs_with_zero_filled_mapped_wal() {
-    run_tmpfs_child("zero_fill");
+    run_full_disk_child("tmpfs", "zero_fill");
 }
 
 #[test]
 fn full_tmpfs_with_io_uring_wal() {
-    run_tmpfs_child("io_uring");
+    run_full_disk_child("tmpfs", "io_uring");
 }
 
 #[test]
 fn full_tmpfs_with_plain_wal() {
-    run_tmpfs_child("plain");
+    run_full_disk_child("tmpfs", "plain");
 }
 
 #[test]
 fn io_uring_short_write_on_a_full_tmpfs_reports_enospc() {
-    run_tmpfs_child("uring_short_write");
+    run_full_disk_child("tmpfs", "uring_short_write");
+}
+
+/// ext4 (a loop-mounted image): `fallocate` leaves unwritten extents that
+/// the mapping's stores and fdatasync must convert, and delayed allocation
+/// reserves space at `write` time; a full disk must still be a clean error
+/// (never a SIGBUS) in every mode.
+#[test]
+fn full_ext4_with_mapped_wal() {
+    run_full_disk_child("ext4", "mmap");
+}
+
+#[test]
+fn full_ext4_with_zero_filled_mapped_wal() {
+    run_full_disk_child("ext4", "zero_fill");
+}
+
+#[test]
+fn full_ext4_with_io_uring_wal() {
+    run_full_disk_child("ext4", "io_uring");
+}
+
+#[test]
+fn full_ext4_with_plain_wal() {
+    run_full_disk_child("ext4", "plain");
 }
 
 // ---------------------------------------------------------------------------
