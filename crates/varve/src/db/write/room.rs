@@ -215,16 +215,25 @@ pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
             Some((at, lost))
         }
     };
+    // In memory only: done before the new log exists, so a failure here
+    // leaves no file behind.
+    let kept = match &survivors {
+        Some((_, lost)) => Some(without_sequences(
+            &old.mem,
+            lost,
+            db.options.write_buffer_size,
+        )?),
+        None => None,
+    };
     let (log, mem) = create_log(db, 0)?;
     let (number, path) = (log.number, log.path().to_path_buf());
     let fresh = Mem {
         table: mem,
         wal: number,
     };
-    match &survivors {
+    match kept {
         None => db.install_unordered(|sv| sv.switched(fresh)),
-        Some((_, lost)) => {
-            let kept = without_sequences(&old.mem, lost, db.options.write_buffer_size)?;
+        Some(kept) => {
             db.install_unordered(|sv| {
                 debug_assert!(
                     Arc::ptr_eq(&sv.mem.table, &old.mem),
