@@ -57,8 +57,10 @@ pub enum Error {
     /// The database exists and `error_if_exists` is on.
     #[error("database {} already exists (error_if_exists is true)", .0.display())]
     AlreadyExists(PathBuf),
-    /// An earlier WAL or background write failed; writes are refused until reopen.
-    #[error("database is poisoned by an earlier write failure, reopen it: {0}")]
+    /// An earlier WAL or background write failed; writes are refused until
+    /// the database is reopened or, when the failure was a full disk,
+    /// [`Db::resume`](crate::Db::resume) succeeds. The message says which.
+    #[error("database is poisoned by an earlier write failure: {0}")]
     Poisoned(String),
     /// The database was closed.
     #[error("database is closed")]
@@ -89,7 +91,12 @@ impl Error {
         match self {
             Error::Io { path, source } => Error::Io {
                 path: path.clone(),
-                source: std::io::Error::new(source.kind(), source.to_string()),
+                // An OS error stays one (same errno, same message); others
+                // keep their kind and text.
+                source: match source.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
             },
             Error::Corruption {
                 file,
@@ -125,7 +132,57 @@ impl Error {
     pub fn is_corruption(&self) -> bool {
         matches!(self, Error::Corruption { .. })
     }
+
+    /// True for an [`Error::Io`] that says the file system is out of space:
+    /// ENOSPC (`ErrorKind::StorageFull`) or EDQUOT (`ErrorKind::QuotaExceeded`).
+    /// These are the failures [`Db::resume`](crate::Db::resume) recovers
+    /// from once space is freed.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::Io { source, .. } => {
+                matches!(
+                    source.kind(),
+                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+                ) || matches!(source.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT))
+            }
+            _ => false,
+        }
+    }
 }
 
 /// `Result` with varve's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_space_is_recognised_and_survives_duplication() {
+        for code in [libc::ENOSPC, libc::EDQUOT] {
+            let e = Error::io("/db/000007.log", std::io::Error::from_raw_os_error(code));
+            assert!(e.is_no_space(), "{e}");
+            let d = e.duplicate();
+            assert!(d.is_no_space(), "{d}");
+            assert_eq!(d.to_string(), e.to_string());
+            match d {
+                Error::Io { source, .. } => assert_eq!(source.raw_os_error(), Some(code)),
+                other => panic!("duplicate changed the variant: {other}"),
+            }
+        }
+        let full = Error::io("/db/x", std::io::Error::from_raw_os_error(libc::ENOSPC));
+        assert!(
+            full.to_string().contains("/db/x") && full.to_string().contains("No space left"),
+            "{full}"
+        );
+        // Kind alone (an error built with a message) counts too.
+        let e = Error::io(
+            "/db/x",
+            std::io::Error::new(std::io::ErrorKind::StorageFull, "fallocate: disk full"),
+        );
+        assert!(e.is_no_space() && e.duplicate().is_no_space());
+        let eio = Error::io("/db/x", std::io::Error::from_raw_os_error(libc::EIO));
+        assert!(!eio.is_no_space());
+        assert!(!Error::Poisoned("No space left on device".into()).is_no_space());
+    }
+}

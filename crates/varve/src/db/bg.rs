@@ -7,7 +7,13 @@
 //! `progress` (wakes writers stalled on memtables or L0, and `flush()` /
 //! `compact_range` callers). Only one compaction runs at a time
 //! (`compaction_lock`), whether background or manual. An error in a flush or
-//! compaction poisons the database (writes fail, reads go on).
+//! compaction poisons the database (writes fail, reads go on) and both
+//! threads idle until it is lifted; a full disk (ENOSPC) is lifted by
+//! `Db::resume`, after which they pick up where they stopped. A failed
+//! flush or compaction removes the tables it was writing and installs
+//! nothing, so it damages nothing; a failed manifest write leaves the
+//! tables it named on disk (the edit may be durable) until a restarted
+//! manifest or a reopen decides.
 //! Lock order: `versions` before `state` (the super-version lock).
 
 use std::collections::HashSet;
@@ -144,7 +150,7 @@ fn flush_loop(db: &DbInner) {
             }
         }
         if let Err(e) = flush_oldest(db) {
-            db.poison(format!("flush failed: {e}"));
+            db.poison_err("flush failed", &e);
         }
         db.bg.progressed();
         db.bg.kick();
@@ -229,7 +235,7 @@ fn compaction_loop(db: &DbInner) {
                 continue;
             }
             Ok(false) => {}
-            Err(e) => db.poison(format!("compaction failed: {e}")),
+            Err(e) => db.poison_err("compaction failed", &e),
         }
         let mut g = db.bg.state.lock();
         if g.shutting_down {

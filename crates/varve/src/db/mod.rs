@@ -6,7 +6,11 @@
 //! - writes (`write`) join a WAL log slot, insert into the memtable
 //!   concurrently and are published in sequence order;
 //! - reads (`read`) and iterators look at the memtables as of one sequence
-//!   number, so a batch is seen whole or not at all.
+//!   number, so a batch is seen whole or not at all;
+//! - the first write that cannot complete (WAL, flush, compaction,
+//!   manifest) *poisons* the database: writes are refused, reads go on,
+//!   until a reopen or, after a full disk, [`Db::resume`] (`resume`,
+//!   `docs/errors.md`).
 //!
 //! Thread-safety: `Db` is `Send + Sync`; share it with an `Arc`. Reads never
 //! block writes. Invariant: every entry with a sequence number `<=`
@@ -25,6 +29,7 @@ mod par_scan;
 mod read;
 mod recovery;
 pub mod repair;
+mod resume;
 mod snapshot;
 mod stats;
 mod write;
@@ -54,7 +59,7 @@ use info_log::InfoLog;
 use memtables::SuperVersion;
 use snapshot::SnapshotList;
 use stats::Counters;
-use write::WritePath;
+use write::{WalLog, WritePath};
 
 /// An open database.
 ///
@@ -125,7 +130,7 @@ pub(crate) struct DbInner {
     pub(crate) last_sequence: AtomicU64,
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) writes: WritePath,
-    poisoned: Mutex<Option<String>>,
+    poisoned: Mutex<Option<Poison>>,
     is_poisoned: AtomicBool,
     closed: AtomicBool,
     /// Opened with [`Db::open_read_only`]: every write is refused.
@@ -136,15 +141,76 @@ pub(crate) struct DbInner {
     pub(crate) deletions_paused: AtomicUsize,
 }
 
+/// Why writes are refused (the first failure; later ones are only logged).
+#[derive(Debug, Clone)]
+pub(crate) struct Poison {
+    /// What failed, with the error (which names the file).
+    pub(crate) why: String,
+    /// The failure was a full disk ([`Error::is_no_space`]): [`Db::resume`]
+    /// may bring writes back once space is freed.
+    pub(crate) resumable: bool,
+}
+
+impl Poison {
+    /// The error writes get while the database is poisoned by this.
+    pub(crate) fn error(&self) -> Error {
+        let hint = if self.resumable {
+            "no space left on device (ENOSPC/EDQUOT): free space, then call Db::resume() \
+             (or reopen the database)"
+        } else {
+            "reopen the database"
+        };
+        Error::Poisoned(format!("{}; {hint}", self.why))
+    }
+}
+
 impl DbInner {
-    /// Marks the database unwritable until reopen.
+    /// Marks the database unwritable until reopen (a failure
+    /// [`Db::resume`] does not recover from: a bug, a broken invariant).
     pub(crate) fn poison(&self, why: String) {
-        self.info_log.log(format!("poisoned: {why}"));
+        self.poison_with(why, false, || true);
+    }
+
+    /// Marks the database unwritable because of `e` (`what` says what
+    /// failed). Resumable if `e` is a full disk.
+    pub(crate) fn poison_err(&self, what: &str, e: &Error) {
+        self.poison_with(format!("{what}: {e}"), e.is_no_space(), || true);
+    }
+
+    /// [`poison_err`](Self::poison_err) for a failure of WAL `log`: ignored
+    /// once [`Db::resume`] replaced that log (a writer of the old log may
+    /// report its failure late). The check and resume's clearing happen
+    /// under the same lock.
+    pub(crate) fn poison_wal(&self, log: &WalLog, what: &str, e: &Error) {
+        self.poison_with(format!("{what}: {e}"), e.is_no_space(), || {
+            !log.is_retired()
+        });
+    }
+
+    fn poison_with(&self, why: String, resumable: bool, applies: impl FnOnce() -> bool) {
         let mut p = self.poisoned.lock();
+        if !applies() {
+            return;
+        }
+        self.info_log.log(format!("poisoned: {why}"));
         if p.is_none() {
-            *p = Some(why);
+            *p = Some(Poison { why, resumable });
         }
         self.is_poisoned.store(true, Ordering::Release);
+    }
+
+    /// Why the database is poisoned, if it is.
+    pub(crate) fn poison_state(&self) -> Option<Poison> {
+        self.poisoned.lock().clone()
+    }
+
+    /// Accepts writes again ([`Db::resume`], with the write gate held
+    /// exclusively and `old`, the log that failed, already replaced).
+    pub(crate) fn clear_poison(&self, old: &WalLog) {
+        let mut p = self.poisoned.lock();
+        old.retire();
+        *p = None;
+        self.is_poisoned.store(false, Ordering::Release);
     }
 
     /// `Err` if writes are no longer allowed.
@@ -158,9 +224,10 @@ impl DbInner {
                 self.dir.display()
             )));
         }
-        if self.is_poisoned.load(Ordering::Acquire) {
-            let why = self.poisoned.lock().clone().unwrap_or_default();
-            return Err(Error::Poisoned(why));
+        if self.is_poisoned.load(Ordering::Acquire)
+            && let Some(p) = self.poison_state()
+        {
+            return Err(p.error());
         }
         Ok(())
     }
@@ -474,8 +541,7 @@ impl Db {
                 picker::pick_range(&vs.current(), level, begin, end, &busy)
             };
             if let Some(plan) = plan {
-                bg::run_plan(db, &plan)
-                    .inspect_err(|e| db.poison(format!("compaction failed: {e}")))?;
+                bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
             }
         }
         db.bg.kick();
@@ -586,6 +652,41 @@ impl Db {
     /// Bytes of memtable arena in use.
     pub fn memtable_usage(&self) -> usize {
         self.inner.super_version().memtable_usage()
+    }
+
+    /// Brings back writes after a full disk poisoned the database, once
+    /// space has been freed; a no-op when the database is not poisoned.
+    ///
+    /// varve does not retry on its own: it cannot tell when space comes
+    /// back, and retrying against a full disk would only repeat the failing
+    /// IO. The application calls `resume` when it has freed space (or at
+    /// intervals); until then writes fail with `Error::Poisoned`, whose
+    /// message names the failure and says whether `resume` can help, and
+    /// reads keep working. See `docs/errors.md`.
+    ///
+    /// What it does, holding the write path's locks so no write is in
+    /// flight: if the manifest failed, starts a new one holding a snapshot
+    /// of the current state; if the WAL failed, cuts it to the end of its
+    /// last record that reached the file (every acknowledged write is
+    /// there) and drops the writes that failed from the memtable; starts a
+    /// fresh WAL, accepts writes again, and waits until every memtable is
+    /// flushed to L0, so the old WALs are retired by a normal manifest
+    /// edit. Background flushes and compactions stopped by the failure
+    /// restart.
+    ///
+    /// Writes that failed are never visible afterwards. Between the
+    /// failure and `resume`, reads may still see a write whose WAL write
+    /// failed (the write path publishes a batch before its bytes reach the
+    /// file); `resume` (or a reopen) removes it.
+    ///
+    /// Errors: `Error::Poisoned` saying "reopen" when the failure was not a
+    /// full disk (an IO error such as EIO, a failed fdatasync of the WAL,
+    /// whose effect on the file is unknown) — only a reopen recovers from
+    /// those; the IO error (ENOSPC) if the disk is still too full for one
+    /// of the steps, in which case the database stays poisoned and
+    /// `resume` may be called again later; `Error::Closed` after `close`.
+    pub fn resume(&self) -> Result<()> {
+        resume::resume(&self.inner)
     }
 
     /// Syncs the write-ahead log and releases the lock. Dropping a `Db`

@@ -4,11 +4,13 @@
 //! Called only after the edit that retired them is durable in the manifest.
 //! Tables still pinned by a live `Version` (held by a reader or iterator)
 //! or being written by a running flush or compaction are kept. Failures to
-//! delete are logged, not fatal (the next pass retries). Thread-safe.
+//! delete are logged, not fatal (the next pass retries); a file another
+//! pass already deleted is no failure. Thread-safe.
 
 use std::collections::HashSet;
 
 use super::DbInner;
+use crate::Error;
 use crate::filenames::{self, FileKind};
 
 /// Deletes every obsolete file in the database directory.
@@ -54,6 +56,8 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
                 }
                 db.info_log.log(format!("deleted obsolete {name}"));
             }
+            // Another pass (a flush and a resume, say) got there first.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => db.info_log.log(format!("deleting {name} failed: {e}")),
         }
     }

@@ -6,6 +6,13 @@
 //! a test can open a database normally, then make the next append fail.
 //! Everything not failed is passed to the wrapped file system unchanged.
 //!
+//! A full disk: [`FaultInjectingFs::set_free_space`] is a byte quota for
+//! writes (ENOSPC once spent), optionally only for files whose name
+//! contains a pattern ([`FaultInjectingFs::limit_space_of`]: the WAL, the
+//! tables, the manifest), and with [`FaultInjectingFs::short_writes`] a
+//! write that does not fit writes the part that fits first, as a kernel
+//! does, leaving a torn tail.
+//!
 //! Power loss: the wrapper remembers, for every file it created, how many
 //! bytes were fdatasync'ed and whether its directory entry was made durable
 //! (a directory fsync after the create). [`FaultInjectingFs::crash`] makes
@@ -34,6 +41,11 @@ struct Switches {
     fail_syncs: AtomicBool,
     /// Bytes that may still be appended before ENOSPC (u64::MAX: unlimited).
     space_left: AtomicU64,
+    /// When set, only files whose name contains this count against
+    /// `space_left` (and only they can run out of space).
+    space_scope: Mutex<Option<String>>,
+    /// A write that does not fit writes the part that fits, then fails.
+    short_writes: AtomicBool,
     appends: AtomicU64,
     syncs: AtomicU64,
     crashed: AtomicBool,
@@ -72,6 +84,8 @@ impl FaultInjectingFs {
                 appends_left: AtomicU64::new(u64::MAX),
                 fail_syncs: AtomicBool::new(false),
                 space_left: AtomicU64::new(u64::MAX),
+                space_scope: Mutex::new(None),
+                short_writes: AtomicBool::new(false),
                 appends: AtomicU64::new(0),
                 syncs: AtomicU64::new(0),
                 crashed: AtomicBool::new(false),
@@ -116,9 +130,25 @@ impl FaultInjectingFs {
     }
 
     /// Leaves `bytes` of free space: an append that does not fit fails with
-    /// ENOSPC and writes nothing.
+    /// ENOSPC and writes nothing (or, with [`short_writes`](Self::short_writes),
+    /// the part that fits).
     pub fn set_free_space(&self, bytes: u64) {
         self.switches.space_left.store(bytes, Ordering::SeqCst);
+    }
+
+    /// [`set_free_space`](Self::set_free_space) for the files whose name
+    /// contains `pattern` only (e.g. `".sst"`, `"MANIFEST"`, `".log"`):
+    /// other files neither spend nor run out of it. Healing lifts it.
+    pub fn limit_space_of(&self, pattern: &str, bytes: u64) {
+        *self.switches.space_scope.lock() = Some(pattern.to_string());
+        self.set_free_space(bytes);
+    }
+
+    /// Makes a write that does not fit the free space write the part that
+    /// fits before it fails with ENOSPC (what `write(2)` does), instead of
+    /// writing nothing.
+    pub fn short_writes(&self, on: bool) {
+        self.switches.short_writes.store(on, Ordering::SeqCst);
     }
 
     /// Makes O_DIRECT opens fail with EINVAL, like a file system without
@@ -142,6 +172,7 @@ impl FaultInjectingFs {
         self.fail_appends_after(u64::MAX);
         self.fail_syncs(false);
         self.set_free_space(u64::MAX);
+        *self.switches.space_scope.lock() = None;
     }
 
     /// Simulates the machine stopping: from now on every write, sync,
@@ -339,12 +370,27 @@ fn injected(path: &Path, kind: std::io::ErrorKind, what: &str) -> Error {
     )
 }
 
+/// What a write may do when it does not fit the free space.
+#[derive(Debug)]
+struct Refused {
+    /// Bytes of the write to pass on before failing (short writes).
+    fit: u64,
+    error: Error,
+}
+
+impl From<Error> for Refused {
+    fn from(error: Error) -> Self {
+        Refused { fit: 0, error }
+    }
+}
+
 impl Switches {
     /// The checks every write (append or positional) passes: crash, EIO
-    /// after the set number of writes, ENOSPC.
-    fn admit(&self, path: &Path, len: u64) -> Result<()> {
+    /// after the set number of writes, ENOSPC. On refusal, the caller
+    /// writes the first `fit` bytes and returns the error.
+    fn admit(&self, path: &Path, len: u64) -> std::result::Result<(), Refused> {
         if self.crashed.load(Ordering::SeqCst) {
-            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
+            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash").into());
         }
         let delay = self.sst_append_delay_micros.load(Ordering::SeqCst);
         if delay > 0 && path.extension().is_some_and(|e| e == "sst") {
@@ -359,25 +405,42 @@ impl Switches {
             })
             .is_ok();
         if !allowed {
-            return Err(injected(
-                path,
-                std::io::ErrorKind::Other,
-                "append failed (EIO)",
-            ));
+            return Err(injected(path, std::io::ErrorKind::Other, "append failed (EIO)").into());
         }
+        let scoped = match self.space_scope.lock().as_deref() {
+            None => true,
+            Some(pattern) => path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(pattern)),
+        };
+        if !scoped {
+            return Ok(());
+        }
+        let short = self.short_writes.load(Ordering::SeqCst);
+        let mut fit = 0;
         let fits = self
             .space_left
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| match left {
                 u64::MAX => Some(left),
-                left => left.checked_sub(len),
+                left => match left.checked_sub(len) {
+                    Some(rest) => Some(rest),
+                    None if short && left > 0 => {
+                        fit = left;
+                        Some(0)
+                    }
+                    None => None,
+                },
             })
             .is_ok();
-        if !fits {
-            return Err(injected(
-                path,
-                std::io::ErrorKind::StorageFull,
-                "no space left on device (ENOSPC)",
-            ));
+        if !fits || fit > 0 {
+            return Err(Refused {
+                fit,
+                error: injected(
+                    path,
+                    std::io::ErrorKind::StorageFull,
+                    "no space left on device (ENOSPC)",
+                ),
+            });
         }
         Ok(())
     }
@@ -425,7 +488,14 @@ struct FaultyLog {
 impl LogFile for FaultyLog {
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         let s = &self.switches;
-        s.admit(self.inner.path(), data.len() as u64)?;
+        if let Err(Refused { fit, error }) = s.admit(self.inner.path(), data.len() as u64) {
+            if fit > 0 {
+                let part = &data[..fit as usize];
+                self.inner.write_at(offset, part)?;
+                s.wrote(self.inner.path(), offset + fit);
+            }
+            return Err(error);
+        }
         self.inner.write_at(offset, data)?;
         s.wrote(self.inner.path(), offset + data.len() as u64);
         Ok(())
@@ -453,7 +523,14 @@ impl WritableFile for FaultyWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         let s = &self.switches;
         let len = data.len() as u64;
-        s.admit(self.inner.path(), len)?;
+        if let Err(Refused { fit, error }) = s.admit(self.inner.path(), len) {
+            if fit > 0 {
+                let end = self.inner.len() + fit;
+                self.inner.append(&data[..fit as usize])?;
+                s.wrote(self.inner.path(), end);
+            }
+            return Err(error);
+        }
         let end = self.inner.len() + len;
         self.inner.append(data)?;
         s.wrote(self.inner.path(), end);
@@ -608,6 +685,38 @@ mod tests {
         f.sync_data().expect("sync");
         assert_eq!(f.len(), 5);
         assert_eq!(fs.appends(), 2);
+    }
+
+    #[test]
+    fn a_scoped_quota_spares_other_files_and_short_writes_write_what_fits() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+        let sst_path = dir.path().join("000005.sst");
+        let mut sst = fs.create_writable(&sst_path).expect("create");
+        let mut log = fs
+            .create_writable(&dir.path().join("000006.log"))
+            .expect("create");
+        fs.limit_space_of(".sst", 10);
+        log.append(&[1u8; 100])
+            .expect("other files are not limited");
+        sst.append(b"12345678").expect("fits");
+        let full = |e: Error| match e {
+            Error::Io { ref source, .. } => {
+                assert_eq!(source.kind(), std::io::ErrorKind::StorageFull, "{e}");
+                assert!(e.to_string().contains("000005.sst"), "{e}");
+            }
+            other => panic!("expected ENOSPC, got {other}"),
+        };
+        full(sst.append(b"abcd").expect_err("does not fit"));
+        assert_eq!(sst.len(), 8, "a refused write writes nothing");
+        fs.short_writes(true);
+        full(sst.append(b"abcd").expect_err("does not fit"));
+        assert_eq!(sst.len(), 10, "a short write writes what fits");
+        full(sst.append(b"x").expect_err("nothing left"));
+        assert_eq!(std::fs::read(&sst_path).expect("read"), b"12345678ab");
+        fs.heal();
+        sst.append(b"x").expect("healed");
+        log.append(b"y").expect("still fine");
     }
 
     #[test]

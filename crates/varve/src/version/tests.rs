@@ -777,3 +777,87 @@ fn failed_roll_over_keeps_old_manifest() {
         assert_eq!(state(&vs), before, "case {case}");
     }
 }
+
+#[test]
+fn a_full_disk_under_the_manifest_is_recovered_by_a_new_manifest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let fs = FaultInjectingFs::new(posix());
+    let mut vs = VersionSet::create(Arc::new(fs.clone()), d).expect("create");
+    let mut e = VersionEdit::default();
+    e.add_file(0, meta(5, "a", "b", 1));
+    vs.log_and_apply(e).expect("ok");
+    let before = state(&vs);
+    let old_manifest = vs.manifest_number();
+    // The edit's record gets torn: a few bytes fit, then ENOSPC.
+    fs.short_writes(true);
+    fs.limit_space_of("MANIFEST", 7);
+    let mut e = VersionEdit::default();
+    e.add_file(0, meta(6, "c", "d", 2));
+    let err = vs.log_and_apply(e).expect_err("no space");
+    assert!(err.is_no_space(), "{err}");
+    assert!(vs.has_failed());
+    assert_eq!(state(&vs), before);
+    // Still full: the new manifest cannot be written either, the set stays
+    // refused, and the attempt leaves no manifest file behind.
+    let manifests = |d: &Path| {
+        std::fs::read_dir(d)
+            .expect("ls")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("MANIFEST-"))
+            })
+            .count()
+    };
+    let err = vs.restart_manifest().expect_err("still full");
+    assert!(err.is_no_space(), "{err}");
+    assert!(vs.has_failed());
+    assert_eq!(manifests(d), 1);
+    assert_eq!(
+        manifest::read_current(&fs, d).expect("current"),
+        old_manifest
+    );
+    fs.heal();
+    vs.restart_manifest().expect("space again");
+    assert!(!vs.has_failed());
+    assert_ne!(vs.manifest_number(), old_manifest);
+    assert_eq!(
+        manifest::read_current(&fs, d).expect("current"),
+        vs.manifest_number()
+    );
+    assert_eq!(
+        state(&vs),
+        before,
+        "the failed edit is not in the new manifest"
+    );
+    let mut e = VersionEdit::default();
+    e.add_file(0, meta(7, "e", "f", 3));
+    vs.log_and_apply(e).expect("edits accepted again");
+    let after = state(&vs);
+    drop(vs);
+    let vs = VersionSet::recover(posix(), d).expect("recover");
+    assert_eq!(state(&vs), after);
+    assert!(
+        !vs.live_files().contains(&6),
+        "the failed edit stays undone"
+    );
+}
+
+#[test]
+fn a_manifest_io_error_that_is_not_a_full_disk_is_not_restarted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = FaultInjectingFs::new(posix());
+    let mut vs = VersionSet::create(Arc::new(fs.clone()), dir.path()).expect("create");
+    vs.restart_manifest().expect("nothing failed: a no-op");
+    fs.fail_appends_after(0);
+    let mut e = VersionEdit::default();
+    e.add_file(0, meta(6, "c", "d", 2));
+    vs.log_and_apply(e).expect_err("EIO");
+    fs.heal();
+    let err = vs.restart_manifest().expect_err("refused");
+    assert!(
+        matches!(err, Error::Poisoned(_)) && err.to_string().contains("reopen"),
+        "{err}"
+    );
+    assert!(vs.has_failed());
+}

@@ -8,8 +8,11 @@
 //! complete, synced manifest; file numbers handed out are never reused while
 //! this process runs; after an IO error on the manifest the set refuses
 //! further edits ([`Error::Poisoned`]) because the manifest's durable state
-//! is unknown. Nothing here deletes files: [`VersionSet::obsolete_files`]
-//! names what the DB may delete once the retiring edit is durable.
+//! is unknown, until [`VersionSet::restart_manifest`] (for a full disk
+//! only) has written the in-memory state — which never includes the failed
+//! edit — as a snapshot into a new manifest and pointed `CURRENT` at it.
+//! Nothing here deletes files: [`VersionSet::obsolete_files`] names what
+//! the DB may delete once the retiring edit is durable.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -41,6 +44,14 @@ pub struct ManifestTail {
     pub reason: String,
 }
 
+/// A failed manifest write.
+#[derive(Debug, Clone)]
+struct ManifestFailure {
+    why: String,
+    /// The disk was full (ENOSPC/EDQUOT): a new manifest may be started.
+    retryable: bool,
+}
+
 /// Counters that every snapshot edit records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Counters {
@@ -63,7 +74,7 @@ pub struct VersionSet {
     compact_pointers: Vec<Option<Vec<u8>>>,
     max_manifest_size: u64,
     /// Set after a failed manifest write: why edits are refused.
-    failed: Option<String>,
+    failed: Option<ManifestFailure>,
     recovered_tail: Option<ManifestTail>,
     /// The clean close the recovered manifest ended with, if any.
     clean_close: Option<(u64, u64)>,
@@ -330,9 +341,10 @@ impl VersionSet {
     /// not be durable, so the caller must keep (not delete) both its new
     /// files and the files it deletes.
     pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
-        if let Some(why) = &self.failed {
+        if let Some(f) = &self.failed {
             return Err(Error::Poisoned(format!(
-                "manifest writes refused after an earlier failure: {why}"
+                "manifest writes refused after an earlier failure: {}",
+                f.why
             )));
         }
         let log_number = edit.log_number.unwrap_or(self.counters.log_number);
@@ -394,13 +406,72 @@ impl VersionSet {
             }
         };
         if let Err(e) = r {
-            self.failed = Some(e.to_string());
+            self.failed = Some(ManifestFailure {
+                why: e.to_string(),
+                retryable: e.is_no_space(),
+            });
             return Err(e);
         }
         self.current = Arc::new(version);
         self.counters = counters;
         self.compact_pointers = cps;
         Ok(())
+    }
+
+    /// After a failed manifest write that was a full disk: starts a new
+    /// manifest holding a snapshot of the current state and points
+    /// `CURRENT` at it, after which edits are accepted again. A no-op when
+    /// no manifest write failed.
+    ///
+    /// The failed edit was never installed, so the snapshot does not hold
+    /// it: the tables it added become orphans that the next obsolete-file
+    /// pass deletes, and the tables it retired stay live. Until `CURRENT`
+    /// names the new manifest the old one (which may hold the edit, whole
+    /// or torn) stays authoritative, and nothing it names has been deleted.
+    ///
+    /// Errors: `Poisoned` (saying to reopen) when the failure was not a full
+    /// disk; the IO error if the new manifest cannot be written either (the
+    /// set stays refused; call again later).
+    pub fn restart_manifest(&mut self) -> Result<()> {
+        let Some(failure) = &self.failed else {
+            return Ok(());
+        };
+        if !failure.retryable {
+            return Err(Error::Poisoned(format!(
+                "manifest writes refused after an earlier failure: {}; only a reopen recovers \
+                 from it",
+                failure.why
+            )));
+        }
+        if self.manifest.is_none() {
+            return Err(Error::InvalidArgument(
+                "the database is open read-only".into(),
+            ));
+        }
+        let number = self.new_file_number();
+        let snap = snapshot(&self.current, self.counters, &self.compact_pointers);
+        match start_manifest(&*self.fs, &self.dir, number, &snap) {
+            Ok(w) => {
+                self.manifest = Some(w);
+                self.failed = None;
+                Ok(())
+            }
+            Err(e) => {
+                // Never named by CURRENT unless `start_manifest` got that far;
+                // then it is complete and the next attempt replaces it.
+                if !manifest::read_current(&*self.fs, &self.dir).is_ok_and(|n| n == number) {
+                    let _ = self
+                        .fs
+                        .remove_file(&manifest::manifest_path(&self.dir, number));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether a manifest write failed (edits are refused).
+    pub fn has_failed(&self) -> bool {
+        self.failed.is_some()
     }
 
     /// Allocates a new file number.

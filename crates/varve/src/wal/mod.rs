@@ -72,7 +72,9 @@ impl LogIo {
 /// Creates a new WAL file at `path` written the way `io` says, where the file
 /// system's paths are the operating system's
 /// ([`FileSystem::uses_os_files`]); otherwise, or if that way cannot
-/// be set up here, the file system's own log file.
+/// be set up here, the file system's own log file. A full disk while
+/// preallocating a mapped log is returned as the error (ENOSPC), not
+/// answered by falling back.
 pub fn create_log_file(fs: &dyn FileSystem, path: &Path, io: LogIo) -> Result<Arc<dyn LogFile>> {
     if fs.uses_os_files() {
         match io {
@@ -82,10 +84,16 @@ pub fn create_log_file(fs: &dyn FileSystem, path: &Path, io: LogIo) -> Result<Ar
                 } else {
                     Preallocate::ZeroFill
                 };
-                if let Ok(file) = MappedLogFile::create_with(path, MAPPED_LOG_INITIAL, how)
-                    && let Ok(log) = MappedLog::new(file)
-                {
-                    return Ok(Arc::new(log));
+                match MappedLogFile::create_with(path, MAPPED_LOG_INITIAL, how) {
+                    Ok(file) => {
+                        if let Ok(log) = MappedLog::new(file) {
+                            return Ok(Arc::new(log));
+                        }
+                    }
+                    // A full disk is the answer, not a reason to try
+                    // another way (which would fail later, less clearly).
+                    Err(e) if e.is_no_space() => return Err(e),
+                    Err(_) => {}
                 }
             }
             LogIo::IoUring => {

@@ -4,13 +4,17 @@
 //! The ring thread takes every request waiting, turns them into one
 //! submission in arrival order — a write is an `IORING_OP_WRITE` of an owned
 //! copy of the bytes, a sync an `IORING_OP_FSYNC` with `DATASYNC` — and links
-//! the writes that precede a sync in the same submission to it with
-//! `IO_LINK`, so write and fdatasync go to the kernel as one chain (seed 003).
+//! each write to the entry after it with `IO_LINK`, so writes and the
+//! fdatasync behind them go to the kernel as one chain (seed 003).
 //! It then reaps exactly as many completions as it submitted (every CQE is
 //! consumed) and only then answers the callers and frees the buffers: a
-//! buffer lives until its completion is reaped. A short write, a failed
-//! write, and a sync whose chain was cut (`ECANCELED`) are errors, so they are
-//! never acknowledged; the WAL poisons the database on any of them.
+//! buffer lives until its completion is reaped. A short write (part of the
+//! bytes taken, as on a nearly full disk) is resubmitted for the rest, so a
+//! full disk is reported with its real errno (ENOSPC, naming the file), and
+//! an entry cancelled because an earlier link failed (`ECANCELED`) is
+//! resubmitted on its own; a write is acknowledged only when every byte was
+//! written, and a failed write is never acknowledged (the WAL poisons the
+//! database).
 //!
 //! Thread-safety: `UringLog` is `Send + Sync`; callers block on their own
 //! reply channel. Invariants: the ring is touched only by its thread; a
@@ -158,26 +162,78 @@ fn ring_thread(mut ring: IoUring, file: Arc<File>, path: PathBuf, rx: Receiver<R
     }
 }
 
-/// Submits `batch` as one chain per sync and reaps all its completions.
-/// Returns one result per request.
+/// Rounds in a row in which nothing moved (no byte written, no request
+/// answered) after which the open requests fail instead of looping.
+const MAX_IDLE_ROUNDS: u32 = 3;
+
+/// Runs `batch` to the end and returns one result per request.
+///
+/// A write completes only when all its bytes are written: a short write
+/// (the file system took part of it, as on a nearly full disk) is
+/// resubmitted for the rest in the next round, and that attempt reports the
+/// real errno (ENOSPC) if there is no room at all. An entry cancelled
+/// because an earlier link of its chain was short or failed (`ECANCELED`)
+/// is resubmitted too, so a sync is never failed for another request's
+/// error: it runs after the writes before it settled and syncs what they
+/// wrote.
 fn run_batch(ring: &mut IoUring, fd: types::Fd, path: &Path, batch: &[Request]) -> Vec<Result<()>> {
     let err = |e: std::io::Error| Error::io(path, e);
-    // Link each write to the next entry when a sync follows it in the batch.
-    let last_sync = batch
-        .iter()
-        .rposition(|r| matches!(r, Request::Sync { .. }));
     let mut results: Vec<Option<Result<()>>> = (0..batch.len()).map(|_| None).collect();
+    let mut written = vec![0usize; batch.len()];
+    let mut idle = 0;
+    loop {
+        let open: Vec<usize> = (0..batch.len()).filter(|&i| results[i].is_none()).collect();
+        if open.is_empty() {
+            break;
+        }
+        if idle >= MAX_IDLE_ROUNDS {
+            for i in open {
+                results[i] = Some(Err(err(std::io::Error::new(
+                    std::io::ErrorKind::WriteZero,
+                    "io_uring made no progress on a WAL request (zero-byte writes)",
+                ))));
+            }
+            break;
+        }
+        let progressed = run_round(ring, fd, path, batch, &open, &mut written, &mut results);
+        idle = if progressed { 0 } else { idle + 1 };
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(err(std::io::Error::other("no io_uring completion")))))
+        .collect()
+}
+
+/// Submits the `open` requests of `batch` (in order; each write linked to
+/// the entry after it, so writes reach the file in order and a sync after
+/// writes runs after them) and reaps every completion. Records finished
+/// requests in `results` and bytes written in `written`. Returns whether
+/// anything moved.
+fn run_round(
+    ring: &mut IoUring,
+    fd: types::Fd,
+    path: &Path,
+    batch: &[Request],
+    open: &[usize],
+    written: &mut [usize],
+    results: &mut [Option<Result<()>>],
+) -> bool {
+    let err = |e: std::io::Error| Error::io(path, e);
+    let mut progressed = false;
+    let mut submitted = 0;
     {
         let mut sq = ring.submission();
-        for (i, req) in batch.iter().enumerate() {
-            let entry = match req {
+        for (k, &i) in open.iter().enumerate() {
+            let entry = match &batch[i] {
                 Request::Write { offset, data, .. } => {
+                    let rest = &data[written[i]..];
+                    debug_assert!(!rest.is_empty(), "a finished write is not open");
                     // `write_at` checked the length fits in u32.
-                    let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
-                    let e = opcode::Write::new(fd, data.as_ptr(), len)
-                        .offset(*offset)
+                    let len = u32::try_from(rest.len()).unwrap_or(u32::MAX);
+                    let e = opcode::Write::new(fd, rest.as_ptr(), len)
+                        .offset(*offset + written[i] as u64)
                         .build();
-                    if last_sync.is_some_and(|s| i < s) {
+                    if k + 1 < open.len() {
                         e.flags(squeue::Flags::IO_LINK)
                     } else {
                         e
@@ -190,18 +246,21 @@ fn run_batch(ring: &mut IoUring, fd: types::Fd, path: &Path, batch: &[Request]) 
             .user_data(i as u64);
             // SAFETY: the entry points into `data`, a buffer owned by
             // `batch`, which the caller keeps (and does not move or drop)
-            // until this function has reaped every completion of the batch;
-            // the fd is kept open by the thread's `Arc<File>`. The queue has
-            // room: a batch is at most RING_ENTRIES requests and the queue is
-            // empty at the start of every batch.
+            // until every round has reaped all its completions (this
+            // function returns only after reaping this round's); the fd is
+            // kept open by the thread's `Arc<File>`. The queue has room: a
+            // batch is at most RING_ENTRIES requests and the queue is empty
+            // at the start of every round.
             if unsafe { sq.push(&entry) }.is_err() {
                 results[i] = Some(Err(err(std::io::Error::other(
                     "io_uring submission queue full",
                 ))));
+                progressed = true;
+            } else {
+                submitted += 1;
             }
         }
     }
-    let submitted = results.iter().filter(|r| r.is_none()).count();
     let mut reaped = 0;
     while reaped < submitted {
         match ring.submit_and_wait(submitted - reaped) {
@@ -226,22 +285,38 @@ fn run_batch(ring: &mut IoUring, fd: types::Fd, path: &Path, batch: &[Request]) 
                 continue;
             };
             let res = cqe.result();
-            results[i] = Some(match &batch[i] {
-                _ if res < 0 => Err(err(std::io::Error::from_raw_os_error(-res))),
-                Request::Write { data, .. } if res as usize != data.len() => {
-                    Err(err(std::io::Error::new(
-                        std::io::ErrorKind::WriteZero,
-                        format!("short WAL write: {res} of {} bytes", data.len()),
-                    )))
+            if res == -libc::ECANCELED {
+                // An earlier link was short or failed: submitted again.
+                continue;
+            }
+            match &batch[i] {
+                Request::Write { data, .. } => {
+                    if res < 0 {
+                        results[i] = Some(Err(err(std::io::Error::from_raw_os_error(-res))));
+                        progressed = true;
+                    } else if res > 0 {
+                        // A short write leaves the request open: the next
+                        // round writes the rest (or learns the errno).
+                        written[i] += res as usize;
+                        debug_assert!(written[i] <= data.len(), "wrote past the buffer");
+                        if written[i] >= data.len() {
+                            results[i] = Some(Ok(()));
+                        }
+                        progressed = true;
+                    }
                 }
-                _ => Ok(()),
-            });
+                Request::Sync { .. } => {
+                    results[i] = Some(if res < 0 {
+                        Err(err(std::io::Error::from_raw_os_error(-res)))
+                    } else {
+                        Ok(())
+                    });
+                    progressed = true;
+                }
+            }
         }
     }
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(err(std::io::Error::other("no io_uring completion")))))
-        .collect()
+    progressed
 }
 
 #[cfg(test)]

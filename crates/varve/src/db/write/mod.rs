@@ -22,9 +22,16 @@
 //! placed in the log after it (the earlier write joined its slot before it
 //! was published), and the file only ever holds a prefix of the log, so an
 //! acknowledged write never survives a crash without the writes it
-//! depended on. A WAL failure poisons the database: the writers whose
-//! records were not yet written get the IO error, later writes
-//! `Error::Poisoned`. Thread-safety: any number of threads may call
+//! depended on. A WAL failure poisons the database: the log stops at the
+//! end of what reached the file (`wal_log`); writers whose records end
+//! before that point are still acknowledged, those whose records end past
+//! it get the IO error (all writers of a failed slot, and every later
+//! one) and report their sequence ranges, which `Db::resume` drops from
+//! the memtable; later writes get `Error::Poisoned`. A batch is inserted
+//! and published before its bytes reach the file, so until `resume` (or a
+//! reopen) a read may see a write that then failed; it never becomes
+//! durable. The error path adds only branches: nothing on the success path
+//! changed for it. Thread-safety: any number of threads may call
 //! [`write`] at once.
 
 mod room;
@@ -43,6 +50,7 @@ use super::stats::Counters;
 use crate::batch::BatchOp;
 use crate::memtable::MemTable;
 use crate::{Error, Result, WriteBatch, WriteOptions};
+pub(crate) use room::restart_log;
 pub(crate) use sequencer::Sequencer;
 pub(crate) use wal_log::WalLog;
 
@@ -77,6 +85,12 @@ impl WritePath {
         self.seq.visible(published)
     }
 
+    /// Holds off memtable switches (and other resumes) while it lives:
+    /// `Db::resume` takes it before [`restart_log`].
+    pub(crate) fn switching(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.switching.lock()
+    }
+
     /// The current log.
     pub(crate) fn current(&self) -> Arc<WalLog> {
         Arc::clone(&self.gate.read())
@@ -106,7 +120,7 @@ impl WritePath {
             }
             Ok(false) => Ok(()),
             Err(e) => {
-                db.poison(format!("WAL sync failed: {e}"));
+                db.poison_wal(&log, wal_failure(&log), &e);
                 Err(e)
             }
         }
@@ -194,7 +208,7 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
             Err(e) => {
                 wp.seq.complete(&db.last_sequence, first, last);
                 drop(gate);
-                db.poison(format!("WAL append failed: {e}"));
+                db.poison_wal(&log, wal_failure(&log), &e);
                 return Err(e);
             }
         }
@@ -216,17 +230,14 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
 
     // Outside the gate: write what this thread owns first (others may be
     // waiting for exactly that slot), then wait.
+    let record_len = crate::wal::record::encoded_len(batch.encoded().len()) as u64;
     let end = match placed {
         None => None,
         Some(p) => {
             let end = p.end;
-            Counters::add(
-                &db.counters.wal_bytes,
-                crate::wal::record::encoded_len(batch.encoded().len()) as u64,
-            );
+            Counters::add(&db.counters.wal_bytes, record_len);
             if let Err(e) = log.finish(p) {
-                db.poison(format!("WAL append failed: {e}"));
-                return Err(e);
+                return Err(failed(db, &log, (first, last), end, record_len, e));
             }
             Some(end)
         }
@@ -238,8 +249,7 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
         return Ok(());
     };
     if let Err(e) = log.wait_written(end) {
-        db.poison(format!("WAL append failed: {e}"));
-        return Err(e);
+        return Err(failed(db, &log, (first, last), end, record_len, e));
     }
     if opts.sync
         && let Err(e) = {
@@ -247,8 +257,27 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
             log.wait_durable(end, || wp.syncer.request())
         }
     {
-        db.poison(format!("WAL sync failed: {e}"));
-        return Err(e);
+        return Err(failed(db, &log, (first, last), end, record_len, e));
     }
     Ok(())
+}
+
+/// The error path of a write whose record (sequences `seqs`, `len` bytes
+/// ending at log offset `end`) was placed in `log`: reports it lost if it
+/// never reached the file, poisons the database, returns the error.
+#[cold]
+#[inline(never)]
+fn failed(db: &DbInner, log: &WalLog, seqs: (u64, u64), end: u64, len: u64, e: Error) -> Error {
+    log.record_lost(seqs.0, seqs.1, end, len);
+    db.poison_wal(log, wal_failure(log), &e);
+    e
+}
+
+/// What failed, for the poison message.
+fn wal_failure(log: &WalLog) -> &'static str {
+    if log.sync_failed() {
+        "WAL fdatasync failed"
+    } else {
+        "WAL write failed"
+    }
 }

@@ -1,25 +1,36 @@
 //! Room for a write: the graded stalls (one short delay near a stop), the
-//! stops (too many immutable memtables, too many L0 files), and the
-//! memtable switch that also starts a new WAL file.
+//! stops (too many immutable memtables, too many L0 files), the memtable
+//! switch that also starts a new WAL file, and [`restart_log`], the switch
+//! `Db::resume` makes after a failure.
 //!
-//! Thread-safety: [`make_room`] and [`switch_memtable`] run under the
-//! write path's `switching` mutex (one switcher at a time). The switch takes
-//! the write gate exclusively: every writer that took a sequence number
-//! has inserted into the old memtable and placed its record in the old log
-//! before the gate is granted. Invariant: the old log is fully written and
-//! fdatasync'ed before the new log takes over, so a power loss can never
-//! keep a newer log while losing the end of an older one.
+//! Thread-safety: [`make_room`], [`switch_memtable`] and [`restart_log`]
+//! run under the write path's `switching` mutex (one switcher at a time).
+//! The switch takes the write gate exclusively: every writer that took a
+//! sequence number has inserted into the old memtable and placed its record
+//! in the old log before the gate is granted. Invariants: the old log is
+//! fully written and fdatasync'ed before the new log takes over, so a power
+//! loss can never keep a newer log while losing the end of an older one; a
+//! log that failed is first cut to its stop point (a record boundary) and
+//! fdatasync'ed, so it is a complete log too, never a non-final log with a
+//! torn tail; a new log whose creation failed is removed, so no stray
+//! newer log is left for recovery to read.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::super::DbInner;
-use super::super::memtables::Mem;
+use super::super::memtables::{Mem, SuperVersion};
 use super::super::stats::Counters;
 use super::wal_log::WalLog;
-use crate::Result;
 use crate::filenames::wal_path;
+use crate::iter::InternalIterator;
+use crate::keys::parse_internal_key;
 use crate::memtable::MemTable;
+use crate::{Error, Result};
+
+/// Longest `restart_log` waits for the writers of a failed log to report
+/// their lost records (they are only finishing their error path).
+const LOST_REPORT_WAIT: Duration = Duration::from_secs(10);
 
 /// One short delay per write while a stop is near (LevelDB's slowdown):
 /// L0 at the slowdown trigger, or one immutable memtable short of the stop.
@@ -77,7 +88,7 @@ pub(super) fn make_room(db: &DbInner, charge: usize) -> Result<()> {
                 if !db.writes.current().could_hold(charge) {
                     // A fresh memtable is sized for the batch; never loop
                     // creating logs if that ever fails to hold.
-                    return Err(crate::Error::InvalidArgument(format!(
+                    return Err(Error::InvalidArgument(format!(
                         "a write batch needing {charge} memtable bytes does not fit a fresh memtable"
                     )));
                 }
@@ -97,28 +108,18 @@ pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
         Ok(true) => Counters::add(&db.counters.wal_syncs, 1),
         Ok(false) => {}
         Err(e) => {
-            db.poison(format!("WAL sync before switch failed: {e}"));
+            db.poison_err("WAL sync before switch failed", &e);
             return Err(e);
         }
     }
-    let number = db.versions.lock().new_file_number();
-    let path = wal_path(&db.dir, number);
-    let mem = Arc::new(MemTable::new(db.options.write_buffer_size.max(need)));
-    let log = WalLog::create(
-        db.fs.as_ref(),
-        &path,
-        crate::wal::LogIo::from_options(&db.options),
-        number,
-        Arc::clone(&mem),
-    )
-    .and_then(|log| db.fs.sync_dir(&db.dir).map(|()| log));
-    let log = match log {
-        Ok(log) => log,
+    let (log, mem) = match create_log(db, need) {
+        Ok(created) => created,
         Err(e) => {
-            db.poison(format!("creating WAL {} failed: {e}", path.display()));
+            db.poison_err("creating a WAL failed", &e);
             return Err(e);
         }
     };
+    let (number, path) = (log.number, log.path().to_path_buf());
     db.install_unordered(|sv| {
         sv.switched(Mem {
             table: mem,
@@ -135,4 +136,232 @@ pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
     ));
     db.bg.kick();
     Ok(())
+}
+
+/// Creates the next WAL (a fresh memtable of at least `need` bytes behind
+/// it) and makes its directory entry durable. On failure the file is
+/// removed: a stray log newer than the current one would be replayed, and
+/// one with a torn header followed by newer logs is corruption.
+fn create_log(db: &DbInner, need: usize) -> Result<(WalLog, Arc<MemTable>)> {
+    let number = db.versions.lock().new_file_number();
+    let path = wal_path(&db.dir, number);
+    let mem = Arc::new(MemTable::new(db.options.write_buffer_size.max(need)));
+    let log = WalLog::create(
+        db.fs.as_ref(),
+        &path,
+        crate::wal::LogIo::from_options(&db.options),
+        number,
+        Arc::clone(&mem),
+    )
+    .and_then(|log| db.fs.sync_dir(&db.dir).map(|()| log));
+    match log {
+        Ok(log) => Ok((log, mem)),
+        Err(e) => {
+            if db.fs.exists(&path).unwrap_or(false) {
+                let _ = db.fs.remove_file(&path);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `Db::resume`'s switch (call with `switching` held, the database
+/// poisoned by a resumable failure): ends the current log and starts a
+/// fresh one, making every memtable immutable so the flush that follows
+/// retires the old logs through a normal manifest edit. Clears the poison
+/// while it still holds the write gate, so no write reaches the new log
+/// before that.
+///
+/// A log that still works is written and fdatasync'ed as at any switch. A
+/// log that stopped on a failed write is cut to its stop point and
+/// fdatasync'ed (every record below it was acknowledged, or will be: its
+/// writers still wait for `durable`), and its memtable is rebuilt without
+/// the sequence ranges its failed writers reported, so a write that failed
+/// never becomes durable or visible after this. Fails (changing nothing
+/// the next attempt depends on) if a step hits the full disk again.
+pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
+    let mut gate = db.writes.gate.write();
+    let old = Arc::clone(&gate);
+    let survivors = match old.stopped_at() {
+        None => {
+            match old.flush_and_sync() {
+                Ok(true) => Counters::add(&db.counters.wal_syncs, 1),
+                Ok(false) => {}
+                Err(e) => return Err(e),
+            }
+            None
+        }
+        Some(at) => {
+            if old.sync_failed() {
+                return Err(Error::Poisoned(format!(
+                    "an fdatasync of {} failed, so what it holds is unknown; resume cannot \
+                     recover from that, reopen the database",
+                    old.path().display()
+                )));
+            }
+            if let Some(e) = old.failure().filter(|e| !e.is_no_space()) {
+                return Err(Error::Poisoned(format!(
+                    "WAL write failed: {e}; resume recovers only from a full disk \
+                     (ENOSPC/EDQUOT): reopen the database"
+                )));
+            }
+            let lost = old.lost_ranges(LOST_REPORT_WAIT)?;
+            // Everything below the stop point reached the file; cut what a
+            // short write left after it, and make the prefix durable for the
+            // sync writers still waiting on it.
+            old.wait_written(at)?;
+            db.fs.truncate(old.path(), at)?;
+            old.sync()?;
+            Some((at, lost))
+        }
+    };
+    // In memory only: done before the new log exists, so a failure here
+    // leaves no file behind.
+    let kept = match &survivors {
+        Some((_, lost)) => Some(without_sequences(
+            &old.mem,
+            lost,
+            db.options.write_buffer_size,
+        )?),
+        None => None,
+    };
+    let (log, mem) = create_log(db, 0)?;
+    let (number, path) = (log.number, log.path().to_path_buf());
+    let fresh = Mem {
+        table: mem,
+        wal: number,
+    };
+    match kept {
+        None => db.install_unordered(|sv| sv.switched(fresh)),
+        Some(kept) => {
+            db.install_unordered(|sv| {
+                debug_assert!(
+                    Arc::ptr_eq(&sv.mem.table, &old.mem),
+                    "the gate's log feeds sv.mem"
+                );
+                let mut imms: Vec<Mem> = kept
+                    .into_iter()
+                    .rev()
+                    .filter(|m| !m.is_empty())
+                    .map(|table| Mem {
+                        table,
+                        wal: old.number,
+                    })
+                    .collect();
+                imms.extend(sv.imms.iter().cloned());
+                SuperVersion {
+                    mem: fresh,
+                    imms,
+                    version: Arc::clone(&sv.version),
+                }
+            });
+        }
+    }
+    *gate = Arc::new(log);
+    db.clear_poison(&old);
+    drop(gate);
+    match survivors {
+        None => db.info_log.log(format!(
+            "resume: new WAL {}, every memtable is being flushed",
+            path.display()
+        )),
+        Some((at, lost)) => db.info_log.log(format!(
+            "resume: cut {} at {at}, dropped {} failed writes from its memtable, new WAL {}",
+            old.path().display(),
+            lost.len(),
+            path.display()
+        )),
+    }
+    db.bg.kick();
+    Ok(())
+}
+
+/// A copy of `mem` without the entries whose sequence number lies in one
+/// of `lost` (inclusive ranges), oldest memtable first (more than one only
+/// if a copy ever needs more room than the original had).
+fn without_sequences(
+    mem: &Arc<MemTable>,
+    lost: &[(u64, u64)],
+    write_buffer_size: usize,
+) -> Result<Vec<Arc<MemTable>>> {
+    let mut lost = lost.to_vec();
+    lost.sort_unstable();
+    let is_lost = |seq: u64| {
+        let i = lost.partition_point(|&(first, _)| first <= seq);
+        i > 0 && lost[i - 1].1 >= seq
+    };
+    let mut out = vec![Arc::new(MemTable::new(mem.capacity()))];
+    let mut it = mem.iter();
+    it.seek_to_first();
+    while it.valid() {
+        let parsed = parse_internal_key(it.key()).ok_or_else(|| {
+            Error::Poisoned("a memtable entry has an unparsable internal key".into())
+        })?;
+        if !is_lost(parsed.seq) {
+            let value = it.value();
+            let last = out.last().map(Arc::clone);
+            let added = last.is_some_and(|m| {
+                m.add(parsed.seq, parsed.kind, parsed.user_key, value)
+                    .is_ok()
+            });
+            if !added {
+                let charge = MemTable::entry_charge(parsed.user_key.len(), value.len());
+                let m = Arc::new(MemTable::new(write_buffer_size.max(charge)));
+                m.add(parsed.seq, parsed.kind, parsed.user_key, value)
+                    .map_err(|_| {
+                        Error::Poisoned("a fresh memtable rejected a memtable entry".into())
+                    })?;
+                out.push(m);
+            }
+        }
+        it.next();
+    }
+    it.status()?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::ValueKind;
+
+    #[test]
+    fn the_copy_drops_exactly_the_lost_sequences() {
+        let mem = Arc::new(MemTable::new(1 << 20));
+        for seq in 1..=12u64 {
+            let key = format!("k{:02}", seq % 5);
+            let kind = if seq.is_multiple_of(4) {
+                ValueKind::Deletion
+            } else {
+                ValueKind::Value
+            };
+            mem.add(seq, kind, key.as_bytes(), &seq.to_le_bytes())
+                .expect("add");
+        }
+        let lost = [(8, 8), (3, 4), (11, 12)];
+        let copies = without_sequences(&mem, &lost, 1 << 20).expect("copy");
+        assert_eq!(copies.len(), 1, "fits one memtable");
+        let mut seen = Vec::new();
+        let mut it = copies[0].iter();
+        it.seek_to_first();
+        while it.valid() {
+            let p = parse_internal_key(it.key()).expect("key");
+            assert_eq!(it.value(), p.seq.to_le_bytes().as_slice());
+            assert_eq!(p.kind == ValueKind::Deletion, p.seq.is_multiple_of(4));
+            seen.push(p.seq);
+            it.next();
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, vec![1, 2, 5, 6, 7, 9, 10]);
+        // A copy that outgrows the original's capacity spills into more
+        // memtables instead of failing.
+        let small = Arc::new(MemTable::new(MemTable::entry_charge(3, 8) * 2));
+        for seq in 1..=2u64 {
+            small
+                .add(seq, ValueKind::Value, b"abc", &[0; 8])
+                .expect("add");
+        }
+        let copies = without_sequences(&small, &[], 1 << 10).expect("copy");
+        assert_eq!(copies.iter().map(|m| m.len()).sum::<usize>(), 2);
+    }
 }

@@ -24,7 +24,9 @@
 //! Thread-safety: `Syncer` is `Sync`; the thread holds only a `Weak` to the
 //! database and exits on [`Syncer::stop`] (joined) or when the database is
 //! gone. An fdatasync failure poisons the database; the log keeps the error
-//! for every waiter.
+//! for every waiter. After a failed *write* the thread goes on serving
+//! requests for the same log: the written prefix still has sync writers
+//! waiting for it to become durable.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -187,7 +189,7 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
         if !idle.is_zero() && now.duration_since(last_push) >= idle {
             last_push = now;
             if let Err(e) = log.push_idle() {
-                db.poison(format!("WAL write failed: {e}"));
+                db.poison_wal(&log, "WAL write failed", &e);
             }
         }
         let periodic = !interval.is_zero() && now.duration_since(last_sync) >= interval;
@@ -195,7 +197,7 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
             if periodic {
                 // The periodic sync also covers a partly filled slot.
                 if let Err(e) = log.push_idle() {
-                    db.poison(format!("WAL write failed: {e}"));
+                    db.poison_wal(&log, "WAL write failed", &e);
                 }
             }
             if requested {
@@ -208,7 +210,7 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
             match synced {
                 Ok(true) => Counters::add(&db.counters.wal_syncs, 1),
                 Ok(false) => {}
-                Err(e) => db.poison(format!("WAL sync failed: {e}")),
+                Err(e) => db.poison_wal(&log, "WAL fdatasync failed", &e),
             }
         }
     }

@@ -17,11 +17,26 @@
 //! only grow. Waiters spin briefly, then park on [`Events`], which every
 //! advance and every failure notifies.
 //!
+//! Failure: the first failed write (or fdatasync) *stops* the log at a log
+//! offset `stopped_at` — the end of what the sink had handed to the file, a
+//! record boundary. Nothing at or past it ever reaches the file; every
+//! byte below it did. So a record ending at or below the stop point is
+//! still acknowledged (its writer waits for `written`, and for `durable`:
+//! the syncer keeps fdatasyncing the prefix after a failed write), and
+//! every writer whose record ends past it gets the error and reports its
+//! sequence range and record length (`record_lost`). Once the lost bytes
+//! add up to `placed_end - stopped_at`, every failed writer has reported,
+//! and `Db::resume` can drop exactly those sequence ranges from the
+//! memtable (`lost_ranges`). An fdatasync failure is kept apart
+//! (`sync_failed`): after it the page cache's state is unknown and the log
+//! is not resumable.
+//!
 //! Thread-safety: `WalLog` is `Sync`. Invariants: a record is acknowledged
 //! only when `written` (sync = false) or `durable` (sync = true) passes its
-//! end; the first IO failure is kept and returned to every writer whose
-//! record was not yet written/durable; after it nothing more reaches the
-//! file.
+//! end; `written` never passes `stopped_at`; the first IO failure is kept
+//! and returned to every writer whose record ends past `stopped_at` (and,
+//! after an fdatasync failure, to every writer still waiting for
+//! durability); after it nothing more reaches the file.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -114,15 +129,31 @@ struct OrderedSink {
     /// The first failure (kept for every waiter).
     failure: Mutex<Option<Error>>,
     failed: AtomicBool,
+    /// The log offset from which nothing reaches the file (`u64::MAX`
+    /// while the log works): `next` when the first failure was recorded.
+    stopped_at: AtomicU64,
 }
 
 impl OrderedSink {
-    fn fail(&self, e: &Error) {
+    /// Records the first failure. `at` is the value of `next`, which the
+    /// caller holds locked, so no write is in progress or can start.
+    fn fail_at(&self, at: u64, e: &Error) {
         let mut f = self.failure.lock();
         if f.is_none() {
             *f = Some(e.duplicate());
         }
+        drop(f);
+        // Only the first failure sets it: `next` never moves after it.
+        let _ = self
+            .stopped_at
+            .compare_exchange(u64::MAX, at, Ordering::AcqRel, Ordering::Acquire);
         self.failed.store(true, Ordering::Release);
+    }
+
+    /// Where the log stopped, if it did.
+    fn stopped_at(&self) -> Option<u64> {
+        let at = self.stopped_at.load(Ordering::Acquire);
+        (at != u64::MAX).then_some(at)
     }
 }
 
@@ -140,7 +171,7 @@ impl SlotSink for OrderedSink {
             let r = self.file.write_at(log_offset, bytes);
             match r {
                 Ok(()) => *next += bytes.len() as u64,
-                Err(ref e) => self.fail(e),
+                Err(ref e) => self.fail_at(*next, e),
             }
             self.cv.notify_all();
             r.map_err(|e| io::Error::other(e.to_string()))
@@ -182,7 +213,24 @@ pub(crate) struct WalLog {
     /// Notified when the durable position advances and on failure (sync
     /// waiters), so they are not woken by every slot write.
     durable_events: Events,
+    /// An fdatasync failed (see the module docs: not resumable).
+    sync_failed: AtomicBool,
+    /// What the writers whose records were lost reported (error path only).
+    lost: Mutex<Lost>,
+    lost_cv: Condvar,
+    /// Set by `Db::resume` when it replaced this log: failures still
+    /// reported on it no longer poison the database.
+    retired: AtomicBool,
     path: PathBuf,
+}
+
+/// The writes whose records ended past the stop point.
+#[derive(Debug, Default)]
+struct Lost {
+    /// Their sequence ranges, `first..=last`.
+    ranges: Vec<(u64, u64)>,
+    /// The sum of their record lengths.
+    bytes: u64,
 }
 
 impl WalLog {
@@ -230,11 +278,16 @@ impl WalLog {
                 busy: AtomicUsize::new(0),
                 failure: Mutex::new(None),
                 failed: AtomicBool::new(false),
+                stopped_at: AtomicU64::new(u64::MAX),
             },
             end: AtomicU64::new(start),
             durable: AtomicU64::new(start),
             events: Events::default(),
             durable_events: Events::default(),
+            sync_failed: AtomicBool::new(false),
+            lost: Mutex::new(Lost::default()),
+            lost_cv: Condvar::new(),
+            retired: AtomicBool::new(false),
         })
     }
 
@@ -259,7 +312,7 @@ impl WalLog {
     }
 
     /// The first IO failure, if any.
-    fn failure(&self) -> Option<Error> {
+    pub(crate) fn failure(&self) -> Option<Error> {
         if !self.sink.failed.load(Ordering::Acquire) && !self.pool.is_poisoned() {
             return None;
         }
@@ -269,12 +322,108 @@ impl WalLog {
         ))
     }
 
-    fn fail(&self, e: &Error) {
-        self.sink.fail(e);
+    /// An fdatasync failed: stops the log where the sink is (nothing more
+    /// is written; what was written may or may not be durable).
+    fn fail_sync(&self, e: &Error) {
+        self.sync_failed.store(true, Ordering::Release);
+        {
+            let next = self.sink.next.lock();
+            self.sink.fail_at(*next, e);
+        }
+        self.wake_after_failure();
+    }
+
+    /// Poisons the pool (no more joins) and wakes every kind of waiter.
+    fn wake_after_failure(&self) {
         self.pool.poison();
         self.sink.cv.notify_all();
         self.events.notify();
         self.durable_events.notify();
+    }
+
+    /// The error for a writer whose record ends at `end`, if it can never
+    /// be written: it ends past the stop point, or the pool was poisoned
+    /// without one (a handle dropped unwritten).
+    fn lost_at(&self, end: u64) -> Option<Error> {
+        match self.sink.stopped_at() {
+            Some(at) if end > at => Some(self.failure().unwrap_or_else(|| self.poisoned())),
+            Some(_) => None,
+            None if self.pool.is_poisoned() => {
+                Some(self.failure().unwrap_or_else(|| self.poisoned()))
+            }
+            None => None,
+        }
+    }
+
+    /// The log offset from which nothing reaches the file, once the log
+    /// failed.
+    pub(crate) fn stopped_at(&self) -> Option<u64> {
+        self.sink.stopped_at()
+    }
+
+    /// Whether an fdatasync of this log failed.
+    pub(crate) fn sync_failed(&self) -> bool {
+        self.sync_failed.load(Ordering::Acquire)
+    }
+
+    /// The log file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Marks the log replaced by `Db::resume`.
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+    }
+
+    /// Whether `Db::resume` replaced this log.
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
+
+    /// Called (error path only) by a writer whose write failed: if its
+    /// record — sequences `first..=last`, `len` bytes ending at `end` —
+    /// lies past the stop point, it never reached the file, and resume must
+    /// drop those sequences from the memtable.
+    pub(crate) fn record_lost(&self, first: u64, last: u64, end: u64, len: u64) {
+        if self.sink.stopped_at().is_some_and(|at| end > at) {
+            let mut lost = self.lost.lock();
+            lost.ranges.push((first, last));
+            lost.bytes += len;
+            self.lost_cv.notify_all();
+        }
+    }
+
+    /// Waits (at most `max`) until every writer whose record lies past the
+    /// stop point has reported it, then returns their sequence ranges.
+    /// Call with the write gate held exclusively (no record is being
+    /// placed) on a log that stopped.
+    pub(crate) fn lost_ranges(&self, max: Duration) -> Result<Vec<(u64, u64)>> {
+        let Some(at) = self.sink.stopped_at() else {
+            return Ok(Vec::new());
+        };
+        // Records tile the log, so the bytes past the stop point are
+        // exactly the lost records.
+        let expected = self.placed_end().saturating_sub(at);
+        let until = std::time::Instant::now() + max;
+        let mut lost = self.lost.lock();
+        loop {
+            debug_assert!(
+                lost.bytes <= expected,
+                "more bytes lost than placed past the stop point"
+            );
+            if lost.bytes >= expected {
+                return Ok(lost.ranges.clone());
+            }
+            if self.lost_cv.wait_until(&mut lost, until).timed_out() && lost.bytes < expected {
+                return Err(Error::Poisoned(format!(
+                    "writers of {} are still finishing their failed writes ({} of {expected} \
+                     bytes reported); try Db::resume again",
+                    self.path.display(),
+                    lost.bytes
+                )));
+            }
+        }
     }
 
     /// Joins the log with `payload` framed as one record (lock-free; call
@@ -334,6 +483,7 @@ impl WalLog {
             let r = d.write_to(&self.sink, &bytes);
             self.events.notify();
             if r.is_err() {
+                self.wake_after_failure();
                 return Err(self.failure().unwrap_or_else(|| self.poisoned()));
             }
         }
@@ -347,9 +497,8 @@ impl WalLog {
         match r {
             Ok(()) => Ok(()),
             Err(_) => {
-                let e = self.failure().unwrap_or_else(|| self.poisoned());
-                self.fail(&e);
-                Err(e)
+                self.wake_after_failure();
+                Err(self.failure().unwrap_or_else(|| self.poisoned()))
             }
         }
     }
@@ -380,7 +529,9 @@ impl WalLog {
             if self.written() >= end {
                 return Ok(());
             }
-            if let Some(e) = self.failure() {
+            // A record below the stop point was handed to the file; its
+            // piece is about to be marked written.
+            if let Some(e) = self.lost_at(end) {
                 return Err(e);
             }
             if self.sink.busy.load(Ordering::SeqCst) == 0
@@ -412,7 +563,10 @@ impl WalLog {
             if self.durable() >= end {
                 return Ok(());
             }
-            if let Some(e) = self.failure() {
+            if self.sync_failed() {
+                return Err(self.failure().unwrap_or_else(|| self.poisoned()));
+            }
+            if let Some(e) = self.lost_at(end) {
                 return Err(e);
             }
             if round.is_multiple_of(64) {
@@ -430,9 +584,11 @@ impl WalLog {
         }
     }
 
-    /// Pushes the open slot if it holds anything (the idle timer).
+    /// Pushes the open slot if it holds anything (the idle timer). Does
+    /// nothing once the log stopped (the slot could never be written).
     pub(crate) fn push_idle(&self) -> Result<()> {
-        if self.sink.busy.load(Ordering::SeqCst) == 0
+        if self.sink.stopped_at().is_none()
+            && self.sink.busy.load(Ordering::SeqCst) == 0
             && let Some(job) = self.pool.close_active()
         {
             self.write_job(job)?;
@@ -441,12 +597,18 @@ impl WalLog {
     }
 
     /// fdatasyncs what is written now and publishes it as durable. Returns
-    /// whether an fdatasync was issued. A failure is kept for every waiter.
+    /// whether an fdatasync was issued. Keeps working after a failed write
+    /// (the written prefix still becomes durable for the writers whose
+    /// records it holds); after a failed fdatasync it returns that error.
     pub(crate) fn sync(&self) -> Result<bool> {
-        if let Some(e) = self.failure() {
-            return Err(e);
+        if self.sync_failed() {
+            return Err(self.failure().unwrap_or_else(|| self.poisoned()));
         }
         let w = self.written();
+        debug_assert!(
+            self.sink.stopped_at().is_none_or(|at| w <= at),
+            "written past the stop point"
+        );
         if w <= self.durable() {
             return Ok(false);
         }
@@ -457,7 +619,7 @@ impl WalLog {
                 Ok(true)
             }
             Err(e) => {
-                self.fail(&e);
+                self.fail_sync(&e);
                 Err(e)
             }
         }
@@ -487,5 +649,152 @@ impl LogFile for DiscardLog {
     }
     fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log file in memory with room for `room` bytes: a write that would
+    /// end past it fails with ENOSPC and writes nothing.
+    #[derive(Debug)]
+    struct SmallDisk {
+        bytes: Mutex<Vec<u8>>,
+        room: u64,
+        path: PathBuf,
+    }
+
+    impl LogFile for SmallDisk {
+        fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+            if offset + data.len() as u64 > self.room {
+                return Err(Error::io(
+                    &self.path,
+                    io::Error::from_raw_os_error(libc::ENOSPC),
+                ));
+            }
+            let mut b = self.bytes.lock();
+            let end = offset as usize + data.len();
+            if b.len() < end {
+                b.resize(end, 0);
+            }
+            b[offset as usize..end].copy_from_slice(data);
+            Ok(())
+        }
+        fn sync_data(&self) -> Result<()> {
+            Ok(())
+        }
+        fn path(&self) -> &Path {
+            &self.path
+        }
+    }
+
+    /// Payload bytes of a 100-byte record.
+    const PAYLOAD: usize = 100 - RECORD_HEADER_SIZE;
+
+    fn log_with_room(room: u64) -> WalLog {
+        let disk = Arc::new(SmallDisk {
+            bytes: Mutex::new(Vec::new()),
+            room: FILE_HEADER_RECORD_LEN as u64 + room,
+            path: PathBuf::from("/test/000009.log"),
+        });
+        WalLog::with_file(disk, 9, Arc::new(MemTable::new(1 << 20))).expect("log")
+    }
+
+    /// One write of a 100-byte record, as the write path does it (place,
+    /// finish, wait until written); on failure reports it lost. Returns
+    /// the record's end and whether it was acknowledged.
+    fn write_one(log: &WalLog, id: u64) -> (u64, bool) {
+        let placed = match log.place(&[id as u8; PAYLOAD]) {
+            Ok(p) => p,
+            Err(_) => return (0, false),
+        };
+        let end = placed.end;
+        let ok = log.finish(placed).and_then(|()| log.wait_written(end));
+        if ok.is_err() {
+            log.record_lost(id, id, end, 100);
+        }
+        (end, ok.is_ok())
+    }
+
+    #[test]
+    fn a_full_disk_stops_the_log_at_a_record_boundary() {
+        let log = log_with_room(300);
+        for id in 0..3 {
+            assert!(write_one(&log, id).1, "record {id} fits");
+        }
+        let placed = log.place(&[7u8; PAYLOAD]).expect("place");
+        let end = placed.end;
+        log.finish(placed).expect("nothing of its own to write");
+        let err = log.wait_written(end).expect_err("no room");
+        assert!(
+            err.is_no_space() && err.to_string().contains("000009.log"),
+            "{err}"
+        );
+        log.record_lost(3, 3, end, 100);
+        let at = FILE_HEADER_RECORD_LEN as u64 + 300;
+        assert_eq!(log.stopped_at(), Some(at));
+        assert_eq!(log.written(), at);
+        assert!(log.place(b"later").is_err(), "nothing joins a stopped log");
+        // The written prefix still becomes durable for its sync writers.
+        assert!(log.sync().expect("sync after a failed write"));
+        assert_eq!(log.durable(), at);
+        log.wait_durable(at, || {}).expect("below the stop point");
+        assert!(log.wait_durable(end, || {}).is_err());
+        assert!(!log.sync_failed());
+        assert_eq!(
+            log.lost_ranges(Duration::from_secs(1)).expect("reported"),
+            vec![(3, 3)]
+        );
+    }
+
+    #[test]
+    fn every_record_past_the_stop_point_fails_and_is_reported() {
+        for room in [0, 2000, 20_000, 100_000] {
+            let log = log_with_room(room);
+            let results: Vec<(u64, u64, bool)> = std::thread::scope(|s| {
+                let log = &log;
+                let handles: Vec<_> = (0..8u64)
+                    .map(|t| {
+                        s.spawn(move || {
+                            (0..50u64)
+                                .map(|i| {
+                                    let id = t * 1000 + i;
+                                    let (end, ok) = write_one(log, id);
+                                    (id, end, ok)
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().expect("writer"))
+                    .collect()
+            });
+            let at = log.stopped_at().unwrap_or(u64::MAX);
+            let acked = results.iter().filter(|r| r.2).count() as u64;
+            for &(id, end, ok) in &results {
+                if ok {
+                    assert!(end <= at, "record {id} acknowledged past the stop point");
+                } else if end > 0 {
+                    assert!(end > at, "record {id} failed below the stop point");
+                }
+            }
+            if room >= 8 * 50 * 100 {
+                assert_eq!(acked, 400, "everything fits");
+            } else {
+                assert_eq!(
+                    at,
+                    FILE_HEADER_RECORD_LEN as u64 + acked * 100,
+                    "room {room}"
+                );
+                let lost = log
+                    .lost_ranges(Duration::from_secs(5))
+                    .expect("all reported");
+                let placed_and_failed = results.iter().filter(|r| !r.2 && r.1 > 0).count();
+                assert_eq!(lost.len(), placed_and_failed, "room {room}");
+            }
+        }
     }
 }
