@@ -31,11 +31,11 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
-use crate::cache::BlockCache;
 use crate::io::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, ValueKind, make_internal_key, user_key};
 use crate::memtable::MemTable;
+use crate::sst::BlockCache;
 use crate::sst::{
     Block, BlockBuilder, BlockHandle, BloomFilter, Compression, FOOTER_LEN, FilterBuilder,
     Readahead, Table, TableBuilder, TableBuilderOptions, TableIterOptions, TableReadOptions,

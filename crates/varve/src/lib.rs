@@ -14,13 +14,10 @@
 #![deny(missing_docs)]
 
 pub mod batch;
-pub mod cache;
 pub mod compaction;
 pub mod db;
 mod error;
-pub mod fiber;
 pub(crate) mod filenames;
-pub mod flush;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod io;

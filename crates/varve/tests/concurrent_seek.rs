@@ -99,7 +99,7 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
             "concurrent seeks differ (readahead {readahead_size})"
         );
     }
-    assert_eq!(varve::fiber::in_flight_reads(), 0);
+    assert_eq!(varve::io::fiber::in_flight_reads(), 0);
 }
 
 #[test]

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
-use crate::cache::{ScanOptions, TableCache};
 use crate::filenames::table_path;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
@@ -23,6 +22,7 @@ use crate::iter::merging::MergingIterator;
 use crate::keys::{self, SequenceNumber, compare_internal_keys};
 use crate::sst::{COMPACTION_READAHEAD, TableBuilderOptions};
 use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit};
+use crate::version::{ScanOptions, TableCache};
 use crate::{Error, Result};
 
 /// What a compaction needs besides its plan.

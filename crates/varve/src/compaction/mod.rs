@@ -3,6 +3,7 @@
 //! tables cut at user-key boundaries (`output`, shared with repair).
 
 pub mod filter;
+pub mod flush;
 pub mod job;
 pub mod output;
 pub mod picker;

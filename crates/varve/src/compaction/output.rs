@@ -14,10 +14,9 @@ use std::path::Path;
 
 use crate::Result;
 use crate::filenames::table_path;
-use crate::flush::{create_table_file, file_meta};
 use crate::io::FileSystem;
 use crate::keys;
-use crate::sst::{TableBuilder, TableBuilderOptions};
+use crate::sst::{TableBuilder, TableBuilderOptions, TableProperties};
 use crate::version::FileMetaData;
 
 /// Where outputs go and how they are built.
@@ -146,6 +145,33 @@ impl Drop for TableOutputs<'_> {
         for n in numbers {
             let _ = self.cfg.fs.remove_file(&table_path(self.cfg.dir, n));
         }
+    }
+}
+
+/// Creates a table file, with O_DIRECT when `direct` (see
+/// `use_direct_io_for_flush_and_compaction`).
+fn create_table_file(
+    fs: &dyn FileSystem,
+    path: &Path,
+    direct: bool,
+) -> Result<Box<dyn crate::io::WritableFile>> {
+    if direct {
+        fs.create_writable_direct(path)
+    } else {
+        fs.create_writable(path)
+    }
+}
+
+/// The version's record of table `number`, from what its builder reported.
+fn file_meta(number: u64, props: &TableProperties) -> FileMetaData {
+    FileMetaData {
+        number,
+        file_size: props.file_size,
+        smallest: props.smallest_key.clone(),
+        largest: props.largest_key.clone(),
+        smallest_seq: props.smallest_seq,
+        largest_seq: props.largest_seq,
+        num_entries: props.num_entries,
     }
 }
 

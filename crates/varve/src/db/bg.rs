@@ -28,9 +28,9 @@ use super::DbInner;
 use super::memtables::SuperVersion;
 use super::stats::Counters;
 use crate::Result;
+use crate::compaction::flush::build_table;
 use crate::compaction::job::{self, JobContext};
 use crate::compaction::picker::{self, CompactionPlan};
-use crate::flush::build_table;
 use crate::version::VersionEdit;
 
 #[derive(Debug, Default)]
@@ -135,7 +135,7 @@ fn warm_tables(db: &DbInner) {
             let _ = db.table_cache.get(file);
         }
     };
-    crate::fiber::run_tasks(files.len(), WARM_DEPTH, &open);
+    crate::io::fiber::run_tasks(files.len(), WARM_DEPTH, &open);
 }
 
 fn flush_loop(db: &DbInner) {

@@ -48,10 +48,11 @@ pub use recovery::{RecoveryReport, TruncatedTail};
 pub use snapshot::Snapshot;
 pub use stats::{DbStats, LevelStats};
 
-use crate::cache::{BlockCache, TableCache};
 use crate::compaction::picker::{self, LevelTargets};
 use crate::io::{FileLock, FileSystem};
+use crate::sst::BlockCache;
 use crate::sst::{Compression, TableBuilderOptions};
+use crate::version::TableCache;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::{Error, Options, ReadOptions, Result, WriteBatch, WriteOptions};
 use bg::Background;

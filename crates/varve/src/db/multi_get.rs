@@ -14,7 +14,7 @@
 //! (`read::get_from_version`; for a key whose block only has to be read,
 //! from the table and block the pass planned, which is where `get` would
 //! be after the same skips): with `async_io`, as a task of the calling
-//! thread's fiber pool (`crate::fiber`), at most `async_queue_depth` at
+//! thread's fiber pool (`crate::io::fiber`), at most `async_queue_depth` at
 //! once, so their block reads are in the kernel together; otherwise one
 //! after another. Results come back in input order, one per key; an error
 //! of one key's lookup is that key's result only. Called from inside a
@@ -28,8 +28,9 @@ use super::DbInner;
 use super::memtables::MemLookup;
 use super::multi_get_cached::{Plan, resolve_cached};
 use super::read::{get_from_version, get_from_version_after, read_sequence};
+use crate::io::fiber;
 use crate::keys::{MAX_SEQUENCE, ValueKind, lookup_key};
-use crate::{ReadOptions, Result, fiber};
+use crate::{ReadOptions, Result};
 
 /// One key's result.
 type Lookup = Result<Option<Vec<u8>>>;

@@ -22,10 +22,11 @@ use super::snapshot::SnapshotList;
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
-use crate::cache::{BlockCache, TableCache};
+use crate::compaction::flush::build_table;
 use crate::filenames::{self, FileKind, LOCK, wal_path};
-use crate::flush::build_table;
 use crate::memtable::MemTable;
+use crate::sst::BlockCache;
+use crate::version::TableCache;
 use crate::version::{VersionEdit, VersionSet};
 use crate::{Error, Options, Result};
 

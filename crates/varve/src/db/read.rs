@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use super::DbInner;
 use super::memtables::MemLookup;
-use crate::cache::ScanOptions;
 use crate::iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::keys::{SequenceNumber, ValueKind};
+use crate::version::ScanOptions;
 use crate::version::{NUM_LEVELS, Version};
 use crate::{DbIterator, ReadOptions, Result};
 

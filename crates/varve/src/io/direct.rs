@@ -20,7 +20,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::fs::{RandomAccessFile, WritableFile};
-use crate::fiber::fiber_aio_read;
+use crate::io::fiber::fiber_aio_read;
 use crate::{Error, Result};
 
 /// Alignment of offsets, lengths and buffers for O_DIRECT.

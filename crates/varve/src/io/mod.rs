@@ -4,12 +4,13 @@
 //! [`FileSystem`] is what the engine calls; [`PosixFs`] is the real one;
 //! [`FaultInjectingFs`] wraps either to fail on command in tests.
 //! Every method returns errors that name the path. [`uring`] is the
-//! per-thread io_uring reactor that `crate::fiber::fiber_aio_read` uses
+//! per-thread io_uring reactor that `crate::io::fiber::fiber_aio_read` uses
 //! inside `multi_get` fibers.
 
 mod direct;
 mod fault;
 mod fault_read;
+pub mod fiber;
 mod fs;
 mod posix;
 pub mod uring;

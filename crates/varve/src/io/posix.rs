@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
-use crate::fiber::fiber_aio_read;
+use crate::io::fiber::fiber_aio_read;
 use crate::{Error, Result};
 
 /// The operating system's file system.

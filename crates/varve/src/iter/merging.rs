@@ -119,7 +119,7 @@ impl MergingIterator {
                 f(child.as_mut());
             }
         };
-        crate::fiber::run_tasks(cells.len(), cells.len(), &task);
+        crate::io::fiber::run_tasks(cells.len(), cells.len(), &task);
         drop(cells);
         if start.elapsed() < CACHED_SEEK {
             self.plain_left = PLAIN_AFTER_CHEAP_SEEK;
@@ -378,7 +378,7 @@ pub(crate) mod tests {
 
     impl Probe {
         fn note(&self) {
-            if crate::fiber::in_fiber() {
+            if crate::io::fiber::in_fiber() {
                 self.on_fiber
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
@@ -386,7 +386,7 @@ pub(crate) mod tests {
                 // A disk read's latency (the file itself is cached).
                 std::thread::sleep(std::time::Duration::from_micros(50));
                 let mut buf = [0u8; 8];
-                let n = crate::fiber::fiber_aio_read(f, &mut buf, 0).expect("read");
+                let n = crate::io::fiber::fiber_aio_read(f, &mut buf, 0).expect("read");
                 assert_eq!(&buf[..n], b"probe!!!");
             }
         }

@@ -13,6 +13,7 @@
 mod block;
 mod block_builder;
 mod block_bytes;
+mod block_cache;
 mod chunk_check;
 mod filter;
 mod format;
@@ -31,6 +32,7 @@ mod tests;
 pub use block::{Block, BlockIter};
 pub use block_builder::BlockBuilder;
 pub use block_bytes::BlockBytes;
+pub use block_cache::BlockCache;
 pub use filter::{BloomFilter, FilterBuilder, filter_hash};
 pub use format::{
     BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,

@@ -211,7 +211,7 @@ fn reader_loop(queue: &Mutex<mpsc::Receiver<Envelope>>) {
                 envelope.answer();
             }
         };
-        crate::fiber::run_tasks(n, n, &task);
+        crate::io::fiber::run_tasks(n, n, &task);
     }
 }
 

@@ -16,10 +16,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::cache::BlockCache;
 use crate::io::RandomAccessFile;
 use crate::iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key, parse_internal_key};
+use crate::sst::BlockCache;
 use crate::{Error, Result};
 
 use super::block::Block;

@@ -3,3 +3,4 @@
 
 pub mod checksum;
 pub mod coding;
+pub(crate) mod lru;

@@ -17,6 +17,7 @@ mod edit;
 mod file_meta;
 pub mod manifest;
 #[allow(clippy::module_inception)]
+mod table_cache;
 mod version;
 mod version_set;
 
@@ -27,6 +28,7 @@ mod tests;
 pub(crate) use builder::Builder;
 pub use edit::VersionEdit;
 pub use file_meta::FileMetaData;
+pub use table_cache::{ScanOptions, TableCache};
 pub use version::Version;
 pub use version_set::{DEFAULT_MAX_MANIFEST_SIZE, ManifestTail, VersionSet};
 

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use super::{Entry, MemFile, Rng, model_get, random_entries, write_table};
 use crate::Error;
-use crate::cache::BlockCache;
 use crate::iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, parse_internal_key};
+use crate::sst::BlockCache;
 use crate::sst::{Compression, Table, TableBuilderOptions, TableReadOptions};
 
 /// What a flip test case is, and which block offset its errors must name.

@@ -8,11 +8,11 @@ use super::{
     random_entries, write_table,
 };
 use crate::Error;
-use crate::cache::BlockCache;
 use crate::iter::InternalIterator;
 use crate::keys::{
     MAX_SEQUENCE, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
 };
+use crate::sst::BlockCache;
 use crate::sst::{Compression, FOOTER_LEN, Table, TableBuilderOptions, TableReadOptions};
 
 fn small_blocks(compression: Compression, bloom_bits_per_key: u32) -> TableBuilderOptions {

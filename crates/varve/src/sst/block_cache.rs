@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::lru::LruShard;
-use crate::sst::Block;
+use super::Block;
+use crate::util::lru::LruShard;
 
 /// Most shards a cache is split into.
 const MAX_SHARDS: usize = 16;

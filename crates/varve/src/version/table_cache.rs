@@ -13,14 +13,14 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::BlockCache;
-use super::lru::LruShard;
+use super::FileMetaData;
 use crate::Result;
 use crate::io::FileSystem;
 use crate::iter::InternalIterator;
 use crate::iter::level::LevelIterator;
+use crate::sst::BlockCache;
 use crate::sst::{Readahead, Table, TableIterOptions, TableReadOptions};
-use crate::version::FileMetaData;
+use crate::util::lru::LruShard;
 
 /// Cache of open tables.
 pub struct TableCache {
@@ -170,7 +170,7 @@ impl TableCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::flush::build_table;
+    use crate::compaction::flush::build_table;
     use crate::io::PosixFs;
     use crate::keys::ValueKind;
     use crate::memtable::MemTable;

@@ -1,0 +1,69 @@
+//! Flush: writing a sorted stream of entries (an immutable memtable, or a
+//! memtable replayed from a WAL) into one new table.
+//!
+//! [`build_table`] drops versions no reader can see (see [`VersionFilter`];
+//! tombstones are kept since deeper levels may hold the key) and writes the
+//! rest through the same [`TableOutputs`] writer compaction uses (one table:
+//! no size cut), syncs the table and its directory entry, and returns its
+//! metadata for the version edit. A failed build leaves no file. Thread-safe
+//! (no shared state).
+
+use std::path::Path;
+
+use super::filter::VersionFilter;
+use super::output::{OutputConfig, TableOutputs};
+use crate::Result;
+use crate::io::FileSystem;
+use crate::iter::InternalIterator;
+use crate::keys::SequenceNumber;
+use crate::sst::TableBuilderOptions;
+use crate::version::FileMetaData;
+
+/// Writes every visible entry of `iter` into table `number` of `dir`.
+/// Returns `None` (and leaves no file) when nothing is left to write.
+pub fn build_table(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    number: u64,
+    iter: &mut dyn InternalIterator,
+    snapshots: Vec<SequenceNumber>,
+    opts: TableBuilderOptions,
+    direct_writes: bool,
+) -> Result<Option<FileMetaData>> {
+    let once = std::sync::atomic::AtomicBool::new(false);
+    let number_once = || {
+        let again = once.swap(true, std::sync::atomic::Ordering::Relaxed);
+        debug_assert!(!again, "a flush writes one table");
+        number
+    };
+    let mut out = TableOutputs::new(
+        OutputConfig {
+            dir,
+            fs,
+            table_options: opts,
+            target_file_size: u64::MAX,
+            direct_writes,
+        },
+        &number_once,
+    );
+    let mut filter = VersionFilter::new(snapshots);
+    iter.seek_to_first();
+    while iter.valid() {
+        if filter.keep(iter.key(), |_| false) {
+            out.add(iter.key(), iter.value())?;
+        }
+        iter.next();
+    }
+    iter.status()?;
+    let (mut tables, _bytes) = out.finish()?;
+    debug_assert!(tables.len() <= 1);
+    let Some(meta) = tables.pop() else {
+        return Ok(None);
+    };
+    // The manifest edit that will name this table must not outlive it.
+    if let Err(e) = fs.sync_dir(dir) {
+        let _ = fs.remove_file(&crate::filenames::table_path(dir, number));
+        return Err(e);
+    }
+    Ok(Some(meta))
+}
