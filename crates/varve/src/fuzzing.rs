@@ -32,7 +32,7 @@ use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
 use crate::io::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, ValueKind, make_internal_key, user_key};
 use crate::memtable::MemTable;
 use crate::sst::BlockCache;

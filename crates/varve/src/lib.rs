@@ -18,6 +18,7 @@ pub mod compaction;
 pub mod db;
 mod error;
 pub(crate) mod filenames;
+pub(crate) mod internal_iter;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod io;
@@ -26,6 +27,7 @@ pub mod keys;
 pub mod memtable;
 mod options;
 pub mod sst;
+pub(crate) mod snapshot;
 pub(crate) mod sync;
 pub mod tools;
 pub mod util;

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::db::Snapshot;
+use crate::snapshot::Snapshot;
 use crate::io::{FileSystem, PosixFs};
 use crate::{Error, Result};
 

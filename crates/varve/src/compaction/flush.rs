@@ -14,7 +14,7 @@ use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use crate::Result;
 use crate::io::FileSystem;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::SequenceNumber;
 use crate::sst::TableBuilderOptions;
 use crate::version::FileMetaData;

@@ -17,7 +17,7 @@ use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
 use crate::filenames::table_path;
 use crate::io::FileSystem;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::keys::{self, SequenceNumber, compare_internal_keys};
 use crate::sst::{COMPACTION_READAHEAD, TableBuilderOptions};

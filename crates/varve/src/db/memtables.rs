@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::WriteBatch;
 use crate::batch::BatchOp;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{SequenceNumber, ValueKind};
 use crate::memtable::{MemTable, MemTableFull};
 use crate::version::Version;

@@ -16,21 +16,16 @@
 //! block writes. Invariant: every entry with a sequence number `<=`
 //! `last_sequence` is in a memtable or table of the current read state (`SuperVersion`).
 
-mod anchors;
 mod bg;
 mod checkpoint;
 mod info_log;
 mod memtables;
-mod multi_get;
-mod multi_get_cached;
 mod obsolete;
 mod open;
-mod par_scan;
 mod read;
 mod recovery;
 pub mod repair;
 mod resume;
-mod snapshot;
 mod stats;
 mod write;
 
@@ -41,11 +36,11 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
-pub use crate::iter::db_iter::DbIterator;
-pub use anchors::{Anchor, Anchors, KeyRange};
-pub use par_scan::{CHUNKS_PER_THREAD, ChunkInfo, MAX_CHUNK_BYTES, MAX_CHUNKS};
+pub use read::anchors::{Anchor, Anchors, KeyRange};
+pub use read::db_iter::DbIterator;
+pub use read::par_scan::{CHUNKS_PER_THREAD, ChunkInfo, MAX_CHUNK_BYTES, MAX_CHUNKS};
 pub use recovery::{RecoveryReport, TruncatedTail};
-pub use snapshot::Snapshot;
+pub use crate::snapshot::Snapshot;
 pub use stats::{DbStats, LevelStats};
 
 use crate::compaction::picker::{self, LevelTargets};
@@ -58,7 +53,7 @@ use crate::{Error, Options, ReadOptions, Result, WriteBatch, WriteOptions};
 use bg::Background;
 use info_log::InfoLog;
 use memtables::SuperVersion;
-use snapshot::SnapshotList;
+use crate::snapshot::SnapshotList;
 use stats::Counters;
 use write::{WalLog, WritePath};
 
@@ -395,7 +390,7 @@ impl Db {
         opts: &ReadOptions,
         keys: &[K],
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        multi_get::multi_get(&self.inner, opts, keys)
+        read::multi_get::multi_get(&self.inner, opts, keys)
     }
 
     /// A consistent view of the database as of now, released on drop.
@@ -425,7 +420,7 @@ impl Db {
     ///
     /// Errors: only if a table cannot be opened.
     pub fn approximate_key_anchors(&self, range: &KeyRange, max_anchors: usize) -> Result<Anchors> {
-        anchors::approximate_key_anchors(&self.inner, range, max_anchors)
+        read::anchors::approximate_key_anchors(&self.inner, range, max_anchors)
     }
 
     /// Cuts `range` into `parts` contiguous sub-ranges of about equal bytes,
@@ -434,7 +429,7 @@ impl Db {
     /// one) when the range has too few anchors, e.g. when it is empty or
     /// small; `parts == 0` counts as 1.
     pub fn split_range(&self, range: &KeyRange, parts: usize) -> Result<Vec<KeyRange>> {
-        anchors::split_range(&self.inner, range, parts)
+        read::anchors::split_range(&self.inner, range, parts)
     }
 
     /// Calls `f(chunk, key, value)` for every key of `range` (intersected
@@ -481,7 +476,7 @@ impl Db {
         E: From<Error> + Send,
         F: Fn(&ChunkInfo, &[u8], &[u8]) -> std::result::Result<(), E> + Sync,
     {
-        par_scan::par_scan(self, opts, range, threads, f)
+        read::par_scan::par_scan(self, opts, range, threads, f)
     }
 
     /// [`par_scan`](Self::par_scan) delivering every key in key order to `f`
@@ -498,7 +493,7 @@ impl Db {
         E: From<Error> + Send,
         F: FnMut(&ChunkInfo, &[u8], &[u8]) -> std::result::Result<(), E>,
     {
-        par_scan::par_scan_ordered(self, opts, range, threads, f)
+        read::par_scan::par_scan_ordered(self, opts, range, threads, f)
     }
 
     /// Number of keys of `range` (intersected with the bounds of `opts`)
@@ -509,7 +504,7 @@ impl Db {
     /// evicts another (on a hot 10M-key database that churn cost 40% of
     /// the count).
     pub fn par_count(&self, opts: &ReadOptions, range: &KeyRange, threads: usize) -> Result<u64> {
-        par_scan::par_count(self, opts, range, threads)
+        read::par_scan::par_count(self, opts, range, threads)
     }
 
     /// Writes every memtable to L0 table files and waits for it; afterwards

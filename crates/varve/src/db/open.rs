@@ -18,7 +18,7 @@ use parking_lot::{Mutex, RwLock};
 use super::bg::Background;
 use super::info_log::InfoLog;
 use super::memtables::{Mem, SuperVersion};
-use super::snapshot::SnapshotList;
+use crate::snapshot::SnapshotList;
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};

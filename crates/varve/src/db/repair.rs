@@ -45,7 +45,7 @@ use crate::compaction::filter::VersionFilter;
 use crate::compaction::output::{OutputConfig, TableOutputs};
 use crate::filenames::{self, FileKind, LOCK, wal_path};
 use crate::io::FileSystem;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::memtable::MemTable;
 use crate::sst::{Table, TableReadOptions};

@@ -10,7 +10,7 @@
 
 use std::cmp::Ordering;
 
-use super::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::compare_internal_keys;
 use crate::{Error, Result};
 

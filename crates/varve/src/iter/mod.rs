@@ -1,41 +1,8 @@
-//! Iterators over internal entries and the user-facing iterator built on them.
-//!
-//! [`InternalIterator`] is the one cursor interface every sorted source
-//! implements (memtable, later SST blocks, tables and levels); the merging
-//! iterator combines them and the DB iterator applies visibility.
+//! Iterators that combine other iterators: [`merging`] (one sorted cursor
+//! over many sources) and [`level`] (the files of one level, opened as the
+//! cursor reaches them). The cursor interface itself is
+//! [`InternalIterator`](crate::internal_iter::InternalIterator); the
+//! user-facing iterator is in `db/read/`.
 
-pub mod db_iter;
 pub mod level;
 pub mod merging;
-
-use crate::Result;
-
-/// A cursor over entries sorted by internal key (see [`crate::keys`]).
-///
-/// Implementations are single-threaded (`Send`, not `Sync`). `key()` and
-/// `value()` may only be called while `valid()` is true. An implementation
-/// that hits an error becomes invalid and reports it from `status()`.
-pub trait InternalIterator: Send {
-    /// True when positioned on an entry.
-    fn valid(&self) -> bool;
-    /// Positions on the first entry.
-    fn seek_to_first(&mut self);
-    /// Positions on the last entry.
-    fn seek_to_last(&mut self);
-    /// Positions on the first entry whose internal key is `>= target`.
-    fn seek(&mut self, target: &[u8]);
-    /// Positions on the last entry whose internal key is `<= target`.
-    fn seek_for_prev(&mut self, target: &[u8]);
-    /// Moves to the next entry. Requires `valid()`.
-    fn next(&mut self);
-    /// Moves to the previous entry. Requires `valid()`.
-    fn prev(&mut self);
-    /// The current internal key.
-    fn key(&self) -> &[u8];
-    /// The current value.
-    fn value(&self) -> &[u8];
-    /// The first error met, if any.
-    fn status(&self) -> Result<()> {
-        Ok(())
-    }
-}

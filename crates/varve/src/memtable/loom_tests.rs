@@ -8,7 +8,7 @@ use std::sync::Arc;
 use loom::thread;
 
 use super::MemTable;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, ValueKind};
 
 /// Arena bytes: the head node and a handful of tiny nodes.

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use super::skiplist::{self, Node, SkipList, Target};
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, TRAILER_LEN, ValueKind};
 
 /// Returned by [`MemTable::add`] when the arena has no room left.

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 
 use super::skiplist::{self, MAX_HEIGHT, SkipList, Target};
 use super::{MemTable, MemTableFull, MemTableIterator};
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, ValueKind};
 
 /// An internal key ordered like the memtable.

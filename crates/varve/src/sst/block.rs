@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::block_bytes::BlockBytes;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::compare_internal_keys;
 use crate::util::coding::{decode_fixed32, decode_varint32};
 use crate::{Error, Result};

@@ -25,7 +25,7 @@
 
 use std::sync::Arc;
 
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::user_key;
 
 use super::block::Block;

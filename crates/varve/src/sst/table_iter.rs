@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, lookup_key};
 use crate::{Error, Result};
 

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use super::FileMetaData;
 use crate::Result;
 use crate::io::FileSystem;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::iter::level::LevelIterator;
 use crate::sst::BlockCache;
 use crate::sst::{Readahead, Table, TableIterOptions, TableReadOptions};

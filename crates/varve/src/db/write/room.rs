@@ -23,7 +23,7 @@ use super::super::memtables::{Mem, SuperVersion};
 use super::super::stats::Counters;
 use super::wal_log::WalLog;
 use crate::filenames::wal_path;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::parse_internal_key;
 use crate::memtable::MemTable;
 use crate::{Error, Result};

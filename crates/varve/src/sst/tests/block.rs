@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::{Entry, Rng, check_seeks, collect_backward, collect_forward, random_entries};
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{ValueKind, make_internal_key};
 use crate::sst::{Block, BlockBuilder};
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::{Entry, MemFile, Rng, model_get, random_entries, write_table};
 use crate::Error;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, parse_internal_key};
 use crate::sst::BlockCache;
 use crate::sst::{Compression, Table, TableBuilderOptions, TableReadOptions};

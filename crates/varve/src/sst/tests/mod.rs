@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::Result;
 use crate::io::{FileSystem, PosixFs, RandomAccessFile};
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{
     SequenceNumber, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
 };

@@ -8,7 +8,7 @@ use super::{
     random_entries, write_table,
 };
 use crate::Error;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{
     MAX_SEQUENCE, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
 };

@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::DbInner;
+use crate::db::DbInner;
 use crate::Result;
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key};
 use crate::sst::{BlockHandle, PointPlan, Table};

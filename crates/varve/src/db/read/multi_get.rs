@@ -24,10 +24,10 @@
 
 use std::cell::RefCell;
 
-use super::DbInner;
-use super::memtables::MemLookup;
+use crate::db::DbInner;
+use crate::db::memtables::MemLookup;
 use super::multi_get_cached::{Plan, resolve_cached};
-use super::read::{get_from_version, get_from_version_after, read_sequence};
+use super::{get_from_version, get_from_version_after, read_sequence};
 use crate::io::fiber;
 use crate::keys::{MAX_SEQUENCE, ValueKind, lookup_key};
 use crate::{ReadOptions, Result};

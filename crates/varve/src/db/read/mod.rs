@@ -12,11 +12,17 @@
 //! `adaptive_prefetch` or `async_io`) and position their sources for a seek
 //! concurrently on fibers (`concurrent_seeks`); point reads do neither.
 
+pub(crate) mod anchors;
+pub(crate) mod db_iter;
+pub(crate) mod multi_get;
+pub(crate) mod multi_get_cached;
+pub(crate) mod par_scan;
+
 use std::sync::Arc;
 
 use super::DbInner;
 use super::memtables::MemLookup;
-use crate::iter::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::iter::merging::MergingIterator;
 use crate::keys::{SequenceNumber, ValueKind};
 use crate::version::ScanOptions;

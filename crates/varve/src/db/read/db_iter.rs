@@ -13,9 +13,9 @@ use std::any::Any;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::InternalIterator;
+use crate::internal_iter::InternalIterator;
 use crate::Result;
-use crate::db::Snapshot;
+use crate::snapshot::Snapshot;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
