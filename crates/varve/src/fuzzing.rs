@@ -31,8 +31,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
-use crate::io::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::internal_iter::InternalIterator;
+use crate::io::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::keys::{MAX_SEQUENCE, ValueKind, make_internal_key, user_key};
 use crate::memtable::MemTable;
 use crate::sst::BlockCache;

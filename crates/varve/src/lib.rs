@@ -18,16 +18,16 @@ pub mod compaction;
 pub mod db;
 mod error;
 pub(crate) mod filenames;
-pub(crate) mod internal_iter;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub(crate) mod internal_iter;
 pub mod io;
 pub mod iter;
 pub mod keys;
 pub mod memtable;
 mod options;
-pub mod sst;
 pub(crate) mod snapshot;
+pub mod sst;
 pub(crate) mod sync;
 pub mod tools;
 pub mod util;

@@ -6,8 +6,8 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::snapshot::Snapshot;
 use crate::io::{FileSystem, PosixFs};
+use crate::snapshot::Snapshot;
 use crate::{Error, Result};
 
 /// Options for [`Db::open`](crate::Db::open).

@@ -36,15 +36,16 @@ use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
 
+pub use crate::snapshot::Snapshot;
 pub use read::anchors::{Anchor, Anchors, KeyRange};
 pub use read::db_iter::DbIterator;
 pub use read::par_scan::{CHUNKS_PER_THREAD, ChunkInfo, MAX_CHUNK_BYTES, MAX_CHUNKS};
 pub use recovery::{RecoveryReport, TruncatedTail};
-pub use crate::snapshot::Snapshot;
 pub use stats::{DbStats, LevelStats};
 
 use crate::compaction::picker::{self, LevelTargets};
 use crate::io::{FileLock, FileSystem};
+use crate::snapshot::SnapshotList;
 use crate::sst::BlockCache;
 use crate::sst::{Compression, TableBuilderOptions};
 use crate::version::TableCache;
@@ -53,7 +54,6 @@ use crate::{Error, Options, ReadOptions, Result, WriteBatch, WriteOptions};
 use bg::Background;
 use info_log::InfoLog;
 use memtables::SuperVersion;
-use crate::snapshot::SnapshotList;
 use stats::Counters;
 use write::{WalLog, WritePath};
 

@@ -50,7 +50,7 @@ pub(crate) struct IndexSearch {
     top: Vec<u64>,
     /// `bounds[i]..bounds[i + 1]`: entry `i`'s data block, trailer included.
     /// Shared with background read-ahead readers, which use it to verify
-    /// the blocks a chunk holds whole (`sst::chunk_check`).
+    /// the blocks a chunk holds whole (`sst::readahead::chunk_check`).
     bounds: Arc<[u64]>,
 }
 

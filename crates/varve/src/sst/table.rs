@@ -16,8 +16,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::io::RandomAccessFile;
 use crate::internal_iter::InternalIterator;
+use crate::io::RandomAccessFile;
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key, parse_internal_key};
 use crate::sst::BlockCache;
 use crate::{Error, Result};

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::io::FileSystem;
 use crate::internal_iter::InternalIterator;
+use crate::io::FileSystem;
 use crate::keys::{ValueKind, parse_internal_key};
 use crate::sst::{FOOTER_LEN, Footer, Table, TableProperties, TableReadOptions};
 use crate::{Error, Result};

@@ -15,8 +15,8 @@ use parking_lot::Mutex;
 
 use super::FileMetaData;
 use crate::Result;
-use crate::io::FileSystem;
 use crate::internal_iter::InternalIterator;
+use crate::io::FileSystem;
 use crate::iter::level::LevelIterator;
 use crate::sst::BlockCache;
 use crate::sst::{Readahead, Table, TableIterOptions, TableReadOptions};

@@ -13,10 +13,10 @@ use std::any::Any;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::internal_iter::InternalIterator;
 use crate::Result;
-use crate::snapshot::Snapshot;
+use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
+use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {

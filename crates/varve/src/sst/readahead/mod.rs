@@ -64,8 +64,13 @@
 //! `buf_valid` bytes of `buf` hold the file `file` from `buf_start` on;
 //! `pending` chunks are contiguous and start where the buffer ends.
 
+mod buffers;
+pub(crate) mod chunk_check;
+mod prefetch;
+pub(crate) mod prefetch_worker;
+mod run_history;
+
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, mpsc};
 
@@ -73,10 +78,12 @@ use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
 use crate::{Error, Result};
 
 use super::block_bytes::BlockBytes;
-use super::chunk_check::Verified;
 use super::format::{BlockHandle, check_handle, decode_block, decode_block_in, read_block};
-use super::prefetch_worker::{Done, Job, Worker};
-use super::run_history::RunHistory;
+use buffers::pool_give;
+use chunk_check::Verified;
+use prefetch::Pending;
+use prefetch_worker::{Done, Job, Worker};
+use run_history::RunHistory;
 
 /// First read-ahead chunk after a non-sequential read.
 pub const MIN_READAHEAD: usize = 16 << 10;
@@ -190,91 +197,12 @@ pub const PREFETCH_MIN: usize = 256 << 10;
 /// swaps buffers.
 pub const PREFETCH_DEPTH: usize = 2;
 
-/// Most spare buffers kept for background chunks.
-const SPARE_KEEP: usize = 4;
-
-/// Chunk buffers a thread keeps between read-ahead states, and their total
-/// bytes: a scan cut into many short ranges (`par_count` chunks, bounded
-/// iterators) would otherwise allocate and zero its growing chunk buffers
-/// again for every range.
-const POOL_KEEP: usize = 8;
-const POOL_BYTES: usize = 16 << 20;
-
-thread_local! {
-    static CHUNK_POOL: std::cell::RefCell<Vec<AlignedBuf>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A pooled buffer of this thread holding at least `len` bytes.
-fn pool_take(len: usize) -> Option<AlignedBuf> {
-    CHUNK_POOL
-        .try_with(|pool| {
-            let mut pool = pool.try_borrow_mut().ok()?;
-            let i = pool.iter().position(|b| b.capacity() >= len)?;
-            Some(pool.swap_remove(i))
-        })
-        .ok()
-        .flatten()
-}
-
-/// Gives `buf` to this thread's pool if it is within the bounds (else it
-/// is freed).
-fn pool_give(buf: AlignedBuf) {
-    let _ = CHUNK_POOL.try_with(|pool| {
-        if let Ok(mut pool) = pool.try_borrow_mut() {
-            let total: usize = pool.iter().map(AlignedBuf::capacity).sum();
-            if buf.capacity() >= MIN_READAHEAD
-                && pool.len() < POOL_KEEP
-                && total + buf.capacity() <= POOL_BYTES
-            {
-                pool.push(buf);
-            }
-        }
-    });
-}
-
-/// A chunk being read in the background.
-#[derive(Debug)]
-struct Pending {
-    id: u64,
-    start: u64,
-    len: usize,
-}
-
 fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, end: u64) -> Error {
     Error::corruption(
         file.path(),
         offset,
         format!("short read: {got} bytes at {start}, block ends at {end}"),
     )
-}
-
-/// How long a consumer waiting for a background chunk polls for it before
-/// it blocks. The chunk is at the disk and due within a few hundred µs;
-/// blocking and being woken costs 40–70 µs on a VM (measured on the test
-/// machine: the gap between the reader's send and the consumer's return),
-/// once or twice per seek of a short scan (`docs/readahead.md`).
-const POLL_BEFORE_BLOCKING: std::time::Duration = std::time::Duration::from_millis(1);
-
-/// Receives from `rx`: polls it (yielding the core between rounds, so a
-/// runnable thread, such as the reader itself, is not kept off it) for up
-/// to [`POLL_BEFORE_BLOCKING`], then blocks.
-#[inline(never)]
-fn recv_polling<T>(rx: &mpsc::Receiver<T>) -> std::result::Result<T, mpsc::RecvError> {
-    let start = std::time::Instant::now();
-    loop {
-        for _ in 0..64 {
-            match rx.try_recv() {
-                Ok(v) => return Ok(v),
-                Err(mpsc::TryRecvError::Disconnected) => return Err(mpsc::RecvError),
-                Err(mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
-            }
-        }
-        if start.elapsed() >= POLL_BEFORE_BLOCKING {
-            return rx.recv();
-        }
-        std::thread::yield_now();
-    }
 }
 
 fn same_file(a: &Arc<dyn RandomAccessFile>, b: &Arc<dyn RandomAccessFile>) -> bool {
@@ -491,309 +419,6 @@ impl Readahead {
         self.decode_buffered(file, h, end, verify)
     }
 
-    /// The first block of a run predicted to read `predicted` more bytes
-    /// (a seek on an iterator whose recent runs went about as far): reads
-    /// the block with up to [`learned_first`] bytes after it; at the run's
-    /// first sequential access the rest of the prediction (up to `limit`)
-    /// goes to the background worker as pieces of [`LEARNED_PIECE_MIN`]
-    /// doubling to [`LEARNED_PIECE_MAX`], all queued at once so the disk
-    /// never waits for the consumer. A run longer than predicted goes on
-    /// with the ordinary policy.
-    fn read_learned_run(
-        &mut self,
-        file: &Arc<dyn RandomAccessFile>,
-        h: BlockHandle,
-        end: u64,
-        limit: u64,
-        predicted: u64,
-        verify: bool,
-    ) -> Result<BlockBytes> {
-        let run_end = end.saturating_add(predicted).min(limit);
-        // Most recent runs went on past their seek: read the first part of
-        // the run with the block. Else (a level whose seeks often land where the
-        // scan reads nothing more of it) just the block: the pieces start
-        // only if the run does.
-        let first = if self.runs.mostly_nonempty() {
-            learned_first(predicted)
-        } else {
-            0
-        };
-        let first_end = end.saturating_add(first).min(run_end);
-        let (start, stop, len, got) = self.read_chunk(file, h.offset, first_end)?;
-        if !self.buffered(h.offset, end) {
-            return Err(short(file, h.offset, start, got, end));
-        }
-        if got == len && stop < run_end {
-            self.learned = Some(Learned {
-                started: false,
-                piece: LEARNED_PIECE_MIN,
-                end: run_end,
-            });
-        }
-        self.decode_buffered(file, h, end, verify)
-    }
-
-    /// Starts reading the chunks after the current buffer (and after the
-    /// chunks already pending) in the background, up to [`PREFETCH_DEPTH`]
-    /// in flight, if the buffer was read whole and the data (up to `limit`)
-    /// goes on. Each chunk is `next_size` bytes, which keeps doubling up to
-    /// the maximum.
-    fn prefetch_next(&mut self, file: &Arc<dyn RandomAccessFile>, limit: u64) {
-        let (depth, limit) = match &mut self.learned {
-            Some(l) => {
-                l.started = true;
-                (LEARNED_DEPTH, limit.min(l.end))
-            }
-            None => (PREFETCH_DEPTH, limit),
-        };
-        while self.pending.len() < depth {
-            let start = match self.pending.back() {
-                Some(p) => p.start + p.len as u64,
-                None if self.buf_valid == self.buf.as_slice().len() => {
-                    self.buf_start + self.buf_valid as u64
-                }
-                None => return,
-            };
-            if start >= limit {
-                return;
-            }
-            let size = match self.learned {
-                Some(l) => l.piece,
-                None => self.next_size,
-            };
-            let stop = match file.direct_alignment() {
-                Some(a) if a > 0 && DIRECT_IO_ALIGN.is_multiple_of(a) => {
-                    let a = a as u64;
-                    if !start.is_multiple_of(a) {
-                        return;
-                    }
-                    start.saturating_add(size as u64).min(limit).div_ceil(a) * a
-                }
-                _ => start.saturating_add(size as u64).min(limit),
-            };
-            let Ok(len) = usize::try_from(stop - start) else {
-                return;
-            };
-            if self.worker.is_none() {
-                self.worker = Worker::new();
-                if self.worker.is_none() {
-                    return;
-                }
-            }
-            let mut buf = self.take_spare(len);
-            buf.resize(len);
-            let Some(worker) = &self.worker else {
-                return;
-            };
-            let id = self.next_job;
-            self.next_job += 1;
-            let job = Job {
-                id,
-                file: Arc::clone(file),
-                start,
-                buf,
-                bounds: self.bounds.clone(),
-                early: self.learned.is_some(),
-            };
-            if !worker.send(job) {
-                self.worker = None;
-                self.abandon();
-                return;
-            }
-            self.pending.push_back(Pending { id, start, len });
-            match &mut self.learned {
-                Some(l) => l.piece = l.piece.saturating_mul(2).min(LEARNED_PIECE_MAX),
-                None => self.next_size = self.next_size.saturating_mul(2).min(self.max),
-            }
-        }
-    }
-
-    /// Forgets the chunks being read in the background; the worker skips
-    /// those it has not started.
-    fn abandon(&mut self) {
-        for d in std::mem::take(&mut self.arrived) {
-            self.retire(d.buf);
-        }
-        if self.pending.is_empty() {
-            return;
-        }
-        self.pending.clear();
-        if let Some(w) = &self.worker {
-            w.cancel_below.store(self.next_job, Ordering::Release);
-        }
-    }
-
-    /// Keeps `buf` for a later chunk: at most [`SPARE_KEEP`] spares of at
-    /// most two full-size chunks' bytes together (the memory bound of
-    /// `docs/readahead.md`), preferring the larger buffers (chunks grow,
-    /// rarely shrink); the rest are freed.
-    fn keep_spare(&mut self, buf: AlignedBuf) {
-        let budget = 2 * (self.max.max(LEARNED_PIECE_MAX) + (16 << 10));
-        let cap = buf.capacity();
-        if cap > budget {
-            return;
-        }
-        let mut total: usize = self.spare.iter().map(|b| b.capacity()).sum();
-        // Make room by dropping smaller spares; a buffer no larger than
-        // every spare is the one dropped.
-        while self.spare.len() >= SPARE_KEEP || total + cap > budget {
-            let Some((i, small)) = self
-                .spare
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, b)| b.capacity())
-                .map(|(i, b)| (i, b.capacity()))
-            else {
-                break;
-            };
-            if small >= cap {
-                return;
-            }
-            self.spare.swap_remove(i);
-            total -= small;
-        }
-        self.spare.push(buf);
-    }
-
-    /// Keeps the replaced chunk buffer `old` for reuse: a spare now if no
-    /// block refers to it, else once none does (at most [`SPARE_KEEP`]
-    /// wait; older ones are left to their blocks).
-    fn retire(&mut self, old: Arc<AlignedBuf>) {
-        match Arc::try_unwrap(old) {
-            Ok(buf) => self.keep_spare(buf),
-            Err(old) => {
-                if self.retired.len() >= SPARE_KEEP {
-                    self.retired.remove(0);
-                }
-                self.retired.push(old);
-            }
-        }
-    }
-
-    /// A buffer for a chunk of `len` bytes: a spare that holds it without
-    /// reallocating if there is one (retired buffers no block refers to
-    /// any more count), else a new one of at least [`LEARNED_PIECE_MAX`]
-    /// (so pieces growing to that size do not reallocate).
-    fn take_spare(&mut self, len: usize) -> AlignedBuf {
-        self.reclaim_retired();
-        match self.spare.iter().position(|b| b.capacity() >= len) {
-            Some(i) => self.spare.swap_remove(i),
-            None => pool_take(len).unwrap_or_else(|| AlignedBuf::new(len.max(LEARNED_PIECE_MAX))),
-        }
-    }
-
-    /// Retired buffers no block refers to any more become spares.
-    fn reclaim_retired(&mut self) {
-        let mut i = 0;
-        while i < self.retired.len() {
-            if Arc::strong_count(&self.retired[i]) == 1 {
-                let old = self.retired.swap_remove(i);
-                if let Ok(buf) = Arc::try_unwrap(old) {
-                    self.keep_spare(buf);
-                }
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// The block `[h.offset, end)` from the first chunk being read in the
-    /// background, when it starts in the current buffer's tail or inside
-    /// that chunk: waits for the chunk, makes it the current buffer (a
-    /// block cut by the chunk boundary is put together from both) and
-    /// starts the next one. `None` when the prefetch does not serve it.
-    fn take_prefetched(
-        &mut self,
-        file: &Arc<dyn RandomAccessFile>,
-        h: BlockHandle,
-        end: u64,
-        limit: u64,
-        verify: bool,
-    ) -> Result<Option<BlockBytes>> {
-        let Some(p) = self.pending.front() else {
-            return Ok(None);
-        };
-        let cur_end = self.buf_start + self.buf_valid as u64;
-        let in_tail = h.offset >= self.buf_start && h.offset < cur_end && cur_end == p.start;
-        let in_chunk = h.offset >= p.start && h.offset < p.start + p.len as u64;
-        if !in_tail && !in_chunk {
-            return Ok(None);
-        }
-        let (id, start, len) = (p.id, p.start, p.len);
-        self.pending.pop_front();
-        let parked = self.arrived.iter().position(|d| d.id == id);
-        let done = loop {
-            if let Some(i) = parked {
-                break self.arrived.swap_remove(i);
-            }
-            let Some(worker) = &self.worker else {
-                self.abandon();
-                return Ok(None);
-            };
-            // A piece of a learned run (a short scan after a seek) is
-            // polled for; a long scan's chunks are waited for blocking.
-            let next = if self.learned.is_some() {
-                recv_polling(&worker.done)
-            } else {
-                worker.done.recv()
-            };
-            match next {
-                Ok(d) if d.id == id => break d,
-                // A later chunk finished first (chunks are read together).
-                Ok(early) if self.pending.iter().any(|p| p.id == early.id) => {
-                    self.arrived.push(early)
-                }
-                Ok(stale) => self.retire(stale.buf),
-                Err(_) => {
-                    self.worker = None;
-                    self.abandon();
-                    return Ok(None);
-                }
-            }
-        };
-        let got = match done.got {
-            Ok(got) => got,
-            Err(e) => {
-                self.abandon();
-                return Err(e);
-            }
-        };
-        self.chunk_reads += 1;
-        self.chunk_bytes += got as u64;
-        let tail = if in_tail {
-            let s = (h.offset - self.buf_start) as usize;
-            Some(self.buf.as_slice()[s..self.buf_valid].to_vec())
-        } else {
-            None
-        };
-        let old = std::mem::replace(&mut self.buf, done.buf);
-        self.retire(old);
-        self.buf_start = start;
-        self.buf_valid = got;
-        self.buf_verified = done.verified;
-        if got < len {
-            // A short chunk: the chunks after it start past its end.
-            self.abandon();
-        }
-        if end > start + got as u64 {
-            if got < len {
-                return Err(short(file, h.offset, start, got, end));
-            }
-            // A block larger than what is left of the chunk: read it alone.
-            self.abandon();
-            let block = read_block(file.as_ref(), h, end, verify)?;
-            return Ok(Some(block.into()));
-        }
-        self.prefetch_next(file, limit);
-        match tail {
-            Some(mut bytes) => {
-                bytes.extend_from_slice(&self.buf.as_slice()[..(end - start) as usize]);
-                decode_block(bytes, h.offset, file.path(), verify).map(|b| Some(b.into()))
-            }
-            None => self.decode_buffered(file, h, end, verify).map(Some),
-        }
-    }
-
     fn buffered(&self, offset: u64, end: u64) -> bool {
         offset >= self.buf_start && end <= self.buf_start + self.buf_valid as u64
     }
@@ -842,27 +467,6 @@ impl Readahead {
         self.chunk_reads += 1;
         self.chunk_bytes += got as u64;
         Ok((start, stop, len, got))
-    }
-
-    /// The current chunk buffer, `len` bytes long, for a new read: the same
-    /// allocation when no block refers to it, else a spare or a new one.
-    fn writable_buf(&mut self, len: usize, path: &Path, offset: u64) -> Result<&mut [u8]> {
-        // Borrowed by a block, or too small (chunks grow): take a spare or
-        // pooled buffer rather than allocating and zeroing a new one.
-        let replace = Arc::get_mut(&mut self.buf).is_none_or(|b| b.capacity() < len);
-        if replace {
-            let fresh = Arc::new(self.take_spare(len));
-            let old = std::mem::replace(&mut self.buf, fresh);
-            self.retire(old);
-        }
-        match Arc::get_mut(&mut self.buf) {
-            Some(b) => {
-                b.resize(len);
-                Ok(b.as_mut_slice())
-            }
-            // Unreachable: the buffer was just made unique.
-            None => Err(Error::corruption(path, offset, "read-ahead buffer in use")),
-        }
     }
 }
 

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 
+use super::buffers::{CHUNK_POOL, POOL_BYTES, POOL_KEEP, SPARE_KEEP};
+use super::prefetch::{POLL_BEFORE_BLOCKING, recv_polling};
 use super::*;
 use crate::sst::format::put_block_trailer;
 use crate::sst::tests::read_from;
@@ -382,7 +384,7 @@ fn learned_runs_are_read_in_the_background() {
             for i in first..first + run_len {
                 read_checked(&mut ra, &dynf, &hs, i, u64::MAX, None).expect("read");
             }
-            if run <= super::super::run_history::RUNS {
+            if run <= super::run_history::RUNS {
                 continue;
             }
             // Let the worker finish, then look at what was read.

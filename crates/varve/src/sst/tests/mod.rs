@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::Result;
-use crate::io::{FileSystem, PosixFs, RandomAccessFile};
 use crate::internal_iter::InternalIterator;
+use crate::io::{FileSystem, PosixFs, RandomAccessFile};
 use crate::keys::{
     SequenceNumber, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
 };

@@ -37,7 +37,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::format::stored_checksums;
+use crate::sst::format::stored_checksums;
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// How long a consumer waits for the reader to vouch for a block before
