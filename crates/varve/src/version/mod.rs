@@ -16,8 +16,8 @@ mod builder;
 mod edit;
 mod file_meta;
 pub mod manifest;
-#[allow(clippy::module_inception)]
 mod table_cache;
+#[allow(clippy::module_inception)]
 mod version;
 mod version_set;
 
