@@ -138,8 +138,8 @@ section_sync() {
 
 section_wal() {
     echo "## wal modes (#5)"
-    local modes=("plain:--wal_mmap=false" "fallocate:--wal_mmap=true"
-        "zerofill:--wal_mmap=true --wal_zero_fill=true" "uring:--wal_io_uring=true")
+    local modes=("plain:--wal_writer=plain" "fallocate:--wal_writer=mapped"
+        "zerofill:--wal_writer=mapped_zero_filled" "uring:--wal_writer=io_uring")
     for rep in $(seq "$REPS"); do
         for t in 1 16 64; do
             for m in "${modes[@]}"; do

@@ -139,23 +139,13 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_io_for_flush_and_compaction: bool,
 
-    /// varve: append to the WAL through a memory mapping of preallocated
-    /// space instead of one write(2) per write group (varve's default).
-    #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", value_parser = parse_bool)]
-    pub wal_mmap: bool,
-
-    /// varve: with --wal_mmap, preallocate the log by writing zeros instead
-    /// of fallocate (fdatasyncs then never commit an extent conversion).
-    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", value_parser = parse_bool)]
-    pub wal_zero_fill: bool,
-
-    /// varve: write the WAL through io_uring (one ring thread; write and
-    /// fdatasync linked with IO_LINK). Takes precedence over --wal_mmap.
-    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
-          default_missing_value = "true", value_parser = parse_bool)]
-    pub wal_io_uring: bool,
+    /// varve: how WAL bytes reach the file (`Options::wal_writer`):
+    /// mapped (a memory mapping of fallocated space, varve's default),
+    /// mapped_zero_filled (mapped over space zero-filled once), io_uring
+    /// (one ring thread; write and fdatasync linked with IO_LINK) or plain
+    /// (one write(2) per write group). Other engines ignore it.
+    #[arg(long, default_value = "mapped", value_parser = ["mapped", "mapped_zero_filled", "io_uring", "plain"])]
+    pub wal_writer: String,
 
     /// Most parallel parts of one compaction (RocksDB max_subcompactions;
     /// varve's default is 2).
@@ -236,9 +226,10 @@ pub struct Flags {
     pub readahead_size: Option<usize>,
 
     /// varve: background prefetch of iterators that have proven sequential
-    /// (`ReadOptions::adaptive_prefetch`, default true); false = read-ahead
-    /// chunks are read synchronously unless `--async_io`. Other engines
-    /// ignore it.
+    /// (`ReadOptions::scan_prefetch` Adaptive, default true); false = Off,
+    /// read-ahead chunks are read by the iterator's thread, unless
+    /// `--async_io`, which prefetches in `par_count`'s chunk iterators too
+    /// (Always). Other engines ignore it.
     #[arg(long, default_value_t = true, num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_bool)]
     pub adaptive_prefetch: bool,

@@ -95,6 +95,6 @@ fn main() -> varve::Result<()> {
     assert_eq!(db.get(key(0))?, None);
     assert_eq!(db.get(b"durable")?, Some(b"yes".to_vec()));
     db.close()?;
-    Db::destroy(&dir)?;
+    Db::destroy(&dir, &Options::default())?;
     Ok(())
 }

@@ -65,6 +65,10 @@ pub enum Error {
     /// The database was closed.
     #[error("database is closed")]
     Closed,
+    /// A write (or flush, compaction, resume) on a database opened with
+    /// [`Db::open_read_only`](crate::Db::open_read_only).
+    #[error("database {} is open read-only", .0.display())]
+    ReadOnly(PathBuf),
 }
 
 impl Error {
@@ -125,6 +129,7 @@ impl Error {
             Error::AlreadyExists(p) => Error::AlreadyExists(p.clone()),
             Error::Poisoned(m) => Error::Poisoned(m.clone()),
             Error::Closed => Error::Closed,
+            Error::ReadOnly(p) => Error::ReadOnly(p.clone()),
         }
     }
 

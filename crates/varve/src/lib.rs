@@ -37,7 +37,10 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use db::{Anchor, Anchors, ChunkInfo, Db, DbIterator, KeyRange, Snapshot};
 pub use error::{Error, Result};
-pub use options::{DEFAULT_ASYNC_QUEUE_DEPTH, Options, ReadOptions, WriteOptions};
+pub use io::IoEngine;
+pub use options::{DEFAULT_ASYNC_QUEUE_DEPTH, Options, ReadOptions, ScanPrefetch, WriteOptions};
+pub use sst::{BlockCache, Compression, ReaderPool};
+pub use wal::WalWriter;
 
 /// The README's examples, compiled as doctests so they stay true.
 #[doc = include_str!("../../../README.md")]

@@ -69,7 +69,10 @@ fn second_open_in_the_same_process_is_locked() {
     assert!(matches!(e, Error::Locked { .. }), "{e}");
     assert!(e.to_string().contains("LOCK"), "{e}");
     assert!(
-        matches!(Db::destroy(dir.path()), Err(Error::Locked { .. })),
+        matches!(
+            Db::destroy(dir.path(), &Options::default()),
+            Err(Error::Locked { .. })
+        ),
         "destroy of an open db"
     );
     drop(db);
@@ -173,7 +176,7 @@ fn destroy_removes_the_database() {
     let db = Db::open(&path, Options::default()).expect("open");
     db.put(b"k", b"v").expect("put");
     db.close().expect("close");
-    Db::destroy(&path).expect("destroy");
+    Db::destroy(&path, &Options::default()).expect("destroy");
     assert!(!path.exists());
-    Db::destroy(&path).expect("destroying nothing is fine");
+    Db::destroy(&path, &Options::default()).expect("destroying nothing is fine");
 }

@@ -35,7 +35,11 @@ fn options(lsm_stress: bool) -> Options {
     let uring = std::env::var("VARVE_CRASH_URING").as_deref() == Ok("1");
     let o = options_for(lsm_stress);
     Options {
-        wal_io_uring: uring,
+        wal_writer: if uring {
+            varve::WalWriter::IoUring
+        } else {
+            o.wal_writer
+        },
         ..o
     }
 }
@@ -319,7 +323,7 @@ fn kill9_during_log_copies_of_every_size_leaves_a_readable_log() {
     );
 }
 
-/// The io_uring WAL (`Options::wal_io_uring`): a write is acknowledged only
+/// The io_uring WAL (`WalWriter::IoUring`): a write is acknowledged only
 /// after its completion was reaped. Runs in a child process of its own so
 /// the mode switch (an environment variable the options read) cannot leak
 /// into the other tests of this binary.

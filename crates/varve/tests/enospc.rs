@@ -329,9 +329,12 @@ fn fill_leaving(path: &Path, leave: u64) {
 
 fn full_disk_options(mode: &str) -> Options {
     Options {
-        wal_mmap: matches!(mode, "mmap" | "zero_fill"),
-        wal_zero_fill: mode == "zero_fill",
-        wal_io_uring: mode == "io_uring",
+        wal_writer: match mode {
+            "mmap" => varve::WalWriter::Mapped,
+            "zero_fill" => varve::WalWriter::MappedZeroFilled,
+            "io_uring" => varve::WalWriter::IoUring,
+            _ => varve::WalWriter::Plain,
+        },
         // One memtable outgrows the free space: the WAL is what fills it.
         write_buffer_size: 8 << 20,
         ..Options::default()

@@ -18,7 +18,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use varve::{Db, Error, KeyRange, Options, ReadOptions};
+use varve::{Db, Error, KeyRange, Options, ReadOptions, ScanPrefetch};
 
 fn key(i: u32) -> Vec<u8> {
     format!("key-{i:06}").into_bytes()
@@ -121,8 +121,7 @@ fn read_variants() -> Vec<(&'static str, ReadOptions)> {
             "plain",
             ReadOptions {
                 readahead_size: 0,
-                adaptive_prefetch: false,
-                async_io: false,
+                scan_prefetch: ScanPrefetch::Off,
                 ..ReadOptions::default()
             },
         ),
@@ -130,8 +129,7 @@ fn read_variants() -> Vec<(&'static str, ReadOptions)> {
         (
             "prefetch",
             ReadOptions {
-                adaptive_prefetch: true,
-                async_io: true,
+                scan_prefetch: ScanPrefetch::Always,
                 ..ReadOptions::default()
             },
         ),
@@ -139,7 +137,6 @@ fn read_variants() -> Vec<(&'static str, ReadOptions)> {
             "concurrent-seeks",
             ReadOptions {
                 concurrent_seeks: true,
-                async_io: true,
                 ..ReadOptions::default()
             },
         ),
@@ -359,7 +356,7 @@ fn recipe_2_a_cut_manifest_never_rolls_back_or_deletes_tables() {
             );
         }
         // Repair brings every key back.
-        Db::repair(&dir).expect("repair");
+        Db::repair(&dir, &Options::default()).expect("repair");
         let db = Db::open(&dir, Options::default()).expect("open after repair");
         assert_exact(&format!("cut {cut}, after repair"), &db, &model);
         db.close().expect("close");
@@ -414,7 +411,7 @@ fn every_cut_across_flushes_and_a_compaction_is_corruption_or_exact() {
             Err(Error::Corruption { .. }) => refused += 1,
             Err(e) => panic!("cut {cut}: expected Corruption, got {e}"),
         }
-        Db::repair(&dir).expect("repair");
+        Db::repair(&dir, &Options::default()).expect("repair");
         let db = Db::open(&dir, Options::default()).expect("open after repair");
         assert_exact(&format!("cut {cut}, after repair"), &db, &model);
         db.close().expect("close");
@@ -445,7 +442,7 @@ fn missing_current_is_corruption_in_both_open_modes() {
             Ok(_) => panic!("read-only {read_only}: opened without CURRENT"),
         }
     }
-    Db::repair(&dir).expect("repair");
+    Db::repair(&dir, &Options::default()).expect("repair");
     let db = Db::open(&dir, Options::default()).expect("open after repair");
     assert_exact("after repair", &db, &model);
 }
@@ -485,7 +482,7 @@ fn repair_sets_aside_tables_a_readable_edit_retired() {
         std::fs::copy(aside.join(t.file_name().expect("name")), t).expect("copy back");
     }
     std::fs::remove_file(dir.join("CURRENT")).expect("rm CURRENT");
-    let r = Db::repair(&dir).expect("repair");
+    let r = Db::repair(&dir, &Options::default()).expect("repair");
     let set_aside = r
         .lost
         .iter()

@@ -95,11 +95,12 @@ fn garbage_after_the_good_data_of_an_older_log_is_corruption() {
 
 #[test]
 fn a_closed_log_is_cut_to_its_records_and_plain_appends_still_work() {
-    for mmap in [true, false] {
+    for writer in [varve::WalWriter::Mapped, varve::WalWriter::Plain] {
+        let mmap = writer == varve::WalWriter::Mapped;
         let root = common::fast_tempdir();
         let dir = root.path().join("db");
         let opts = || Options {
-            wal_mmap: mmap,
+            wal_writer: writer,
             ..Options::default()
         };
         let db = Db::open(&dir, opts()).expect("open");

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use common::{Rng, fast_tempdir};
 use varve::io::{FaultInjectingFs, PosixFs, ReadRecord};
-use varve::{Db, DbIterator, Options, ReadOptions};
+use varve::{Db, DbIterator, Options, ReadOptions, ScanPrefetch};
 
 fn key(i: u64) -> Vec<u8> {
     format!("key{i:06}").into_bytes()
@@ -37,7 +37,7 @@ fn multi_level_db(dir: &Path, opts: Options) -> (Db, Model) {
 fn ro(readahead: usize) -> ReadOptions {
     ReadOptions {
         readahead_size: readahead,
-        adaptive_prefetch: false,
+        scan_prefetch: ScanPrefetch::Off,
         ..ReadOptions::default()
     }
 }
@@ -50,10 +50,10 @@ fn ro_default(readahead: usize) -> ReadOptions {
     }
 }
 
-/// Read-ahead with background prefetch (`async_io`).
+/// Read-ahead with background prefetch (`ScanPrefetch::Always`).
 fn ro_async(readahead: usize) -> ReadOptions {
     ReadOptions {
-        async_io: true,
+        scan_prefetch: ScanPrefetch::Always,
         ..ro(readahead)
     }
 }
@@ -311,7 +311,7 @@ fn bounded_scan_reads_stop_at_the_bound() {
         let mut big = bounded(2 << 20);
         if rng.below(2) == 0 {
             big = bounded(256 << 10);
-            big.async_io = true;
+            big.scan_prefetch = ScanPrefetch::Always;
         }
         assert_eq!(common::count_keys(&db, &big), b - a);
         let ra = sst_reads(&fs);
@@ -369,8 +369,11 @@ fn direct_reads_same_results_through_aligned_reads() {
         (256 << 10, false, true),
     ] {
         let base = ReadOptions {
-            async_io: asynchronous,
-            adaptive_prefetch: adaptive,
+            scan_prefetch: match (asynchronous, adaptive) {
+                (true, _) => ScanPrefetch::Always,
+                (false, true) => ScanPrefetch::Adaptive,
+                (false, false) => ScanPrefetch::Off,
+            },
             ..ro(size)
         };
         let mut it = db.iter_opt(&base);

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use varve::{Db, Options, WriteOptions};
+use varve::{Db, Options, WalWriter, WriteOptions};
 
 fn uring_threads() -> usize {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
@@ -22,29 +22,21 @@ fn uring_threads() -> usize {
 }
 
 fn io_uring_works() -> bool {
-    io_uring_probe().is_some()
-}
-
-fn io_uring_probe() -> Option<()> {
-    let dir = tempfile::tempdir().ok()?;
-    let path = dir.path().join("probe.log");
-    let file = std::fs::File::create(&path).ok()?;
-    varve::wal::UringLog::new(file, &path).ok().map(|_| ())
+    varve::io::io_uring_available()
 }
 
 #[test]
 fn every_wal_io_mode_keeps_every_write() {
-    for (mmap, zero, uring) in [
-        (false, false, false),
-        (true, false, false),
-        (true, true, false),
-        (false, false, true),
+    for writer in [
+        WalWriter::Plain,
+        WalWriter::Mapped,
+        WalWriter::MappedZeroFilled,
+        WalWriter::IoUring,
     ] {
+        let uring = writer == WalWriter::IoUring;
         let dir = common::fast_tempdir();
         let opts = || Options {
-            wal_mmap: mmap,
-            wal_zero_fill: zero,
-            wal_io_uring: uring,
+            wal_writer: writer,
             write_buffer_size: 256 << 10, // several log switches
             ..Options::default()
         };
@@ -52,7 +44,7 @@ fn every_wal_io_mode_keeps_every_write() {
         if uring && io_uring_works() {
             assert!(
                 uring_threads() >= 1,
-                "wal_io_uring is on but no ring thread runs"
+                "WalWriter::IoUring is chosen but no ring thread runs"
             );
         }
         std::thread::scope(|s| {
@@ -79,14 +71,10 @@ fn every_wal_io_mode_keeps_every_write() {
                 assert_eq!(
                     db.get(&k).expect("get"),
                     Some(common::value_for(k.as_bytes())),
-                    "mmap={mmap} zero={zero} uring={uring} {k}"
+                    "{writer:?} {k}"
                 );
             }
         }
-        assert_eq!(
-            db.iter().count(),
-            6000,
-            "mmap={mmap} zero={zero} uring={uring}"
-        );
+        assert_eq!(db.iter().count(), 6000, "{writer:?}");
     }
 }

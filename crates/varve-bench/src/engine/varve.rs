@@ -10,7 +10,9 @@
 //! `--readahead_size` when given (`ReadOptions::readahead_size`; else
 //! varve's default, 2 MiB); cursors prefetch the next chunks in the
 //! background once they have proven sequential (`--adaptive_prefetch`,
-//! default true), and with `--async_io` so do `par_count`'s. Cursors
+//! default true: `ScanPrefetch::Adaptive`), and with `--async_io` so do
+//! `par_count`'s (`ScanPrefetch::Always`). `--wal_writer` picks
+//! `Options::wal_writer`. Cursors
 //! position their levels for a seek concurrently (`--concurrent_seeks`,
 //! default true).
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
@@ -41,12 +43,19 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
             .max(varve::Options::default().max_value_size),
         cache_size: flags.cache_size as usize,
         bloom_bits_per_key: flags.bloom_bits.max(0) as u32,
-        compression: flags.compression_type == "lz4",
+        compression: if flags.compression_type == "lz4" {
+            varve::Compression::Lz4
+        } else {
+            varve::Compression::None
+        },
         use_direct_reads: flags.use_direct_reads,
         use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
-        wal_mmap: flags.wal_mmap,
-        wal_zero_fill: flags.wal_zero_fill,
-        wal_io_uring: flags.wal_io_uring,
+        wal_writer: match flags.wal_writer.as_str() {
+            "mapped_zero_filled" => varve::WalWriter::MappedZeroFilled,
+            "io_uring" => varve::WalWriter::IoUring,
+            "plain" => varve::WalWriter::Plain,
+            _ => varve::WalWriter::Mapped,
+        },
         max_subcompactions: flags.subcompactions.max(1),
         ..Default::default()
     };
@@ -65,7 +74,13 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     let mut read = varve::ReadOptions {
         async_io: flags.async_io,
         async_queue_depth: flags.async_queue_depth.max(1),
-        adaptive_prefetch: flags.adaptive_prefetch,
+        scan_prefetch: if flags.async_io {
+            varve::ScanPrefetch::Always
+        } else if flags.adaptive_prefetch {
+            varve::ScanPrefetch::Adaptive
+        } else {
+            varve::ScanPrefetch::Off
+        },
         concurrent_seeks: flags.concurrent_seeks,
         ..Default::default()
     };

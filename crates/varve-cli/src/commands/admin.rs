@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde_json::json;
-use varve::Db;
+use varve::{Db, Options};
 
 use super::print_json;
 use crate::Outcome;
@@ -44,7 +44,7 @@ pub fn checkpoint(cli: &Cli, dir: &Path) -> Result<Outcome> {
 /// `repair`.
 pub fn repair(cli: &Cli) -> Result<Outcome> {
     let dir = db_path(cli)?;
-    let r = with_path(Db::repair(dir), "repairing", dir)?;
+    let r = with_path(Db::repair(dir, &Options::default()), "repairing", dir)?;
     if cli.json {
         print_json(&json!({
             "tables": r.tables,

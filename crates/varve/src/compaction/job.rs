@@ -186,7 +186,7 @@ fn run_span(
     let scan = ScanOptions {
         readahead_size: COMPACTION_READAHEAD,
         fill_cache: false,
-        async_io: false,
+        prefetch: None,
         upper_bound: span.1.clone(),
     };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();

@@ -135,7 +135,7 @@ fn warm_tables(db: &DbInner) {
             let _ = db.table_cache.get(file);
         }
     };
-    crate::io::fiber::run_tasks(files.len(), WARM_DEPTH, &open);
+    crate::io::fiber::run_tasks_on(db.options.io_engine, files.len(), WARM_DEPTH, &open);
 }
 
 fn flush_loop(db: &DbInner) {

@@ -24,7 +24,7 @@ mod obsolete;
 mod open;
 mod read;
 mod recovery;
-pub mod repair;
+mod repair;
 mod resume;
 mod stats;
 mod write;
@@ -41,13 +41,14 @@ pub use read::anchors::{Anchor, Anchors, KeyRange};
 pub use read::db_iter::DbIterator;
 pub use read::par_scan::{CHUNKS_PER_THREAD, ChunkInfo, MAX_CHUNK_BYTES, MAX_CHUNKS};
 pub use recovery::{RecoveryReport, TruncatedTail};
+pub use repair::RepairReport;
 pub use stats::{DbStats, LevelStats};
 
 use crate::compaction::picker::{self, LevelTargets};
 use crate::io::{FileLock, FileSystem};
 use crate::snapshot::SnapshotList;
 use crate::sst::BlockCache;
-use crate::sst::{Compression, TableBuilderOptions};
+use crate::sst::{ReaderPool, TableBuilderOptions};
 use crate::version::TableCache;
 use crate::version::{Version, VersionEdit, VersionSet};
 use crate::{Error, Options, ReadOptions, Result, WriteBatch, WriteOptions};
@@ -95,11 +96,7 @@ pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {
     TableBuilderOptions {
         block_size: o.block_size,
         bloom_bits_per_key: o.bloom_bits_per_key,
-        compression: if o.compression {
-            Compression::Lz4
-        } else {
-            Compression::None
-        },
+        compression: o.compression,
         ..TableBuilderOptions::default()
     }
 }
@@ -120,6 +117,9 @@ pub(crate) struct DbInner {
     pub(crate) pending_outputs: Mutex<HashSet<u64>>,
     pub(crate) table_cache: Arc<TableCache>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
+    /// Reads scans' read-ahead chunks in the background (the database's
+    /// own, or the one `Options::reader_pool` shares).
+    pub(crate) reader_pool: Arc<ReaderPool>,
     pub(crate) bg: Background,
     pub(crate) counters: Counters,
     /// Highest sequence number visible to readers.
@@ -215,10 +215,7 @@ impl DbInner {
             return Err(Error::Closed);
         }
         if self.read_only {
-            return Err(Error::InvalidArgument(format!(
-                "{} is open read-only",
-                self.dir.display()
-            )));
+            return Err(Error::ReadOnly(self.dir.clone()));
         }
         if self.is_poisoned.load(Ordering::Acquire)
             && let Some(p) = self.poison_state()
@@ -300,9 +297,10 @@ impl Db {
     }
 
     /// Deletes the database in `path` (its files, then the directory if it
-    /// is empty). Fails with `Locked` if the database is open.
-    pub fn destroy(path: impl AsRef<Path>) -> Result<()> {
-        open::destroy(path.as_ref(), &Options::default())
+    /// is empty), through `options.fs`. Fails with `Locked` if the database
+    /// is open.
+    pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
+        open::destroy(path.as_ref(), options)
     }
 
     /// The database directory.
@@ -608,15 +606,16 @@ impl Db {
         checkpoint::checkpoint(&self.inner, target.as_ref())
     }
 
-    /// Rebuilds the manifest of the (closed) database in `path` from the
-    /// table and WAL files present, moving whatever fails its checksums to
-    /// `path/lost/` (see [`repair`]). Open the database afterwards to
-    /// replay the WALs.
+    /// Rebuilds the (closed) database in `path` from the table and WAL
+    /// files present, when its manifest or `CURRENT` is lost or damaged:
+    /// every good table and WAL is merged into new tables (written with
+    /// `options`' table settings, through `options.fs`), and whatever fails
+    /// its checksums is moved to `path/lost/` (see `docs/cli.md`).
     ///
     /// Errors: `Locked` if the database is open, `NotFound` if `path` is
     /// not a directory, IO errors naming the file.
-    pub fn repair(path: impl AsRef<Path>) -> Result<repair::RepairReport> {
-        repair::repair(path.as_ref(), &Options::default())
+    pub fn repair(path: impl AsRef<Path>, options: &Options) -> Result<RepairReport> {
+        repair::repair(path.as_ref(), options)
     }
 
     /// Numbers of the table files in each level of the current version

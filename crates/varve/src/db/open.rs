@@ -25,7 +25,7 @@ use crate::compaction::flush::build_table;
 use crate::filenames::{self, FileKind, LOCK, wal_path};
 use crate::memtable::MemTable;
 use crate::snapshot::SnapshotList;
-use crate::sst::BlockCache;
+use crate::sst::{BlockCache, ReaderPool};
 use crate::version::TableCache;
 use crate::version::{VersionEdit, VersionSet};
 use crate::{Error, Options, Result};
@@ -115,7 +115,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let log = WalLog::create(
         fs.as_ref(),
         &log_path,
-        crate::wal::LogIo::from_options(&options),
+        options.wal_writer,
         log_number,
         Arc::clone(&mem_table),
     )?;
@@ -201,6 +201,11 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         pending_outputs: Mutex::new(HashSet::new()),
         table_cache: a.table_cache,
         block_cache: a.block_cache,
+        reader_pool: a
+            .options
+            .reader_pool
+            .clone()
+            .unwrap_or_else(|| ReaderPool::with_engine(0, a.options.io_engine)),
         bg: Background::default(),
         counters: Counters::default(),
         last_sequence: AtomicU64::new(a.last_sequence),
@@ -218,7 +223,10 @@ fn assemble(a: Assembly<'_>) -> DbInner {
 }
 
 fn caches(dir: &Path, options: &Options) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
-    let block_cache = (options.cache_size > 0).then(|| BlockCache::new(options.cache_size));
+    let block_cache = match &options.block_cache {
+        Some(shared) => Some(Arc::clone(shared)),
+        None => (options.cache_size > 0).then(|| BlockCache::new(options.cache_size)),
+    };
     let table_cache = Arc::new(TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&options.fs),

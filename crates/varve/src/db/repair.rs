@@ -48,7 +48,7 @@ use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::merging::MergingIterator;
 use crate::memtable::MemTable;
-use crate::sst::{Table, TableReadOptions};
+use crate::sst::{Table, verify_table};
 use crate::version::{FileMetaData, NUM_LEVELS, VersionSet, manifest};
 use crate::wal;
 use crate::{Error, Options, Result, WriteBatch};
@@ -122,12 +122,12 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
                         .into(),
                 ));
             }
-            Some(FileKind::Table(n)) => match verify_table(fs.as_ref(), &dir.join(name), n) {
-                Ok((meta, _)) if meta.num_entries == 0 => {
+            Some(FileKind::Table(n)) => match verify_table(fs.as_ref(), &dir.join(name)) {
+                Ok(table) if table.properties().num_entries == 0 => {
                     damaged.push((name.clone(), "empty table".into()));
                 }
-                Ok((meta, table)) => {
-                    report.last_sequence = report.last_sequence.max(meta.largest_seq);
+                Ok(table) => {
+                    report.last_sequence = report.last_sequence.max(table.properties().largest_seq);
                     report.tables.push(n);
                     tables.push(table);
                     merged_tables.push(name.clone());
@@ -283,47 +283,6 @@ fn merge(
     Ok((files, entries))
 }
 
-/// Opens table `number` at `path` and reads every entry; its metadata (from
-/// the properties) and the open table if every checksum holds.
-pub(crate) fn verify_table(
-    fs: &dyn FileSystem,
-    path: &Path,
-    number: u64,
-) -> Result<(FileMetaData, Arc<Table>)> {
-    let size = fs.file_size(path)?;
-    let file = fs.open_random_access(path)?;
-    let table = Table::open(file, size, TableReadOptions::default())?;
-    let mut it = table.iter();
-    it.seek_to_first();
-    let mut n = 0u64;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    it.status()?;
-    let p = table.properties();
-    if n != p.num_entries {
-        return Err(Error::corruption(
-            path,
-            0,
-            format!(
-                "table holds {n} entries, its properties say {}",
-                p.num_entries
-            ),
-        ));
-    }
-    let meta = FileMetaData {
-        number,
-        file_size: size,
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
-        smallest_seq: p.smallest_seq,
-        largest_seq: p.largest_seq,
-        num_entries: p.num_entries,
-    };
-    Ok((meta, table))
-}
-
 /// Replays WAL `n` into `memtables`, checking every batch. Returns the
 /// records replayed, the largest sequence number among them and, if the log
 /// is damaged in the middle, why (the records before the damage are kept).
@@ -401,7 +360,7 @@ mod tests {
         let dump = crate::tools::dump_wal(&crate::io::PosixFs, &wal).expect("dump");
         flip(&wal, dump.records[5].offset as usize + 10);
 
-        let r = Db::repair(dir).expect("repair");
+        let r = Db::repair(dir, &Options::default()).expect("repair");
         assert_eq!(r.tables.len(), 1);
         assert_eq!(r.wals_salvaged.len(), 1);
         assert_eq!(r.wals_salvaged[0].1, 5);
@@ -426,7 +385,7 @@ mod tests {
     fn repair_refuses_an_open_database() {
         let tmp = tempfile::tempdir().expect("tmp");
         let db = Db::open(tmp.path(), Options::default()).expect("open");
-        let e = Db::repair(tmp.path()).expect_err("locked");
+        let e = Db::repair(tmp.path(), &Options::default()).expect_err("locked");
         assert!(matches!(e, Error::Locked { .. }), "{e}");
         drop(db);
     }

@@ -34,10 +34,7 @@ pub(crate) fn resume(db: &DbInner) -> Result<()> {
         return Err(Error::Closed);
     }
     if db.read_only {
-        return Err(Error::InvalidArgument(format!(
-            "{} is open read-only",
-            db.dir.display()
-        )));
+        return Err(Error::ReadOnly(db.dir.clone()));
     }
     {
         let _one = db.writes.switching();

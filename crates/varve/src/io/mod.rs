@@ -23,5 +23,19 @@ pub use fs::{
     AppendLogFile, FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile,
 };
 pub use posix::PosixFs;
+
+/// Whether reads may use io_uring
+/// ([`Options::io_engine`](crate::Options::io_engine)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoEngine {
+    /// io_uring where the kernel offers it (probed once per process; the
+    /// environment variable `VARVE_IO=sync` turns it off), with `pread`
+    /// as the fallback. The default.
+    #[default]
+    IoUring,
+    /// `pread` only: batched reads run one after another, with identical
+    /// results.
+    Sync,
+}
 pub(crate) use posix::create_truncated;
 pub use uring::{in_flight_reads, io_uring_available};

@@ -34,6 +34,8 @@ pub struct BlockCache {
     capacity: usize,
     hits: AtomicU64,
     misses: AtomicU64,
+    /// The next owner id ([`BlockCache::new_owner`]).
+    owners: AtomicU64,
 }
 
 impl fmt::Debug for BlockCache {
@@ -59,7 +61,24 @@ impl BlockCache {
             capacity: capacity_bytes,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            owners: AtomicU64::new(1),
         })
+    }
+
+    /// A fresh owner id for a user of the cache (a database's table
+    /// cache): blocks are keyed by `cache_id(owner, file number)`, so two
+    /// databases sharing the cache never see each other's blocks although
+    /// their file numbers repeat.
+    pub fn new_owner(&self) -> u64 {
+        self.owners.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The cache id of table `number` of `owner`, or `None` for a number
+    /// at or above 2^40, which could collide with another owner's (such a
+    /// table is read without the cache; numbers never get there in
+    /// practice).
+    pub fn cache_id(owner: u64, number: u64) -> Option<u64> {
+        (number < 1 << 40 && owner < 1 << 24).then_some(owner << 40 | number)
     }
 
     fn shard_index(&self, cache_id: u64, offset: u64) -> usize {

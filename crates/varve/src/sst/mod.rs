@@ -37,8 +37,10 @@ pub use format::{
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use index_search::IndexSearch;
 pub use properties::TableProperties;
-pub use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead};
+pub use readahead::{
+    COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead, ReaderPool,
+};
 pub(crate) use table::PointPlan;
-pub use table::{Table, TableReadOptions};
+pub use table::{Table, TableReadOptions, verify_table};
 pub use table_builder::{TableBuilder, TableBuilderOptions};
 pub use table_iter::{SharedReadahead, TableIterOptions, TableIterator};

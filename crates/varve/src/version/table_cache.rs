@@ -19,7 +19,7 @@ use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::level::LevelIterator;
 use crate::sst::BlockCache;
-use crate::sst::{Readahead, Table, TableIterOptions, TableReadOptions};
+use crate::sst::{Readahead, ReaderPool, Table, TableIterOptions, TableReadOptions};
 use crate::util::lru::LruShard;
 
 /// Cache of open tables.
@@ -27,6 +27,9 @@ pub struct TableCache {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     block_cache: Option<Arc<BlockCache>>,
+    /// This table cache's owner id in the block cache (which databases may
+    /// share): block keys are `BlockCache::cache_id(owner, number)`.
+    cache_owner: u64,
     capacity: usize,
     direct_reads: bool,
     /// Open tables by file number, each charged 1 against `capacity`.
@@ -49,8 +52,8 @@ pub struct ScanOptions {
     pub readahead_size: usize,
     /// Insert the blocks read into the block cache.
     pub fill_cache: bool,
-    /// Read the next read-ahead chunk in the background.
-    pub async_io: bool,
+    /// Read the next read-ahead chunks in the background on this pool.
+    pub prefetch: Option<Arc<ReaderPool>>,
     /// Exclusive upper bound (user key): read-ahead stops at its block.
     pub upper_bound: Option<Vec<u8>>,
 }
@@ -61,7 +64,7 @@ impl Default for ScanOptions {
         ScanOptions {
             readahead_size: 0,
             fill_cache: true,
-            async_io: false,
+            prefetch: None,
             upper_bound: None,
         }
     }
@@ -80,6 +83,7 @@ impl TableCache {
         TableCache {
             dir,
             fs,
+            cache_owner: block_cache.as_ref().map_or(0, |c| c.new_owner()),
             block_cache,
             capacity: capacity.max(1),
             direct_reads,
@@ -103,12 +107,13 @@ impl TableCache {
         } else {
             self.fs.open_random_access(&path)?
         };
+        let cache_id = BlockCache::cache_id(self.cache_owner, file.number);
         let table = Table::open(
             reader,
             file.file_size,
             TableReadOptions {
-                cache: self.block_cache.clone(),
-                cache_id: file.number,
+                cache: self.block_cache.clone().filter(|_| cache_id.is_some()),
+                cache_id: cache_id.unwrap_or(0),
                 verify_checksums: true,
             },
         )?;
@@ -133,7 +138,7 @@ impl TableCache {
             readahead: (scan.readahead_size > 0).then(|| {
                 Arc::new(Mutex::new(Readahead::with_prefetch(
                     scan.readahead_size,
-                    scan.async_io,
+                    scan.prefetch.clone(),
                 )))
             }),
             upper_bound: scan.upper_bound.clone(),

@@ -9,7 +9,7 @@
 //! entry found decides. Thread-safe; never blocks writers. Iterators read
 //! table data ahead (`ReadOptions::readahead_size`, one read-ahead state per
 //! L0 file and per level; background prefetch once sequential with
-//! `adaptive_prefetch` or `async_io`) and position their sources for a seek
+//! `ScanPrefetch`, on the database's reader pool) and position their sources for a seek
 //! concurrently on fibers (`concurrent_seeks`); point reads do neither.
 
 pub(crate) mod anchors;
@@ -23,11 +23,12 @@ use std::sync::Arc;
 use super::DbInner;
 use super::memtables::MemLookup;
 use crate::internal_iter::InternalIterator;
+use crate::io::IoEngine;
 use crate::iter::merging::MergingIterator;
 use crate::keys::{SequenceNumber, ValueKind};
 use crate::version::ScanOptions;
 use crate::version::{NUM_LEVELS, Version};
-use crate::{DbIterator, ReadOptions, Result};
+use crate::{DbIterator, ReadOptions, Result, ScanPrefetch};
 
 pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     let seq = read_sequence(db, opts);
@@ -92,7 +93,10 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
     let scan = ScanOptions {
         readahead_size: opts.readahead_size,
         fill_cache: opts.fill_cache,
-        async_io: opts.async_io || opts.adaptive_prefetch,
+        prefetch: match opts.scan_prefetch {
+            ScanPrefetch::Off => None,
+            ScanPrefetch::Adaptive | ScanPrefetch::Always => Some(Arc::clone(&db.reader_pool)),
+        },
         upper_bound: opts.iterate_upper_bound.clone(),
     };
     let mut children = sv.memtable_iterators();
@@ -110,7 +114,7 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
     }
     let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::with_concurrent_seeks(
         children,
-        opts.concurrent_seeks,
+        opts.concurrent_seeks && db.options.io_engine == IoEngine::IoUring,
     ));
     DbIterator::new(
         merged,

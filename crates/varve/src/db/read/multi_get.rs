@@ -98,7 +98,12 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
             let r = lookup_planned(t);
             *found[t].borrow_mut() = Some(r);
         };
-        fiber::run_tasks(misses.len(), opts.async_queue_depth.max(1), &task);
+        fiber::run_tasks_on(
+            db.options.io_engine,
+            misses.len(),
+            opts.async_queue_depth.max(1),
+            &task,
+        );
         for (t, cell) in found.into_iter().enumerate() {
             if let Some(r) = cell.into_inner() {
                 results[misses[t]] = r;

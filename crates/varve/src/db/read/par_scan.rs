@@ -36,7 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::{Condvar, Mutex};
 
 use super::anchors::{self, KeyRange};
-use crate::{Db, DbIterator, Error, ReadOptions, Result, Snapshot};
+use crate::{Db, DbIterator, Error, ReadOptions, Result, ScanPrefetch, Snapshot};
 
 /// Chunks per thread when the range is small enough.
 pub const CHUNKS_PER_THREAD: usize = 8;
@@ -66,7 +66,9 @@ struct Plan {
     /// The caller's read-ahead and cache choices, for every chunk's iterator.
     readahead_size: usize,
     fill_cache: bool,
-    async_io: bool,
+    /// Prefetch in the chunks' iterators: only when the caller asked for
+    /// it on parallel scans too (`ScanPrefetch::Always`).
+    prefetch: bool,
 }
 
 impl Plan {
@@ -106,7 +108,7 @@ impl Plan {
             chunks,
             readahead_size: opts.readahead_size,
             fill_cache: opts.fill_cache,
-            async_io: opts.async_io,
+            prefetch: opts.scan_prefetch == ScanPrefetch::Always,
         })
     }
 
@@ -118,8 +120,11 @@ impl Plan {
             iterate_upper_bound: c.range.end.clone(),
             readahead_size: self.readahead_size,
             fill_cache: self.fill_cache,
-            async_io: self.async_io,
-            adaptive_prefetch: false,
+            scan_prefetch: if self.prefetch {
+                ScanPrefetch::Always
+            } else {
+                ScanPrefetch::Off
+            },
             ..ReadOptions::default()
         });
         it.seek_to_first();

@@ -179,6 +179,13 @@ fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
 
 /// Applies `batch` atomically (see the module docs).
 pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+    if opts.sync && opts.disable_wal {
+        return Err(Error::InvalidArgument(
+            "WriteOptions: sync with disable_wal has nothing to sync (the write would not \
+             survive a crash); choose one"
+                .into(),
+        ));
+    }
     let charge = validate(db, &batch)?;
     db.check_writable()?;
     if batch.is_empty() {

@@ -149,7 +149,7 @@ fn create_log(db: &DbInner, need: usize) -> Result<(WalLog, Arc<MemTable>)> {
     let log = WalLog::create(
         db.fs.as_ref(),
         &path,
-        crate::wal::LogIo::from_options(&db.options),
+        db.options.wal_writer,
         number,
         Arc::clone(&mem),
     )

@@ -240,7 +240,7 @@ impl WalLog {
     pub(crate) fn create(
         fs: &dyn FileSystem,
         path: &Path,
-        io: crate::wal::LogIo,
+        io: crate::wal::WalWriter,
         number: u64,
         mem: Arc<MemTable>,
     ) -> Result<WalLog> {

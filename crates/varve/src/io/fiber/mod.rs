@@ -27,7 +27,7 @@ mod pool;
 pub use crate::io::uring::in_flight_reads;
 pub use aio::fiber_aio_read;
 pub use current::in_fiber;
-pub(crate) use pool::run_tasks;
+pub(crate) use pool::{run_tasks, run_tasks_on};
 
 #[cfg(test)]
 mod tests;

@@ -32,6 +32,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult};
 
 use super::current::{self, Current, FiberYielder};
+use crate::io::IoEngine;
 use crate::io::uring::with_reactor;
 
 /// Usable bytes of a fiber stack (plus one guard page). Lookups need a few
@@ -94,6 +95,15 @@ pub(crate) fn run_tasks(n: usize, depth: usize, task: &Task<'_>) {
     }
     for i in 0..n {
         task(i);
+    }
+}
+
+/// [`run_tasks`], or with [`IoEngine::Sync`] simply `task(0..n)` in order
+/// on the caller (no fibers, no io_uring).
+pub(crate) fn run_tasks_on(engine: IoEngine, n: usize, depth: usize, task: &Task<'_>) {
+    match engine {
+        IoEngine::IoUring => run_tasks(n, depth, task),
+        IoEngine::Sync => (0..n).for_each(task),
     }
 }
 

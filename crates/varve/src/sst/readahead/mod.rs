@@ -82,6 +82,7 @@ use super::format::{BlockHandle, check_handle, decode_block, decode_block_in, re
 use buffers::pool_give;
 use chunk_check::Verified;
 use prefetch::Pending;
+pub use prefetch_worker::ReaderPool;
 use prefetch_worker::{Done, Job, Worker};
 use run_history::RunHistory;
 
@@ -99,9 +100,9 @@ pub const COMPACTION_READAHEAD: usize = 2 << 20;
 #[derive(Debug)]
 pub struct Readahead {
     max: usize,
-    /// Read the next chunks in the background once a sequential chunk of
-    /// `max` bytes has been read.
-    prefetch: bool,
+    /// Read the next chunks in the background, on this pool, once a
+    /// sequential chunk of `max` bytes has been read.
+    pool: Option<Arc<ReaderPool>>,
     next_size: usize,
     /// The file of the last block access, kept alive so its identity holds.
     file: Option<Arc<dyn RandomAccessFile>>,
@@ -234,16 +235,16 @@ impl Readahead {
     /// State for chunks of at most `max` bytes (at least one block is always
     /// read; `max` below [`MIN_READAHEAD`] caps the first chunk too).
     pub fn new(max: usize) -> Readahead {
-        Readahead::with_prefetch(max, false)
+        Readahead::with_prefetch(max, None)
     }
 
-    /// Like [`new`](Self::new); with `prefetch`, once the chunks have grown
-    /// to `max` (at least `PREFETCH_MIN` (256 KiB)), the reader pool reads the next
-    /// chunk while the current one is consumed.
-    pub fn with_prefetch(max: usize, prefetch: bool) -> Readahead {
+    /// Like [`new`](Self::new); with a `pool`, once the chunks have grown
+    /// to `max` (at least `PREFETCH_MIN` (256 KiB)), the pool reads the
+    /// next chunk while the current one is consumed.
+    pub fn with_prefetch(max: usize, pool: Option<Arc<ReaderPool>>) -> Readahead {
         Readahead {
             max,
-            prefetch: prefetch && max >= PREFETCH_MIN,
+            pool: pool.filter(|_| max >= PREFETCH_MIN),
             next_size: MIN_READAHEAD.min(max),
             file: None,
             file_data_end: 0,
@@ -316,7 +317,7 @@ impl Readahead {
     /// Bytes the next run after a seek is predicted to read past its first
     /// block (0: no prediction, or background prefetch is off).
     pub fn predicted_run(&self) -> u64 {
-        if self.prefetch {
+        if self.pool.is_some() {
             self.runs.predicted().min(self.max as u64)
         } else {
             0
@@ -413,7 +414,7 @@ impl Readahead {
                 format!("short read: {got} bytes at {start}, block ends at {end}"),
             ));
         }
-        if self.prefetch && size == self.max {
+        if self.pool.is_some() && size == self.max {
             self.prefetch_next(file, limit.min(data_end));
         }
         self.decode_buffered(file, h, end, verify)

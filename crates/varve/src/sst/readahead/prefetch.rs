@@ -131,7 +131,7 @@ impl Readahead {
                 return;
             };
             if self.worker.is_none() {
-                self.worker = Worker::new();
+                self.worker = self.pool.as_ref().and_then(Worker::new);
                 if self.worker.is_none() {
                     return;
                 }

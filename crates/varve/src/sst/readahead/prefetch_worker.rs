@@ -1,13 +1,15 @@
-//! [`Worker`]: one read-ahead state's handle on the process-wide pool of
-//! threads that read read-ahead chunks in the background.
+//! [`ReaderPool`]: threads that read read-ahead chunks in the background,
+//! and [`Worker`], one read-ahead state's handle on a pool.
 //!
 //! Jobs (a file, an offset and a buffer moved to a thread) go on the
 //! pool's one queue, each with the sender of its state's answer channel;
 //! finished jobs come back on that channel in the order they complete (the
-//! consumer puts them back in job order). The pool has [`pool_threads`]
-//! threads, started on first use and kept for the life of the process, so
-//! the number of threads stays bounded however many iterators are open
-//! (each level of each iterator used to start two of its own). One thread
+//! consumer puts them back in job order). A pool has a fixed number of
+//! threads (by default four per core, 8 to 64), started on its first job,
+//! so the number of threads stays bounded however many iterators are open.
+//! A database owns one (or shares one it was given); every worker holds
+//! the pool, so its threads stop (they are joined) when the last database
+//! and iterator using it are gone. One thread
 //! at a time waits on the queue and takes every job queued when it wakes
 //! up and, when there are several and io_uring is usable, reads them
 //! concurrently on fibers of its own thread (`fiber::run_tasks`, the
@@ -32,10 +34,11 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::thread::JoinHandle;
 
 use super::chunk_check::{Progress, Verified};
 use crate::Result;
-use crate::io::{AlignedBuf, RandomAccessFile};
+use crate::io::{AlignedBuf, IoEngine, RandomAccessFile};
 
 /// Most jobs read concurrently in one batch.
 pub const BATCH_MAX: usize = 16;
@@ -74,7 +77,9 @@ pub struct Done {
 /// One read-ahead state's handle on the reader pool (see the module docs).
 #[derive(Debug)]
 pub struct Worker {
-    queue: &'static mpsc::Sender<Envelope>,
+    queue: mpsc::Sender<Envelope>,
+    /// Keeps the pool's threads running while this handle exists.
+    _pool: Arc<ReaderPool>,
     /// Cloned into every job sent, so answers come back on `done`.
     reply: mpsc::Sender<Done>,
     pub done: mpsc::Receiver<Done>,
@@ -142,42 +147,109 @@ impl Envelope {
     }
 }
 
-/// Reader threads of the process: four per core, at least 8 and at most
-/// 64. A state has at most 16 chunks queued (the pieces of a learned run)
-/// and usually two, so a few scans at once keep their chunks at the disk
-/// together, while the thread count stays bounded however many iterators
-/// are open.
-pub fn pool_threads() -> usize {
+/// Reader threads of a default pool: four per core, at least 8 and at
+/// most 64. A state has at most 16 chunks queued (the pieces of a learned
+/// run) and usually two, so a few scans at once keep their chunks at the
+/// disk together, while the thread count stays bounded however many
+/// iterators are open.
+pub fn default_reader_threads() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     (4 * cores).clamp(8, 64)
 }
 
-/// The queue of the process-wide reader pool, started on first use;
-/// `None` if the OS refused every thread (read-ahead then stays in the
-/// consumer's thread).
-fn pool() -> Option<&'static mpsc::Sender<Envelope>> {
-    static POOL: OnceLock<Option<mpsc::Sender<Envelope>>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Envelope>();
-        let rx = Arc::new(Mutex::new(rx));
-        let mut started = 0;
-        for _ in 0..pool_threads() {
-            let rx = Arc::clone(&rx);
-            let spawned = std::thread::Builder::new()
-                .name("varve-readahead".into())
-                .spawn(move || reader_loop(&rx));
-            started += usize::from(spawned.is_ok());
+/// Threads that read scans' read-ahead chunks in the background
+/// ([`Options::reader_pool`](crate::Options::reader_pool)). Threads start
+/// on the first job and stop when the pool is dropped: when the last
+/// database and iterator holding it are gone.
+pub struct ReaderPool {
+    threads: usize,
+    engine: IoEngine,
+    started: OnceLock<Option<Started>>,
+}
+
+struct Started {
+    queue: mpsc::Sender<Envelope>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ReaderPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderPool")
+            .field("threads", &self.threads)
+            .field("engine", &self.engine)
+            .field("started", &self.started.get().is_some())
+            .finish()
+    }
+}
+
+impl ReaderPool {
+    /// A pool of `threads` reader threads (0: four per core, 8 to 64),
+    /// started on its first job. Its batches use io_uring where the
+    /// process has it.
+    pub fn new(threads: usize) -> Arc<ReaderPool> {
+        ReaderPool::with_engine(threads, IoEngine::IoUring)
+    }
+
+    /// [`ReaderPool::new`] whose batches read with `engine`.
+    pub(crate) fn with_engine(threads: usize, engine: IoEngine) -> Arc<ReaderPool> {
+        let threads = if threads == 0 {
+            default_reader_threads()
+        } else {
+            threads.min(1024)
+        };
+        Arc::new(ReaderPool {
+            threads,
+            engine,
+            started: OnceLock::new(),
+        })
+    }
+
+    /// The number of reader threads.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The queue, starting the threads on first use; `None` if the OS
+    /// refused every thread (read-ahead then stays on the consumer).
+    fn queue(&self) -> Option<&mpsc::Sender<Envelope>> {
+        self.started
+            .get_or_init(|| {
+                let (tx, rx) = mpsc::channel::<Envelope>();
+                let rx = Arc::new(Mutex::new(rx));
+                let engine = self.engine;
+                let handles: Vec<JoinHandle<()>> = (0..self.threads)
+                    .filter_map(|_| {
+                        let rx = Arc::clone(&rx);
+                        std::thread::Builder::new()
+                            .name("varve-readahead".into())
+                            .spawn(move || reader_loop(&rx, engine))
+                            .ok()
+                    })
+                    .collect();
+                (!handles.is_empty()).then_some(Started { queue: tx, handles })
+            })
+            .as_ref()
+            .map(|s| &s.queue)
+    }
+}
+
+impl Drop for ReaderPool {
+    /// Closes the queue (no worker holds a sender any more: each holds the
+    /// pool) and joins the threads, which finish the batch they hold.
+    fn drop(&mut self) {
+        if let Some(Some(started)) = self.started.take() {
+            drop(started.queue);
+            for h in started.handles {
+                let _ = h.join();
+            }
         }
-        (started > 0).then_some(tx)
-    })
-    .as_ref()
+    }
 }
 
 /// One reader thread: takes the queued jobs (up to [`BATCH_MAX`], of any
 /// states) and reads them, several at once on fibers when io_uring is
-/// usable. Runs for the life of the process (the queue's sender is a
-/// static).
-fn reader_loop(queue: &Mutex<mpsc::Receiver<Envelope>>) {
+/// usable. Ends when the queue's last sender is gone (the pool dropped).
+fn reader_loop(queue: &Mutex<mpsc::Receiver<Envelope>>, engine: IoEngine) {
     loop {
         let batch = {
             let Ok(rx) = queue.lock() else {
@@ -211,23 +283,24 @@ fn reader_loop(queue: &Mutex<mpsc::Receiver<Envelope>>) {
                 envelope.answer();
             }
         };
-        crate::io::fiber::run_tasks(n, n, &task);
+        crate::io::fiber::run_tasks_on(engine, n, n, &task);
     }
 }
 
 impl Worker {
-    /// A handle on the process-wide reader pool for one read-ahead state;
-    /// `None` if the pool has no thread. Several threads take the queue
+    /// A handle on `pool` for one read-ahead state; `None` if the pool has
+    /// no thread. Several threads take the queue
     /// in turn, so while one waits for a chunk the state's next chunk
     /// already goes to the disk on another: with one thread a steady scan,
     /// which queues one chunk whenever it finishes one, had a single 2 MiB
     /// read at the disk at a time (fio on the test machine: 1,362 MiB/s at
     /// depth 1, 1,618 at depth 2).
-    pub fn new() -> Option<Worker> {
-        let queue = pool()?;
+    pub fn new(pool: &Arc<ReaderPool>) -> Option<Worker> {
+        let queue = pool.queue()?.clone();
         let (reply, done) = mpsc::channel::<Done>();
         Some(Worker {
             queue,
+            _pool: Arc::clone(pool),
             reply,
             done,
             cancel_below: Arc::new(AtomicU64::new(0)),
@@ -285,7 +358,7 @@ mod tests {
             slow_at: 0,
             path: PathBuf::from("slow"),
         });
-        let w = Worker::new().expect("threads");
+        let w = Worker::new(&ReaderPool::new(2)).expect("threads");
         let job = |id: u64, start: u64| Job {
             id,
             file: Arc::clone(&file),
@@ -316,7 +389,7 @@ mod tests {
             slow_at: u64::MAX,
             path: PathBuf::from("f"),
         });
-        let w = Worker::new().expect("threads");
+        let w = Worker::new(&ReaderPool::new(2)).expect("threads");
         w.cancel_below.store(5, Ordering::Release);
         for id in [3u64, 5] {
             assert!(w.send(Job {
@@ -338,8 +411,8 @@ mod tests {
         assert_eq!(got, vec![(3, 0), (5, 4096)]);
     }
 
-    /// Many states (iterators) share the pool: each gets its own answers,
-    /// and the process never has more than `pool_threads()` readers.
+    /// Many states (iterators) share one pool: each gets its own answers,
+    /// from at most the pool's threads, which stop when the pool is gone.
     #[test]
     fn states_share_a_bounded_pool() {
         let data: Vec<u8> = (0..64 * 4096u32).map(|i| (i / 4096) as u8).collect();
@@ -348,7 +421,8 @@ mod tests {
             slow_at: u64::MAX,
             path: PathBuf::from("shared"),
         });
-        let workers: Vec<Worker> = (0..64).map(|_| Worker::new().expect("pool")).collect();
+        let pool = ReaderPool::new(0);
+        let workers: Vec<Worker> = (0..64).map(|_| Worker::new(&pool).expect("pool")).collect();
         for (i, w) in workers.iter().enumerate() {
             for id in 0..2u64 {
                 assert!(w.send(Job {
@@ -369,15 +443,18 @@ mod tests {
             }
             assert!(w.done.try_recv().is_err(), "state {i} got a third answer");
         }
-        let readers = std::fs::read_dir("/proc/self/task")
-            .expect("tasks")
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .filter(|comm| comm.trim() == "varve-readahead")
-            .count();
-        assert!(
-            (1..=pool_threads()).contains(&readers),
-            "{readers} reader threads, pool of {}",
-            pool_threads()
-        );
+        assert_eq!(pool.threads(), default_reader_threads());
+        let started = pool
+            .started
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, |s| s.handles.len());
+        assert!((1..=pool.threads()).contains(&started), "{started} threads");
+        // The workers hold the pool; once they and the pool are gone, the
+        // threads are joined (the drop returns only after they ended).
+        drop(workers);
+        let weak = Arc::downgrade(&pool);
+        drop(pool);
+        assert!(weak.upgrade().is_none());
     }
 }

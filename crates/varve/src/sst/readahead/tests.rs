@@ -99,7 +99,7 @@ fn read_all(ra: &mut Readahead, f: &Arc<MemFile>, hs: &[BlockHandle], limit: u64
 #[test]
 fn grows_geometrically_up_to_max() {
     let (f, hs) = file(2000, 4000, None);
-    let mut ra = Readahead::with_prefetch(256 << 10, true);
+    let mut ra = Readahead::with_prefetch(256 << 10, Some(ReaderPool::new(4)));
     read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
     // Background chunks are read by two threads, so they may be logged
     // out of order; look at the reads in file order.
@@ -253,7 +253,7 @@ fn random_runs_with_prefetch_read_the_right_blocks() {
         }
         let end = data.len() as u64;
         let f: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(data.clone(), align, "mixed.sst"));
-        let mut ra = Readahead::with_prefetch(1 << 20, true);
+        let mut ra = Readahead::with_prefetch(1 << 20, Some(ReaderPool::new(4)));
         let mut i = 0usize;
         for _ in 0..3000 {
             x ^= x << 13;
@@ -310,7 +310,7 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
         let max = 256 << 10;
         // Short: 60 blocks (240 KiB, read as one block, then 16 KiB
         // doubling to 128 KiB).
-        let mut ra = Readahead::with_prefetch(max, true);
+        let mut ra = Readahead::with_prefetch(max, Some(ReaderPool::new(4)));
         read_all(&mut ra, &f, &hs[..60], u64::MAX).expect("short");
         assert!(
             ra.worker.is_none(),
@@ -319,7 +319,7 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
         assert!(f.bg.lock().is_empty());
         // Long and bounded: blocks 0..=1500 of 2000.
         let limit = hs[1500].end().expect("end");
-        let mut ra = Readahead::with_prefetch(max, true);
+        let mut ra = Readahead::with_prefetch(max, Some(ReaderPool::new(4)));
         f.log.lock().clear();
         for i in 0..=1500 {
             read_checked(&mut ra, &dynf, &hs, i, limit, None).expect("read");
@@ -352,7 +352,7 @@ fn prefetch_starts_after_a_full_chunk_and_stops_at_the_limit() {
 fn abandoned_prefetches_never_serve_blocks() {
     let (f, hs) = file(3000, 4000, Some(4096));
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-    let mut ra = Readahead::with_prefetch(256 << 10, true);
+    let mut ra = Readahead::with_prefetch(256 << 10, Some(ReaderPool::new(4)));
     for start in [0usize, 1200, 300, 2000, 10, 2500] {
         for i in start..start + 400 {
             read_checked(&mut ra, &dynf, &hs, i, u64::MAX, None).expect("read");
@@ -371,7 +371,7 @@ fn learned_runs_are_read_in_the_background() {
     for align in [None, Some(4096)] {
         let (f, hs) = file(3000, 4000, align);
         let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-        let mut ra = Readahead::with_prefetch(2 << 20, true);
+        let mut ra = Readahead::with_prefetch(2 << 20, Some(ReaderPool::new(4)));
         let run_len = 60;
         let mut x = 7u64;
         for run in 0..20 {
@@ -418,7 +418,7 @@ fn point_seeks_never_prefetch() {
     let (f, hs) = file(500, 4000, Some(4096));
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
     let end = f.data.len() as u64;
-    let mut ra = Readahead::with_prefetch(2 << 20, true);
+    let mut ra = Readahead::with_prefetch(2 << 20, Some(ReaderPool::new(4)));
     for i in 0..200usize {
         let b = (i * 37) % hs.len();
         let got = ra
@@ -441,7 +441,7 @@ fn blocks_from_a_chunk_outlive_it() {
             let (f, hs) = file(400, 4000, align);
             let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
             let end = f.data.len() as u64;
-            let mut ra = Readahead::with_prefetch(256 << 10, prefetch);
+            let mut ra = Readahead::with_prefetch(256 << 10, prefetch.then(|| ReaderPool::new(4)));
             let mut kept = Vec::new();
             for round in 0..3 {
                 for (i, h) in hs.iter().enumerate().skip(round * 10) {
@@ -468,7 +468,7 @@ fn blocks_from_a_chunk_outlive_it() {
 fn replaced_chunk_buffers_are_reused() {
     let (f, hs) = file(3000, 4000, Some(4096));
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-    let mut ra = Readahead::with_prefetch(256 << 10, true);
+    let mut ra = Readahead::with_prefetch(256 << 10, Some(ReaderPool::new(4)));
     let mut prev = None;
     for i in 0..hs.len() {
         let b = read_checked(&mut ra, &dynf, &hs, i, u64::MAX, None).expect("read");
@@ -530,7 +530,7 @@ fn background_readers_verify_their_chunks() {
     let bounds = bounds_of(&hs);
     let end = f.data.len() as u64;
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&f) as Arc<dyn RandomAccessFile>;
-    let mut ra = Readahead::with_prefetch(256 << 10, true);
+    let mut ra = Readahead::with_prefetch(256 << 10, Some(ReaderPool::new(4)));
     for i in 0..hs.len() {
         read_checked(&mut ra, &dynf, &hs, i, u64::MAX, Some(&bounds)).expect("read");
     }
@@ -541,7 +541,7 @@ fn background_readers_verify_their_chunks() {
     );
     // Without bounds, or without verification, nothing is vouched for.
     for (verify, bounds) in [(true, None), (false, Some(&bounds))] {
-        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        let mut ra = Readahead::with_prefetch(256 << 10, Some(ReaderPool::new(4)));
         for h in &hs {
             ra.read_block(&dynf, end, *h, u64::MAX, verify, bounds)
                 .expect("read");
@@ -554,7 +554,7 @@ fn background_readers_verify_their_chunks() {
         let mut data = f.data.clone();
         data[at as usize] ^= 1;
         let bad: Arc<dyn RandomAccessFile> = Arc::new(MemFile::new(data, None, "bad.sst"));
-        let mut ra = Readahead::with_prefetch(256 << 10, true);
+        let mut ra = Readahead::with_prefetch(256 << 10, Some(ReaderPool::new(4)));
         for (i, h) in hs.iter().enumerate() {
             let got = ra.read_block(&bad, end, *h, u64::MAX, true, Some(&bounds));
             if i == 1700 {
@@ -607,7 +607,7 @@ fn vouching_never_outlives_its_buffer() {
         path: PathBuf::from("split.sst"),
     });
     let dynf: Arc<dyn RandomAccessFile> = Arc::clone(&split) as Arc<dyn RandomAccessFile>;
-    let mut ra = Readahead::with_prefetch(256 << 10, true);
+    let mut ra = Readahead::with_prefetch(256 << 10, Some(ReaderPool::new(4)));
     for h in &hs[..1000] {
         ra.read_block(&dynf, end, *h, u64::MAX, true, Some(&bounds))
             .expect("read");

@@ -1,13 +1,24 @@
-//! Options for opening a database, writing and reading.
+//! Options for opening a database ([`Options`]), and for each read
+//! ([`ReadOptions`]) and write ([`WriteOptions`], in `read_write`).
 //!
-//! Plain data; cloned freely. [`Options::validate`] rejects nonsense at open
-//! with `InvalidArgument` rather than failing later.
+//! Plain data; cloned freely. Choices with more than two answers are
+//! enums defined where they take effect and re-exported at the root
+//! ([`WalWriter`](crate::WalWriter), [`Compression`](crate::Compression),
+//! [`IoEngine`](crate::IoEngine)). [`Options::validate`] rejects nonsense
+//! at open with `InvalidArgument` rather than failing later. This module
+//! sits just below `db/`: nothing beneath reads it (each layer takes its
+//! own small settings struct).
+
+mod read_write;
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::io::{FileSystem, PosixFs};
-use crate::snapshot::Snapshot;
+pub use read_write::{DEFAULT_ASYNC_QUEUE_DEPTH, ReadOptions, ScanPrefetch, WriteOptions};
+
+use crate::io::{FileSystem, IoEngine, PosixFs};
+use crate::sst::{BlockCache, Compression, ReaderPool};
+use crate::wal::WalWriter;
 use crate::{Error, Result};
 
 /// Options for [`Db::open`](crate::Db::open).
@@ -33,9 +44,14 @@ pub struct Options {
     /// Check WAL record checksums during recovery (always on) and also treat
     /// a bad record in a non-final WAL file as corruption. Default `true`.
     pub paranoid_checks: bool,
-    /// Bytes of the shared block cache (uncompressed data blocks).
-    /// Default 64 MiB; 0 disables it.
+    /// Bytes of the block cache (uncompressed data blocks) this database
+    /// creates for itself. Default 64 MiB; 0 disables it. Ignored when
+    /// [`block_cache`](Self::block_cache) is given.
     pub cache_size: usize,
+    /// A block cache shared with other databases (`BlockCache::new(bytes)`);
+    /// `None`: this database creates its own of `cache_size` bytes.
+    /// Default `None`.
+    pub block_cache: Option<Arc<BlockCache>>,
     /// Most table files kept open at once (their index and filter blocks are
     /// pinned in memory while open). Default 1000.
     pub max_open_files: usize,
@@ -51,9 +67,9 @@ pub struct Options {
     /// Bloom filter bits per key (0: no filter). Default 10 (~1% false
     /// positives).
     pub bloom_bits_per_key: u32,
-    /// Compress data blocks with LZ4. Default `false` (NVMe reads are cheap;
-    /// compression costs CPU on every miss).
-    pub compression: bool,
+    /// How data blocks are compressed. Default [`Compression::None`] (NVMe
+    /// reads are cheap; decompression costs CPU on every miss).
+    pub compression: Compression,
     /// L0 file count that triggers a compaction into L1. Default 4.
     pub l0_compaction_trigger: usize,
     /// L0 file count at which each write is delayed by 1 ms. Default 20.
@@ -76,27 +92,13 @@ pub struct Options {
     pub use_direct_reads: bool,
     /// Write tables (flush and compaction) with O_DIRECT. Default `false`.
     pub use_direct_io_for_flush_and_compaction: bool,
-    /// Append to the WAL through a shared memory mapping of preallocated
-    /// file space (a `memcpy` per write group) instead of one `write(2)` per
-    /// group. Either way an acknowledged write survives `kill -9`, and
-    /// `sync` writes are `fdatasync`ed before they return. Used only where
-    /// the file system is plain OS files ([`FileSystem::uses_os_files`]);
-    /// elsewhere plain appends are used. Default `true` (it halves the cost
-    /// of a small unsynced write; see `docs/wal-format.md`).
-    pub wal_mmap: bool,
-    /// With `wal_mmap`, preallocate the log by writing zeros instead of
-    /// `fallocate`: the zeros are written once, and fdatasyncs of records
-    /// copied over them then write only data, never an extent conversion
-    /// (what recycling old log files buys RocksDB). Default `false`: see
-    /// `docs/wal-format.md` for the measurement.
-    pub wal_zero_fill: bool,
-    /// Write the WAL through io_uring: one thread owns a ring, a write and
-    /// the fdatasync behind it go to the kernel as one `IO_LINK`ed chain, a
-    /// short write is an error. Takes precedence over `wal_mmap`; falls back
-    /// to plain writes where io_uring cannot be set up. Default `false`:
-    /// `fillsync` is faster with the mapped log on the machines we measured
-    /// (see `docs/wal-format.md`).
-    pub wal_io_uring: bool,
+    /// How the write-ahead log's bytes reach its file. Every writer keeps
+    /// the same promises (an acknowledged write survives `kill -9`; a
+    /// `sync` write survives power loss); they differ in cost. Used as
+    /// chosen only where the file system is plain OS files
+    /// ([`FileSystem::uses_os_files`]); elsewhere plain appends. Default
+    /// [`WalWriter::Mapped`] (see `docs/wal-format.md`).
+    pub wal_writer: WalWriter,
     /// A partly filled WAL slot is handed to the OS after this long without
     /// a writer pushing it (WiredTiger's 50 ms). Writers normally push their
     /// own slot before returning, so this is a backstop. Zero disables it.
@@ -108,6 +110,21 @@ pub struct Options {
     /// write path (`sync = false` writes never wait for it). Zero disables
     /// it. `sync = true` writes are always fdatasync'ed before they return.
     pub wal_sync_interval: std::time::Duration,
+    /// Whether reads may use io_uring (`multi_get` with `async_io`,
+    /// concurrent seeks, the reader pool's batches, the table warm-up).
+    /// [`IoEngine::Sync`] reads with `pread`, one read after another, with
+    /// identical results; it excludes [`WalWriter::IoUring`]. The
+    /// environment variable `VARVE_IO=sync` turns io_uring off for the
+    /// whole process (for tests). Default [`IoEngine::IoUring`] (where the
+    /// kernel offers it).
+    pub io_engine: IoEngine,
+    /// The threads that read scan chunks in the background (iterator
+    /// prefetch). `None`: the database starts its own pool of four threads
+    /// per core (8 to 64) on the first scan that prefetches, and they stop
+    /// when the database and its iterators are gone. Pass a pool
+    /// (`ReaderPool::new(threads)`) to size it, or to share one among
+    /// databases. Default `None`.
+    pub reader_pool: Option<Arc<ReaderPool>>,
     /// The file system the database lives on. Default: the real one.
     pub fs: Arc<dyn FileSystem>,
 }
@@ -123,11 +140,12 @@ impl Default for Options {
             max_value_size: 256 << 20,
             paranoid_checks: true,
             cache_size: 64 << 20,
+            block_cache: None,
             max_open_files: 1000,
             warm_table_cache: true,
             block_size: 4 << 10,
             bloom_bits_per_key: 10,
-            compression: false,
+            compression: Compression::None,
             l0_compaction_trigger: 4,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
@@ -137,11 +155,11 @@ impl Default for Options {
             max_subcompactions: 2,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
-            wal_mmap: true,
-            wal_zero_fill: false,
-            wal_io_uring: false,
+            wal_writer: WalWriter::Mapped,
             wal_idle_flush_interval: std::time::Duration::from_millis(50),
             wal_sync_interval: std::time::Duration::from_millis(100),
+            io_engine: IoEngine::IoUring,
+            reader_pool: None,
             fs: Arc::new(PosixFs),
         }
     }
@@ -158,6 +176,10 @@ impl fmt::Debug for Options {
             .field("max_value_size", &self.max_value_size)
             .field("paranoid_checks", &self.paranoid_checks)
             .field("cache_size", &self.cache_size)
+            .field(
+                "block_cache",
+                &self.block_cache.as_ref().map(|c| c.capacity()),
+            )
             .field("max_open_files", &self.max_open_files)
             .field("warm_table_cache", &self.warm_table_cache)
             .field("block_size", &self.block_size)
@@ -181,11 +203,14 @@ impl fmt::Debug for Options {
                 "use_direct_io_for_flush_and_compaction",
                 &self.use_direct_io_for_flush_and_compaction,
             )
-            .field("wal_mmap", &self.wal_mmap)
-            .field("wal_zero_fill", &self.wal_zero_fill)
-            .field("wal_io_uring", &self.wal_io_uring)
+            .field("wal_writer", &self.wal_writer)
             .field("wal_idle_flush_interval", &self.wal_idle_flush_interval)
             .field("wal_sync_interval", &self.wal_sync_interval)
+            .field("io_engine", &self.io_engine)
+            .field(
+                "reader_pool",
+                &self.reader_pool.as_ref().map(|p| p.threads()),
+            )
             .field("fs", &self.fs)
             .finish()
     }
@@ -250,122 +275,18 @@ impl Options {
                 self.max_open_files
             )));
         }
+        if self.io_engine == IoEngine::Sync && self.wal_writer == WalWriter::IoUring {
+            return Err(Error::InvalidArgument(
+                "wal_writer IoUring needs io_engine IoUring (io_engine Sync uses no io_uring)"
+                    .into(),
+            ));
+        }
         if self.max_immutable_memtables == 0 {
             return Err(Error::InvalidArgument(
                 "max_immutable_memtables must be at least 1".into(),
             ));
         }
         Ok(())
-    }
-}
-
-/// Options for one write.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WriteOptions {
-    /// fdatasync the WAL before returning, so the write survives power loss.
-    /// Without it the write has reached the OS on return and survives a
-    /// process crash (`kill -9`) but not a machine crash. Default `false`.
-    pub sync: bool,
-    /// Skip the WAL: the write lives only in the memtable until it is flushed
-    /// and is lost on any crash. Default `false`.
-    pub disable_wal: bool,
-}
-
-impl WriteOptions {
-    /// Options with `sync = true`.
-    pub fn sync() -> Self {
-        WriteOptions {
-            sync: true,
-            disable_wal: false,
-        }
-    }
-}
-
-/// Default [`ReadOptions::async_queue_depth`]: 32 reads in flight is where
-/// NVMe SSDs typically reach their 4 KiB random-read IOPS limit (the figure
-/// `multi_get` is measured against), while each fiber costs a stack (512 KiB
-/// reserved, a few KiB touched) and deeper queues only add latency.
-pub const DEFAULT_ASYNC_QUEUE_DEPTH: usize = 32;
-
-/// Options for reads and iterators.
-#[derive(Debug, Clone)]
-pub struct ReadOptions {
-    /// Read as of this snapshot instead of the latest state.
-    pub snapshot: Option<Snapshot>,
-    /// Iterators start at or after this key (inclusive).
-    pub iterate_lower_bound: Option<Vec<u8>>,
-    /// Iterators stop before this key (exclusive). Read-ahead never reads
-    /// past the table block that holds it.
-    pub iterate_upper_bound: Option<Vec<u8>>,
-    /// Largest read-ahead chunk of an iterator, in bytes. While an
-    /// iterator's block reads are sequential, each read fetches a chunk that
-    /// starts at 16 KiB and doubles up to this size, kept across table
-    /// files; a seek elsewhere starts over at 16 KiB. 0 turns read-ahead off
-    /// (one read per block). Default 2 MiB. Point reads never read ahead.
-    /// See `docs/readahead.md`.
-    pub readahead_size: usize,
-    /// Insert the data blocks an iterator reads into the block cache.
-    /// Default `true`; a one-off large scan may pass `false` to keep the
-    /// cache's working set. Point reads always fill the cache.
-    pub fill_cache: bool,
-    /// Asynchronous IO, like RocksDB's `ReadOptions::async_io`. In
-    /// `multi_get`: look the memtable misses up in the tables concurrently,
-    /// on fibers whose file reads go through io_uring (one after another
-    /// where io_uring is unavailable). In iterators: once read-ahead chunks
-    /// have grown to `readahead_size` (at least 256 KiB), read the next chunks
-    /// of every L0 file or level being scanned on the process-wide reader
-    /// pool while the current one is consumed (what `adaptive_prefetch`, on
-    /// by default, does too). Default `false`.
-    pub async_io: bool,
-    /// Background prefetch for iterators that have proven sequential: once
-    /// an iterator's read-ahead chunks have grown to `readahead_size` (at
-    /// least 256 KiB, so after about twice that many bytes read in
-    /// sequence), the process-wide reader pool reads the next chunks of each
-    /// L0 file or level being scanned (two in flight per file or level)
-    /// while the current one is consumed.
-    /// Point lookups and short scans never start it. Default `true`;
-    /// `par_scan` / `par_count` ignore it (they already run one reader per
-    /// thread) and prefetch only with `async_io`. See `docs/readahead.md`.
-    pub adaptive_prefetch: bool,
-    /// Iterators position their sources (memtables, L0 files, levels) for a
-    /// seek concurrently: each source's seek runs on a fiber of the calling
-    /// thread, so the block reads of several levels are in flight together
-    /// through io_uring. Without io_uring (or with `VARVE_IO=sync`) the
-    /// sources are positioned one after another, with identical results.
-    /// Adaptive: after a positioning that found everything cached (under
-    /// 20 µs), the next 16 seeks position in order.
-    /// A thread that positions an iterator this way gets its own io_uring
-    /// (created on first use, like `multi_get`'s). Default `true`. See
-    /// `docs/readahead.md`.
-    pub concurrent_seeks: bool,
-    /// `multi_get` with `async_io`: most lookups (and so file reads) in
-    /// flight at once. Default [`DEFAULT_ASYNC_QUEUE_DEPTH`] (32); 0 counts as 1.
-    pub async_queue_depth: usize,
-}
-
-impl Default for ReadOptions {
-    fn default() -> Self {
-        ReadOptions {
-            snapshot: None,
-            iterate_lower_bound: None,
-            iterate_upper_bound: None,
-            readahead_size: crate::sst::DEFAULT_READAHEAD,
-            fill_cache: true,
-            async_io: false,
-            adaptive_prefetch: true,
-            concurrent_seeks: true,
-            async_queue_depth: DEFAULT_ASYNC_QUEUE_DEPTH,
-        }
-    }
-}
-
-impl ReadOptions {
-    /// Read options pinned to `snapshot`.
-    pub fn at(snapshot: &Snapshot) -> Self {
-        ReadOptions {
-            snapshot: Some(snapshot.clone()),
-            ..ReadOptions::default()
-        }
     }
 }
 
