@@ -18,7 +18,7 @@ for test in kill9_with_sync_writes_loses_nothing_acknowledged \
             kill9_during_flush_and_compaction_loses_nothing_acknowledged; do
     echo "== $test ($KILLS kills)"
     if ! cargo test -q --release -p varve --test crash -- --exact "$test" --nocapture \
-            --test-threads=1 2>&1 | tee /tmp/crash-loop.$$.log | grep -E "^crash-loop|panicked|FAILED"; then
+            --test-threads=1 2>&1 | tee /tmp/crash-loop.$$.log | grep -A1 -E "^crash-loop|panicked|FAILED"; then
         :
     fi
     if ! grep -qE "^crash-loop .* lost 0, torn batches 0$" /tmp/crash-loop.$$.log; then

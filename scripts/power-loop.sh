@@ -14,5 +14,5 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 VARVE_POWER_LOSS_ROUNDS="$ROUNDS" cargo test -q --release -p varve --test power_loss -- \
     --exact power_loss_keeps_every_synced_write --nocapture --test-threads=1 2>&1 \
-    | tee "$log" | grep -E "^power-loop|panicked|FAILED" || true
+    | tee "$log" | grep -A1 -E "^power-loop|panicked|FAILED" || true
 grep -qE "^power-loop: .* lost 0," "$log"

@@ -533,3 +533,23 @@ fn a_wal_cut_at_a_record_boundary_after_a_clean_close_is_corruption() {
         }
     }
 }
+
+/// A crash while creating a database leaves its first manifest without
+/// `CURRENT` (and no WAL yet): that holds no data, and the directory opens
+/// as a new database.
+#[test]
+fn a_manifest_without_current_and_no_data_is_a_new_database() {
+    let root = common::fast_tempdir();
+    let dir = root.path().join("db");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::fs::write(dir.join("MANIFEST-000001"), b"partly written").expect("write");
+    match Db::open_read_only(&dir, Options::default()) {
+        Err(Error::NotFound(_)) => {}
+        other => panic!("read-only open of an unfinished creation: {other:?}"),
+    }
+    let db = Db::open(&dir, Options::default()).expect("opens as a new database");
+    db.put(b"k", b"v").expect("put");
+    db.close().expect("close");
+    let db = Db::open(&dir, Options::default()).expect("reopen");
+    assert_eq!(db.get(b"k").expect("get"), Some(b"v".to_vec()));
+}

@@ -294,9 +294,12 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
 }
 
 /// For a directory without `CURRENT`: `Corruption` naming `CURRENT` if it
-/// holds database files (WALs, tables, blob files, manifests: a database
-/// whose `CURRENT` was lost, which `repair` can rebuild), so that neither
-/// open mode treats such a directory as empty.
+/// holds data files (WALs, tables, blob files: a database whose `CURRENT`
+/// was lost, which `repair` can rebuild), so that neither open mode treats
+/// such a directory as empty. A manifest alone holds no data: it is what a
+/// crash while creating a database leaves (the first manifest is written
+/// before `CURRENT` names it, and the first WAL after), and the directory
+/// is then a new database.
 fn check_no_database_files(fs: &dyn crate::io::FileSystem, dir: &Path) -> Result<()> {
     let mut found: Vec<String> = fs
         .list_dir(dir)?
@@ -304,12 +307,7 @@ fn check_no_database_files(fs: &dyn crate::io::FileSystem, dir: &Path) -> Result
         .filter(|n| {
             matches!(
                 filenames::parse(n),
-                Some(
-                    FileKind::Wal(_)
-                        | FileKind::Table(_)
-                        | FileKind::Blob(_)
-                        | FileKind::Manifest(_)
-                )
+                Some(FileKind::Wal(_) | FileKind::Table(_) | FileKind::Blob(_))
             )
         })
         .collect();
