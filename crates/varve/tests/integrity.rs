@@ -162,8 +162,7 @@ fn recipe_1_scans_stop_at_a_damaged_tombstone_table() {
             let what = format!("{name}, read-only {read_only}");
             let fwd = check_prefix_then_error(&format!("forward, {what}"), db.iter_opt(&ro), &want);
             assert!(fwd, "forward, {what}: the damaged block was never reported");
-            let mut it = db.iter_opt(&ro);
-            it.seek_to_last();
+            let it = db.iter_opt(&ro).rev();
             let back = check_prefix_then_error(&format!("backward, {what}"), it, &rev);
             assert!(
                 back,
@@ -174,8 +173,7 @@ fn recipe_1_scans_stop_at_a_damaged_tombstone_table() {
             let mut it = db.iter_opt(&ro);
             it.seek(&want[mid].0);
             check_prefix_then_error(&format!("seek, {what}"), it, &want[mid..]);
-            let mut it = db.iter_opt(&ro);
-            it.seek_for_prev(&want[mid].0);
+            let it = db.range_opt(..=want[mid].0.as_slice(), &ro).rev();
             let back_mid: Vec<_> = want[..=mid].iter().rev().cloned().collect();
             check_prefix_then_error(&format!("seek_for_prev, {what}"), it, &back_mid);
             // The cursor API: an errored iterator stays invalid.

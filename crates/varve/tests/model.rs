@@ -188,10 +188,9 @@ impl Harness {
                     .filter(|(k, _)| in_bounds(k, &ro.iterate_lower_bound, &ro.iterate_upper_bound))
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
-                let mut it = self.db().iter_opt(&ro);
+                let it = self.db().iter_opt(&ro);
                 let got: Vec<(Vec<u8>, Vec<u8>)> = if *reverse {
-                    it.seek_to_last();
-                    it.map(|r| r.expect("iter")).collect()
+                    it.rev().map(|r| r.expect("iter")).collect()
                 } else {
                     it.map(|r| r.expect("iter")).collect()
                 };

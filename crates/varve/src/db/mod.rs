@@ -30,6 +30,7 @@ mod stats;
 mod write;
 
 use std::collections::HashSet;
+use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -410,6 +411,72 @@ impl Db {
         read::iter(&self.inner, opts)
     }
 
+    /// An iterator over the keys in `range` (any Rust range of byte
+    /// strings: `a..b`, `a..=b`, `a..`, `..b`), double-ended:
+    /// `db.range(a..b).rev()` walks it backward.
+    ///
+    /// ```no_run
+    /// # fn main() -> varve::Result<()> {
+    /// # let db = varve::Db::open("/tmp/doc-range", varve::Options::default())?;
+    /// for entry in db.range(b"apple".as_slice()..b"cherry".as_slice()).rev() {
+    ///     let (key, value) = entry?;
+    ///     println!("{key:?} = {value:?}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn range<K: ?Sized + AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> DbIterator {
+        self.range_opt(range, &ReadOptions::default())
+    }
+
+    /// [`range`](Self::range) with read options; the range is intersected
+    /// with the options' bounds.
+    pub fn range_opt<K: ?Sized + AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        opts: &ReadOptions,
+    ) -> DbIterator {
+        // The smallest key after `k` is `k` followed by a zero byte.
+        let after = |k: &K| {
+            let mut v = k.as_ref().to_vec();
+            v.push(0);
+            v
+        };
+        let lower = match range.start_bound() {
+            Bound::Included(k) => Some(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Some(after(k)),
+            Bound::Unbounded => None,
+        };
+        let upper = match range.end_bound() {
+            Bound::Included(k) => Some(after(k)),
+            Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+            Bound::Unbounded => None,
+        };
+        let mut opts = opts.clone();
+        opts.iterate_lower_bound = match (lower, opts.iterate_lower_bound.take()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        opts.iterate_upper_bound = match (upper, opts.iterate_upper_bound.take()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.iter_opt(&opts)
+    }
+
+    /// An iterator over the keys that start with `prefix`, double-ended.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> DbIterator {
+        self.prefix_opt(prefix, &ReadOptions::default())
+    }
+
+    /// [`prefix`](Self::prefix) with read options.
+    pub fn prefix_opt(&self, prefix: impl AsRef<[u8]>, opts: &ReadOptions) -> DbIterator {
+        let p = prefix.as_ref();
+        match prefix_end(p) {
+            Some(end) => self.range_opt(p..end.as_slice(), opts),
+            None => self.range_opt(p.., opts),
+        }
+    }
+
     /// Anchor keys of `range`: sorted, distinct keys strictly inside it
     /// (after its start, before its end), at most `max_anchors`, each with
     /// the approximate bytes since the previous anchor, plus the bytes after
@@ -739,4 +806,14 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.close_impl();
     }
+}
+
+/// The smallest key above every key that starts with `prefix`: the prefix
+/// with its last byte below 0xff raised by one (and the rest dropped);
+/// `None` when every byte is 0xff (no key is above them all).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut end = prefix[..=last].to_vec();
+    end[last] += 1;
+    Some(end)
 }

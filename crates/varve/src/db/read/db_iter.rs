@@ -8,12 +8,20 @@
 //! internal iterator sits on the entry being returned; moving backward, the
 //! current entry is copied into `saved_*` and the internal iterator sits
 //! just before every entry of that user key. Single-threaded (`Send`).
+//!
+//! As a Rust iterator it is double-ended: `next` walks the cursor forward,
+//! `next_back` walks a second cursor (made on first use, over the same
+//! pinned state) backward from the end, and neither yields a key the other
+//! has passed: the front yields a key only if it is not above the back
+//! cursor's next key, and the other way round, so the two meet without a
+//! copy of any key. An error of either ends both.
 
-use std::any::Any;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use super::Sibling;
 use crate::Result;
+use crate::db::memtables::SuperVersion;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
 use crate::snapshot::Snapshot;
@@ -24,15 +32,21 @@ enum Direction {
     Reverse,
 }
 
-/// An ordered cursor over the database at one point in time, and a Rust
-/// [`Iterator`] of `Result<(key, value)>`.
+/// An ordered cursor over the database at one point in time, and a
+/// double-ended Rust [`Iterator`] of `Result<(key, value)>`.
 ///
-/// As an `Iterator` it yields the entry under the cursor and then moves in
-/// the cursor's direction: forward after [`seek_to_first`](Self::seek_to_first),
-/// [`seek`](Self::seek) or [`move_next`](Self::move_next) (and when never
-/// positioned, from the first key); backward after
-/// [`seek_to_last`](Self::seek_to_last), [`seek_for_prev`](Self::seek_for_prev)
-/// or [`move_prev`](Self::move_prev).
+/// As an `Iterator`, [`next`](Iterator::next) yields the entry under the
+/// cursor and moves it forward (a cursor never positioned starts at the
+/// first key, so `db.iter()` walks everything in order; after a
+/// [`seek`](Self::seek) it walks on from there), and
+/// [`next_back`](DoubleEndedIterator::next_back) yields entries from the
+/// last key backward, so `db.iter().rev()` and `db.range(a..b).rev()`
+/// work. The two ends never yield the same key. An `Err` item ends the
+/// iteration: nothing follows it, from either end.
+///
+/// The cursor API ([`seek`](Self::seek), [`move_next`](Self::move_next),
+/// [`move_prev`](Self::move_prev), [`key`](Self::key), [`value`](Self::value))
+/// borrows instead of copying.
 ///
 /// The iterator keeps its snapshot and memtables alive while it exists; it
 /// never sees writes made after it was created.
@@ -47,10 +61,17 @@ pub struct DbIterator {
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
     error: Option<crate::Error>,
-    error_reported: bool,
+    /// An `Err` item was yielded (or the two ends met): the Rust iterator
+    /// is finished.
+    done: bool,
+    /// Makes the cursor `back` walks (for `next_back`).
+    sibling: Sibling,
+    /// The backward cursor of the double-ended iterator, made on the first
+    /// `next_back` and positioned at the last key.
+    back: Option<Box<DbIterator>>,
     _snapshot: Snapshot,
     /// Keeps the memtables and table files the iterator reads alive.
-    _pin: Arc<dyn Any + Send + Sync>,
+    pin: Arc<SuperVersion>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -68,7 +89,8 @@ impl DbIterator {
         snapshot: Snapshot,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
-        pin: Arc<dyn Any + Send + Sync>,
+        pin: Arc<SuperVersion>,
+        sibling: Sibling,
     ) -> Self {
         DbIterator {
             iter,
@@ -81,9 +103,11 @@ impl DbIterator {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             error: None,
-            error_reported: false,
+            done: false,
+            sibling,
+            back: None,
             _snapshot: snapshot,
-            _pin: pin,
+            pin,
         }
     }
 
@@ -358,31 +382,98 @@ impl DbIterator {
     }
 }
 
+impl DbIterator {
+    /// The cursor `next_back` walks: a second one over the same state and
+    /// bounds, made on first use and positioned at the last key.
+    fn back_cursor(&mut self) -> &mut DbIterator {
+        let sibling = Arc::clone(&self.sibling);
+        let (seq, lower, upper) = (self.seq, self.lower.clone(), self.upper.clone());
+        let (snapshot, pin) = (self._snapshot.clone(), Arc::clone(&self.pin));
+        self.back.get_or_insert_with(|| {
+            let mut b = Box::new(DbIterator {
+                iter: sibling(),
+                seq,
+                lower,
+                upper,
+                direction: Direction::Forward,
+                valid: false,
+                positioned: true,
+                saved_key: Vec::new(),
+                saved_value: Vec::new(),
+                error: None,
+                done: false,
+                sibling: Arc::clone(&sibling),
+                back: None,
+                _snapshot: snapshot,
+                pin,
+            });
+            b.seek_to_last();
+            b
+        })
+    }
+
+    /// Ends the Rust iteration: the error of either cursor as the last
+    /// item, or nothing.
+    fn finish(&mut self) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        self.done = true;
+        let back = self.back.as_ref().map_or(Ok(()), |b| b.status());
+        match self.status().and(back) {
+            Ok(()) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
 impl Iterator for DbIterator {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
         if !self.positioned {
             self.seek_to_first();
         }
         if !self.valid {
-            if self.error_reported {
-                return None;
-            }
-            return match self.status() {
-                Ok(()) => None,
-                Err(e) => {
-                    self.error_reported = true;
-                    Some(Err(e))
-                }
-            };
+            return self.finish();
+        }
+        // Keys above the back cursor's next key were yielded from the back.
+        if let Some(b) = &self.back
+            && (!b.valid() || self.key() > b.key())
+        {
+            return self.finish();
         }
         let item = (self.key().to_vec(), self.value().to_vec());
-        match self.direction {
-            Direction::Forward => self.move_next(),
-            Direction::Reverse => self.move_prev(),
-        }
+        self.move_next();
         Some(Ok(item))
+    }
+}
+
+impl DoubleEndedIterator for DbIterator {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let positioned = self.positioned;
+        let back = self.back_cursor();
+        if !back.valid() {
+            return self.finish();
+        }
+        // Keys below the front cursor's next key were yielded from the
+        // front (a front never positioned has yielded nothing).
+        if positioned && (!self.valid || self.key() > self.back_key()) {
+            return self.finish();
+        }
+        let back = self.back_cursor();
+        let item = (back.key().to_vec(), back.value().to_vec());
+        back.move_prev();
+        Some(Ok(item))
+    }
+}
+
+impl DbIterator {
+    fn back_key(&self) -> &[u8] {
+        self.back.as_ref().map_or(&[], |b| b.key())
     }
 }
 

@@ -21,7 +21,7 @@ pub(crate) mod par_scan;
 use std::sync::Arc;
 
 use super::DbInner;
-use super::memtables::MemLookup;
+use super::memtables::{MemLookup, SuperVersion};
 use crate::internal_iter::InternalIterator;
 use crate::io::IoEngine;
 use crate::iter::merging::MergingIterator;
@@ -84,12 +84,38 @@ pub(crate) fn get_from_version_after(
     Ok(None)
 }
 
-pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
+pub(crate) fn iter(db: &Arc<DbInner>, opts: &ReadOptions) -> DbIterator {
     let snapshot = match &opts.snapshot {
         Some(s) => s.clone(),
         None => db.snapshots.acquire(read_sequence(db, opts)),
     };
     let sv = db.super_version();
+    let merged = merged_iterator(db, &sv, opts);
+    // A second cursor over the same state, for `next_back`.
+    let sibling: Sibling = {
+        let (db, sv, opts) = (Arc::clone(db), Arc::clone(&sv), opts.clone());
+        Arc::new(move || merged_iterator(&db, &sv, &opts))
+    };
+    DbIterator::new(
+        merged,
+        snapshot,
+        opts.iterate_lower_bound.clone(),
+        opts.iterate_upper_bound.clone(),
+        sv,
+        sibling,
+    )
+}
+
+/// Makes another merged cursor over the same memtables and version.
+pub(crate) type Sibling = Arc<dyn Fn() -> Box<dyn InternalIterator> + Send + Sync>;
+
+/// The merge of every source of `sv` (memtables, each L0 file, each
+/// level), reading as `opts` says.
+fn merged_iterator(
+    db: &DbInner,
+    sv: &SuperVersion,
+    opts: &ReadOptions,
+) -> Box<dyn InternalIterator> {
     let scan = ScanOptions {
         readahead_size: opts.readahead_size,
         fill_cache: opts.fill_cache,
@@ -112,15 +138,8 @@ pub(crate) fn iter(db: &DbInner, opts: &ReadOptions) -> DbIterator {
             children.push(db.table_cache.files_iterator(files, &scan));
         }
     }
-    let merged: Box<dyn InternalIterator> = Box::new(MergingIterator::with_concurrent_seeks(
+    Box::new(MergingIterator::with_concurrent_seeks(
         children,
         opts.concurrent_seeks && db.options.io_engine == IoEngine::IoUring,
-    ));
-    DbIterator::new(
-        merged,
-        snapshot,
-        opts.iterate_lower_bound.clone(),
-        opts.iterate_upper_bound.clone(),
-        Arc::clone(&sv) as Arc<dyn std::any::Any + Send + Sync>,
-    )
+    ))
 }
