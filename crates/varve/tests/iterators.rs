@@ -12,6 +12,9 @@ use std::ops::Bound;
 use common::Rng;
 use varve::{Db, ReadOptions};
 
+/// A start and an end bound over byte-string keys.
+type KeyBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
 fn key(i: u64) -> Vec<u8> {
     format!("k{i:05}").into_bytes()
 }
@@ -97,7 +100,7 @@ fn range_prefix_and_rev_match_the_model() {
         let a = rng.below(4200);
         let b = a + rng.below(1500);
         let (lo, hi) = (key(a), key(b));
-        let bounds: [(Bound<&[u8]>, Bound<&[u8]>); 4] = [
+        let bounds: [KeyBounds<'_>; 4] = [
             (Bound::Included(&lo), Bound::Excluded(&hi)),
             (Bound::Excluded(&lo), Bound::Included(&hi)),
             (Bound::Unbounded, Bound::Excluded(&hi)),
