@@ -85,7 +85,7 @@ fn main() -> varve::Result<()> {
     db.close()?;
     let start = Instant::now();
     let db = Db::open(&dir, Options::default())?;
-    let report = db.recovery_report().clone();
+    let report = db.debug().recovery_report().clone();
     println!(
         "reopened in {:.3} s: {} WAL records replayed, last sequence {}",
         start.elapsed().as_secs_f64(),

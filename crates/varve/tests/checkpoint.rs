@@ -125,7 +125,7 @@ fn checkpoint_with_tables_in_several_levels() {
     for i in 0..100u32 {
         db.put(format!("w{i}"), b"in the wal").expect("put");
     }
-    let levels = db.live_tables();
+    let levels = db.debug().live_tables();
     assert!(
         levels.iter().filter(|l| !l.is_empty()).count() >= 2,
         "{levels:?}"

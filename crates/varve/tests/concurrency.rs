@@ -104,7 +104,7 @@ fn snapshots_and_iterators_never_see_part_of_a_batch() {
         // Scoped spawns cannot be joined selectively, so poll for writer
         // completion through the sequence number instead.
         let total = (WRITERS * ROUNDS * GROUP) as u64;
-        while db.latest_sequence() < total {
+        while db.debug().latest_sequence() < total {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         stop.store(true, Ordering::Relaxed);
@@ -113,7 +113,10 @@ fn snapshots_and_iterators_never_see_part_of_a_batch() {
         }
     });
     assert!(checks > 0);
-    assert_eq!(db.latest_sequence(), (WRITERS * ROUNDS * GROUP) as u64);
+    assert_eq!(
+        db.debug().latest_sequence(),
+        (WRITERS * ROUNDS * GROUP) as u64
+    );
     let last = format!("{:06}-{}", ROUNDS - 1, "x".repeat((ROUNDS - 1) % 200)).into_bytes();
     let verify = |db: &Db| {
         for w in 0..WRITERS {
@@ -129,7 +132,7 @@ fn snapshots_and_iterators_never_see_part_of_a_batch() {
     let db = Db::open(dir.path(), options()).expect("reopen");
     verify(&db);
     assert_eq!(
-        db.latest_sequence(),
+        db.debug().latest_sequence(),
         (WRITERS * ROUNDS * GROUP) as u64,
         "sequence numbers continue after reopen"
     );

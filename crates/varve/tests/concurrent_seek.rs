@@ -24,8 +24,17 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 fn multi_level_db(dir: &Path, opts: Options) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>) {
     let db = Db::open(dir, opts).expect("open");
     let model = common::fill_rounds(&db, 0xc0c0_5eed, false);
-    let sources = db.live_tables().iter().filter(|l| !l.is_empty()).count();
-    assert!(sources >= 2, "want several levels: {:?}", db.live_tables());
+    let sources = db
+        .debug()
+        .live_tables()
+        .iter()
+        .filter(|l| !l.is_empty())
+        .count();
+    assert!(
+        sources >= 2,
+        "want several levels: {:?}",
+        db.debug().live_tables()
+    );
     (db, model)
 }
 

@@ -262,7 +262,7 @@ fn run_crash_loop(sync: bool, lsm_stress: bool) {
                 acked.len(),
                 missing.iter().take(5).collect::<Vec<_>>(),
                 &torn_now[..torn_now.len().min(5)],
-                db.recovery_report()
+                db.debug().recovery_report()
             ));
         }
         lost += missing.len();

@@ -120,9 +120,9 @@ fn build(dir: &Path) -> Pristine {
     let mut wal_batches = Vec::new();
     for _ in 0..80 {
         write_batch(&db, &mut rng, &mut model, 99, 4);
-        wal_batches.push((db.latest_sequence(), model.clone()));
+        wal_batches.push((db.debug().latest_sequence(), model.clone()));
     }
-    let levels: Vec<usize> = db.live_tables().iter().map(Vec::len).collect();
+    let levels: Vec<usize> = db.debug().live_tables().iter().map(Vec::len).collect();
     assert!(
         levels.iter().filter(|&&n| n > 0).count() >= 2,
         "tables on several levels: {levels:?}"
@@ -258,7 +258,7 @@ fn check_reads(what: &str, db: &Db, want: &Model) {
 /// What an open that succeeded must show: everything, or (after a
 /// reported WAL tail cut) everything up to the last sequence recovered.
 fn expected<'a>(what: &str, db: &Db, p: &'a Pristine) -> &'a Model {
-    let r = db.recovery_report();
+    let r = db.debug().recovery_report();
     if r.truncated.is_empty() {
         return p.full();
     }
@@ -268,7 +268,7 @@ fn expected<'a>(what: &str, db: &Db, p: &'a Pristine) -> &'a Model {
             "{what}: a truncated tail must be a WAL's: {t:?}"
         );
     }
-    p.model_at(db.latest_sequence())
+    p.model_at(db.debug().latest_sequence())
 }
 
 #[test]
@@ -333,7 +333,7 @@ fn random_damage_to_every_file_type_gives_an_error_or_the_right_data() {
         match Db::open(&dir, options()) {
             Ok(db) => {
                 let want = expected(&what, &db, &pristine);
-                tally[if db.recovery_report().truncated.is_empty() {
+                tally[if db.debug().recovery_report().truncated.is_empty() {
                     1
                 } else {
                     2

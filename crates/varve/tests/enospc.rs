@@ -582,8 +582,13 @@ fn faulty(base: Options) -> (FaultInjectingFs, Options) {
 
 /// Table files in `dir` that no level of `db` holds.
 fn stray_tables(db: &Db, dir: &Path) -> Vec<String> {
-    let live: std::collections::HashSet<u64> =
-        db.live_tables().iter().flatten().map(|&(n, _)| n).collect();
+    let live: std::collections::HashSet<u64> = db
+        .debug()
+        .live_tables()
+        .iter()
+        .flatten()
+        .map(|&(n, _)| n)
+        .collect();
     std::fs::read_dir(dir)
         .expect("ls")
         .filter_map(|e| e.ok())
@@ -729,9 +734,9 @@ fn full_disk_under_a_flush_then_resume() {
     fs.heal();
     db.resume().expect("resume");
     assert!(
-        db.live_tables()[0].len() == 1,
+        db.debug().live_tables()[0].len() == 1,
         "resume flushed: {:?}",
-        db.live_tables()
+        db.debug().live_tables()
     );
     resume_write_reopen(db, dir.path(), opts, o);
 }
@@ -752,7 +757,7 @@ fn full_disk_under_a_compaction_then_resume() {
         keys.extend(write_more(&db, &format!("r{round}")));
         db.flush().expect("flush");
     }
-    assert_eq!(db.live_tables()[0].len(), 3);
+    assert_eq!(db.debug().live_tables()[0].len(), 3);
     fs.short_writes(true);
     fs.limit_space_of(".sst", 20_000);
     let err = db
@@ -766,7 +771,11 @@ fn full_disk_under_a_compaction_then_resume() {
         stray_tables(&db, dir.path()).is_empty(),
         "a partial output was left"
     );
-    assert_eq!(db.live_tables()[0].len(), 3, "the inputs are untouched");
+    assert_eq!(
+        db.debug().live_tables()[0].len(),
+        3,
+        "the inputs are untouched"
+    );
     let o = Outcome {
         acked: keys,
         ..Outcome::default()
@@ -776,7 +785,11 @@ fn full_disk_under_a_compaction_then_resume() {
     fs.heal();
     db.resume().expect("resume");
     db.compact_range(None, None).expect("compaction runs again");
-    assert!(db.live_tables()[0].is_empty(), "{:?}", db.live_tables());
+    assert!(
+        db.debug().live_tables()[0].is_empty(),
+        "{:?}",
+        db.debug().live_tables()
+    );
     resume_write_reopen(db, dir.path(), opts, o);
 }
 
@@ -844,9 +857,9 @@ fn a_reopen_after_resume_cut_the_log_finds_clean_logs() {
     fs.heal();
     let db = Db::open(dir.path(), opts.clone()).expect("reopen with paranoid checks");
     assert!(
-        db.recovery_report().truncated.is_empty(),
+        db.debug().recovery_report().truncated.is_empty(),
         "{:?}",
-        db.recovery_report()
+        db.debug().recovery_report()
     );
     check(&db, &o, "after reopen");
     db.close().expect("close");
@@ -903,6 +916,9 @@ fn resume_on_a_healthy_database_does_nothing() {
     db.put(b"a", b"1").expect("put");
     db.resume().expect("nothing to resume");
     db.put(b"b", b"2").expect("still writable");
-    assert!(db.live_tables().iter().all(Vec::is_empty), "no flush");
+    assert!(
+        db.debug().live_tables().iter().all(Vec::is_empty),
+        "no flush"
+    );
     db.close().expect("close");
 }

@@ -61,7 +61,7 @@ fn tombstone_db(dir: &Path) -> (BTreeMap<Vec<u8>, Vec<u8>>, PathBuf) {
         model.remove(&key(i));
     }
     db.flush().expect("flush");
-    let tables = db.live_tables();
+    let tables = db.debug().live_tables();
     assert_eq!(tables[0].len(), 1, "one L0 table of tombstones: {tables:?}");
     db.close().expect("close");
     let after = sst_files(dir);

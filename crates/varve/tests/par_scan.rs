@@ -355,7 +355,7 @@ fn anchors_are_sorted_inside_and_limited() {
     let mut rng = Rng(31);
     fill(&db, &mut rng); // leaves data in memtables, L0 and deeper levels
     db.wait_for_compactions().expect("settle");
-    assert!(db.memtable_usage() > 0);
+    assert!(db.debug().memtable_usage() > 0);
     for _ in 0..100 {
         let range = random_range(&mut rng);
         let totals: Vec<u64> = [0, 1, 2, 7, 50, 100_000]
@@ -473,7 +473,7 @@ fn anchor_bytes_count_memtables() {
         db.put(key(i), value(&mut rng)).expect("put");
     }
     assert_eq!(file_bytes(&db), 0, "everything is in the memtable");
-    let mem = db.memtable_usage();
+    let mem = db.debug().memtable_usage();
     let est = check_anchors(&db, &KeyRange::all(), 1000);
     assert_within_25(est, mem as f64, "memtable");
     let half = KeyRange::from_bounds(None, Some(key(KEYS / 2)));
@@ -486,7 +486,7 @@ fn anchor_bytes_count_memtables() {
         db.put(key(i), value(&mut rng)).expect("put");
     }
     db.wait_for_compactions().expect("settle");
-    let real = (file_bytes(&db) + db.memtable_usage() as u64) as f64;
+    let real = (file_bytes(&db) + db.debug().memtable_usage() as u64) as f64;
     assert_within_25(
         check_anchors(&db, &KeyRange::all(), 10),
         real,

@@ -109,7 +109,7 @@ fn power_loss_keeps_every_synced_write() {
                 missing.len(),
                 synced_acked.len(),
                 &missing[..missing.len().min(5)],
-                db.recovery_report()
+                db.debug().recovery_report()
             ));
         }
         lost += missing.len();

@@ -73,7 +73,7 @@ fn read_only_sees_everything_and_changes_nothing() {
         ] {
             assert!(matches!(e, Error::ReadOnly(ref d) if d == db.path()), "{e}");
         }
-        let _ = db.stats_report();
+        let _ = db.stats().to_string();
         db.close().expect("close");
     }
     assert_eq!(
@@ -95,7 +95,7 @@ fn read_only_keeps_a_torn_wal_tail_that_a_normal_open_cuts() {
     let before = snapshot_dir(&dir);
     let db = Db::open_read_only(&dir, options()).expect("read-only open");
     assert_eq!(
-        db.recovery_report().truncated.len(),
+        db.debug().recovery_report().truncated.len(),
         1,
         "the torn tail is reported"
     );

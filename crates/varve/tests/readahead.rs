@@ -28,8 +28,17 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 fn multi_level_db(dir: &Path, opts: Options) -> (Db, Model) {
     let db = Db::open(dir, opts).expect("open");
     let model = common::fill_rounds(&db, 0x5eed_1234, true);
-    let levels = db.live_tables().iter().filter(|l| !l.is_empty()).count();
-    assert!(levels >= 2, "want several levels: {:?}", db.live_tables());
+    let levels = db
+        .debug()
+        .live_tables()
+        .iter()
+        .filter(|l| !l.is_empty())
+        .count();
+    assert!(
+        levels >= 2,
+        "want several levels: {:?}",
+        db.debug().live_tables()
+    );
     (db, model)
 }
 
@@ -178,7 +187,7 @@ fn sst_reads(fs: &FaultInjectingFs) -> Vec<ReadRecord> {
 fn read_size_grows_carries_over_files_and_resets_on_seek() {
     let dir = fast_tempdir();
     let (db, fs) = logged_db(dir.path(), 8000, false);
-    let files: Vec<_> = db.live_tables().concat();
+    let files: Vec<_> = db.debug().live_tables().concat();
     assert!(files.len() >= 5, "several tables: {files:?}");
     let max = 256 << 10;
     common::count_keys(&db, &ro(0)); // opens every table (footer and meta reads)
@@ -445,7 +454,14 @@ fn corrupt_block_read_ahead_is_corruption() {
 fn compaction_reads_its_inputs_ahead() {
     let dir = fast_tempdir();
     let (db, fs) = logged_db(dir.path(), 4000, false);
-    let blocks_before: u64 = db.live_tables().concat().iter().map(|t| t.1).sum::<u64>() / 4096;
+    let blocks_before: u64 = db
+        .debug()
+        .live_tables()
+        .concat()
+        .iter()
+        .map(|t| t.1)
+        .sum::<u64>()
+        / 4096;
     // Rewrite every key so the next full compaction reads every table.
     for i in 0..4000 {
         db.put(key(i), vec![1u8; 1000]).expect("put");

@@ -42,7 +42,7 @@ fn slow_flushes_slow_writers_down_before_stopping_them() {
     assert!(s.stall_slowdowns_memtables > 0, "no slowdown: {s:?}");
     assert!(s.stall_micros > 0);
     assert_eq!(s.stall_slowdowns_l0, 0);
-    assert!(db.stats_report().contains("slowdowns (memtables)"));
+    assert!(db.stats().to_string().contains("slowdowns (memtables)"));
     fs.delay_table_appends(Duration::ZERO);
     for i in (0..2000u32).step_by(97) {
         assert_eq!(

@@ -139,7 +139,7 @@ fn truncation_at_every_offset_yields_the_complete_records() {
             db.close().expect("close");
             let db = Db::open(&dir, Options::default()).expect("second reopen");
             assert!(
-                db.recovery_report().truncated.is_empty(),
+                db.debug().recovery_report().truncated.is_empty(),
                 "tail was cut the first time"
             );
             assert_eq!(db.get(b"zz-after").expect("get"), Some(b"x".to_vec()));
@@ -178,7 +178,7 @@ fn zero_filled_tail_is_truncated_and_reported() {
     std::fs::write(&wal, &bytes).expect("write");
     let db = Db::open(&dir, Options::default()).expect("open");
     assert_eq!(prefix_len(&db, &steps, "zero tail"), steps.len());
-    let report = db.recovery_report();
+    let report = db.debug().recovery_report();
     assert_eq!(report.truncated.len(), 1, "{report:?}");
     assert_eq!(report.truncated[0].offset, good);
     // Recovery cut the tail, wrote the records to an L0 table and then

@@ -25,7 +25,7 @@ fn build(dir: &Path) -> usize {
     }
     db.flush().expect("flush");
     db.compact_range(None, None).expect("compact");
-    let tables = db.live_tables().concat().len();
+    let tables = db.debug().live_tables().concat().len();
     db.close().expect("close");
     tables
 }

@@ -163,7 +163,7 @@ impl Engine for Varve {
     }
 
     fn stats(&self) -> String {
-        let mut s = self.db.stats_report();
+        let mut s = self.db.stats().to_string();
         if !s.ends_with('\n') {
             s.push('\n');
         }

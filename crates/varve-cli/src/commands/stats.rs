@@ -14,8 +14,8 @@ use crate::open::open_read_only;
 pub fn stats(cli: &Cli) -> Result<Outcome> {
     let db = open_read_only(cli)?;
     let s = db.stats();
-    let tables = db.live_tables();
-    let latest = db.latest_sequence();
+    let tables = db.debug().live_tables();
+    let latest = db.debug().latest_sequence();
     db.close()?;
     if cli.json {
         let levels: Vec<_> = s

@@ -155,7 +155,8 @@ impl DbStats {
         }
     }
 
-    /// A report in the spirit of RocksDB's `rocksdb.stats`.
+    /// A report in the spirit of RocksDB's `rocksdb.stats` (also what
+    /// `Display` prints).
     pub fn report(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(s, "** varve stats **");
@@ -222,5 +223,11 @@ impl DbStats {
             self.immutable_memtables
         );
         s
+    }
+}
+
+impl std::fmt::Display for DbStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.report())
     }
 }

@@ -13,6 +13,7 @@
 //! concurrently on fibers (`concurrent_seeks`); point reads do neither.
 
 pub(crate) mod anchors;
+mod api;
 pub(crate) mod db_iter;
 pub(crate) mod multi_get;
 pub(crate) mod multi_get_cached;

@@ -1,0 +1,163 @@
+//! Administration on [`Db`]: flush, manual compaction, waiting for the
+//! background work, statistics, checkpoints, repair, `resume` after a full
+//! disk, and the [`DbDebug`] view of internals for tools and tests.
+//! Thread-safe, like `Db`.
+
+use std::path::Path;
+
+use super::debug::DbDebug;
+use super::{Db, DbStats, RepairReport, bg, checkpoint, repair, resume};
+use crate::compaction::picker;
+use crate::{Options, Result};
+
+impl Db {
+    /// Writes every memtable to L0 table files and waits for it; afterwards
+    /// every write so far is in a table and no WAL is needed to recover it.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.writes.flush_memtable(&self.inner)
+    }
+
+    /// Compacts every table overlapping `[begin, end]` (user keys; `None`
+    /// is unbounded) down to the deepest level holding the range, after a
+    /// flush. Drops deleted and overwritten entries no snapshot can see.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.flush()?;
+        let db = &self.inner;
+        let _only_one = db.bg.compaction_lock.lock();
+        let deepest = {
+            let v = db.versions.lock().current();
+            (0..crate::version::NUM_LEVELS)
+                .rev()
+                .find(|&l| !v.overlapping_files(l, begin, end).is_empty())
+        };
+        let Some(deepest) = deepest else {
+            return Ok(());
+        };
+        for level in 0..deepest.max(1) {
+            db.check_writable()?;
+            let plan = {
+                let vs = db.versions.lock();
+                let busy = db.bg.being_compacted.lock().clone();
+                picker::pick_range(&vs.current(), level, begin, end, &busy)
+            };
+            if let Some(plan) = plan {
+                bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
+            }
+        }
+        db.bg.kick();
+        Ok(())
+    }
+
+    /// Waits until no level is due for compaction (the tree is in shape).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        let db = &self.inner;
+        if db.read_only {
+            return Ok(()); // nothing ever changes
+        }
+        loop {
+            db.check_writable()?;
+            let due = {
+                let v = db.super_version().version.clone();
+                picker::level_scores(&v, &db.level_targets())
+                    .iter()
+                    .any(|&s| s >= 1.0)
+            };
+            if !due && db.super_version().imms.is_empty() {
+                // Take the lock once so a running job has finished.
+                drop(db.bg.compaction_lock.lock());
+                return Ok(());
+            }
+            db.bg.kick();
+            db.bg.wait_progress(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The engine's counters and the shape of the tree.
+    pub fn stats(&self) -> DbStats {
+        let db = &self.inner;
+        let sv = db.super_version();
+        let mut s = DbStats::from_counters(&db.counters);
+        s.levels = DbStats::levels_of(
+            &sv.version,
+            &picker::level_scores(&sv.version, &db.level_targets()),
+        );
+        if let Some(c) = &db.block_cache {
+            s.block_cache_hits = c.hits();
+            s.block_cache_misses = c.misses();
+            s.block_cache_usage = c.usage() as u64;
+            s.block_cache_capacity = c.capacity() as u64;
+        }
+        s.open_tables = db.table_cache.open_tables() as u64;
+        s.pinned_table_memory = db.table_cache.pinned_memory() as u64;
+        s.memtable_bytes = sv.memtable_usage() as u64;
+        s.immutable_memtables = sv.imms.len() as u64;
+        s
+    }
+
+    /// Writes a consistent, openable copy of this database into `target`
+    /// while writers continue: tables are hard-linked (copied where links
+    /// are impossible), the live WALs and a fresh manifest are copied and
+    /// written, everything is fsynced. The copy holds every write
+    /// acknowledged before the call (except `disable_wal` writes still in
+    /// a memtable) and a sequence-order prefix of later ones.
+    ///
+    /// Errors: `InvalidArgument` if `target` exists and is not an empty
+    /// directory (or is this database); IO errors name the file.
+    pub fn checkpoint(&self, target: impl AsRef<Path>) -> Result<()> {
+        checkpoint::checkpoint(&self.inner, target.as_ref())
+    }
+
+    /// Rebuilds the (closed) database in `path` from the table and WAL
+    /// files present, when its manifest or `CURRENT` is lost or damaged:
+    /// every good table and WAL is merged into new tables (written with
+    /// `options`' table settings, through `options.fs`), and whatever fails
+    /// its checksums is moved to `path/lost/` (see `docs/cli.md`).
+    ///
+    /// Errors: `Locked` if the database is open, `NotFound` if `path` is
+    /// not a directory, IO errors naming the file.
+    pub fn repair(path: impl AsRef<Path>, options: &Options) -> Result<RepairReport> {
+        repair::repair(path.as_ref(), options)
+    }
+
+    /// Brings back writes after a full disk poisoned the database, once
+    /// space has been freed; a no-op when the database is not poisoned.
+    ///
+    /// varve does not retry on its own: it cannot tell when space comes
+    /// back, and retrying against a full disk would only repeat the failing
+    /// IO. The application calls `resume` when it has freed space (or at
+    /// intervals); until then writes fail with `Error::Poisoned`, whose
+    /// message names the failure and says whether `resume` can help, and
+    /// reads keep working. See `docs/errors.md`.
+    ///
+    /// What it does, holding the write path's locks so no write is in
+    /// flight: if the manifest failed, starts a new one holding a snapshot
+    /// of the current state; if the WAL failed, cuts it to the end of its
+    /// last record that reached the file (every acknowledged write is
+    /// there) and drops the writes that failed from the memtable; starts a
+    /// fresh WAL, accepts writes again, and waits until every memtable is
+    /// flushed to L0, so the old WALs are retired by a normal manifest
+    /// edit. Background flushes and compactions stopped by the failure
+    /// restart.
+    ///
+    /// Writes that failed are never visible afterwards. Between the
+    /// failure and `resume`, reads may still see a write whose WAL write
+    /// failed (the write path publishes a batch before its bytes reach the
+    /// file); `resume` (or a reopen) removes it.
+    ///
+    /// Errors: `Error::Poisoned` saying "reopen" when the failure was not a
+    /// full disk (an IO error such as EIO, a failed fdatasync of the WAL,
+    /// whose effect on the file is unknown) — only a reopen recovers from
+    /// those; the IO error (ENOSPC) if the disk is still too full for one
+    /// of the steps, in which case the database stays poisoned and
+    /// `resume` may be called again later; `Error::Closed` after `close`.
+    pub fn resume(&self) -> Result<()> {
+        resume::resume(&self.inner)
+    }
+
+    /// A view of internals (the files of each level, sequence numbers,
+    /// snapshots, memtable usage, what recovery did), for tools, tests and
+    /// curious operators. Nothing in it is needed to use the database.
+    pub fn debug(&self) -> DbDebug<'_> {
+        DbDebug::new(&self.inner)
+    }
+}

@@ -1,0 +1,205 @@
+//! [`DbInner`]: the state one open database shares among its handle, its
+//! background threads and its iterators: the directory and lock, the
+//! current super-version (memtables + version), the version set, the
+//! caches and reader pool, the write path, snapshots, counters and the
+//! poison state.
+//!
+//! Thread-safety: `Send + Sync`; each part has its own lock or atomic (see
+//! the fields), and the super-version is swapped under the version set's
+//! lock (`install`) so readers always see a version whose files exist.
+//! Invariant: once poisoned, every write is refused until `resume` (for a
+//! retryable failure) or a reopen.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::bg::Background;
+use super::info_log::InfoLog;
+use super::memtables::SuperVersion;
+use super::recovery::RecoveryReport;
+use super::stats::Counters;
+use super::write::{WalLog, WritePath};
+use crate::compaction::picker::LevelTargets;
+use crate::io::{FileLock, FileSystem};
+use crate::snapshot::SnapshotList;
+use crate::sst::{BlockCache, ReaderPool, TableBuilderOptions};
+use crate::version::{TableCache, Version, VersionSet};
+use crate::{Error, Options, Result};
+
+/// Table-building options derived from the database options.
+pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {
+    TableBuilderOptions {
+        block_size: o.block_size,
+        bloom_bits_per_key: o.bloom_bits_per_key,
+        compression: o.compression,
+        ..TableBuilderOptions::default()
+    }
+}
+
+/// State shared by the database handle (and, later, background threads).
+pub(crate) struct DbInner {
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// What readers consult (memtables + table files); replaced whole.
+    pub(crate) state: RwLock<Arc<SuperVersion>>,
+    /// The manifest and current version; lock before `state`.
+    pub(crate) versions: Mutex<VersionSet>,
+    /// Versions installed and maybe still held by readers (pins files).
+    pub(crate) live_versions: Mutex<Vec<Weak<Version>>>,
+    /// Table numbers being written by flushes and compactions.
+    pub(crate) pending_outputs: Mutex<HashSet<u64>>,
+    pub(crate) table_cache: Arc<TableCache>,
+    pub(crate) block_cache: Option<Arc<BlockCache>>,
+    /// Reads scans' read-ahead chunks in the background (the database's
+    /// own, or the one `Options::reader_pool` shares).
+    pub(crate) reader_pool: Arc<ReaderPool>,
+    pub(crate) bg: Background,
+    pub(crate) counters: Counters,
+    /// Highest sequence number visible to readers.
+    pub(crate) last_sequence: AtomicU64,
+    pub(crate) snapshots: Arc<SnapshotList>,
+    pub(crate) writes: WritePath,
+    pub(crate) poisoned: Mutex<Option<Poison>>,
+    pub(crate) is_poisoned: AtomicBool,
+    pub(crate) closed: AtomicBool,
+    /// Opened with [`Db::open_read_only`]: every write is refused.
+    pub(crate) read_only: bool,
+    pub(crate) info_log: InfoLog,
+    pub(crate) recovery: RecoveryReport,
+    /// Checkpoints in progress; while non-zero no obsolete file is deleted.
+    pub(crate) deletions_paused: AtomicUsize,
+}
+
+/// Why writes are refused (the first failure; later ones are only logged).
+#[derive(Debug, Clone)]
+pub(crate) struct Poison {
+    /// What failed, with the error (which names the file).
+    pub(crate) why: String,
+    /// The failure was a full disk ([`Error::is_no_space`]): [`Db::resume`]
+    /// may bring writes back once space is freed.
+    pub(crate) resumable: bool,
+}
+
+impl Poison {
+    /// The error writes get while the database is poisoned by this.
+    pub(crate) fn error(&self) -> Error {
+        let hint = if self.resumable {
+            "no space left on device (ENOSPC/EDQUOT): free space, then call Db::resume() \
+             (or reopen the database)"
+        } else {
+            "reopen the database"
+        };
+        Error::Poisoned(format!("{}; {hint}", self.why))
+    }
+}
+
+impl DbInner {
+    /// Marks the database unwritable until reopen (a failure
+    /// [`Db::resume`] does not recover from: a bug, a broken invariant).
+    pub(crate) fn poison(&self, why: String) {
+        self.poison_with(why, false, || true);
+    }
+
+    /// Marks the database unwritable because of `e` (`what` says what
+    /// failed). Resumable if `e` is a full disk.
+    pub(crate) fn poison_err(&self, what: &str, e: &Error) {
+        self.poison_with(format!("{what}: {e}"), e.is_no_space(), || true);
+    }
+
+    /// [`poison_err`](Self::poison_err) for a failure of WAL `log`: ignored
+    /// once [`Db::resume`] replaced that log (a writer of the old log may
+    /// report its failure late). The check and resume's clearing happen
+    /// under the same lock.
+    pub(crate) fn poison_wal(&self, log: &WalLog, what: &str, e: &Error) {
+        self.poison_with(format!("{what}: {e}"), e.is_no_space(), || {
+            !log.is_retired()
+        });
+    }
+
+    fn poison_with(&self, why: String, resumable: bool, applies: impl FnOnce() -> bool) {
+        let mut p = self.poisoned.lock();
+        if !applies() {
+            return;
+        }
+        self.info_log.log(format!("poisoned: {why}"));
+        if p.is_none() {
+            *p = Some(Poison { why, resumable });
+        }
+        self.is_poisoned.store(true, Ordering::Release);
+    }
+
+    /// Why the database is poisoned, if it is.
+    pub(crate) fn poison_state(&self) -> Option<Poison> {
+        self.poisoned.lock().clone()
+    }
+
+    /// Accepts writes again ([`Db::resume`], with the write gate held
+    /// exclusively and `old`, the log that failed, already replaced).
+    pub(crate) fn clear_poison(&self, old: &WalLog) {
+        let mut p = self.poisoned.lock();
+        old.retire();
+        *p = None;
+        self.is_poisoned.store(false, Ordering::Release);
+    }
+
+    /// `Err` if writes are no longer allowed.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if self.read_only {
+            return Err(Error::ReadOnly(self.dir.clone()));
+        }
+        if self.is_poisoned.load(Ordering::Acquire)
+            && let Some(p) = self.poison_state()
+        {
+            return Err(p.error());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.is_poisoned.load(Ordering::Acquire)
+    }
+
+    /// The current read state.
+    pub(crate) fn super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.state.read())
+    }
+
+    /// Replaces the read state with `f(current)`. Holding the version set's
+    /// lock (`_vs`) orders installs with manifest edits.
+    pub(crate) fn install(&self, _vs: &VersionSet, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        self.install_unordered(f);
+    }
+
+    /// [`install`](Self::install) for changes that touch only memtables.
+    pub(crate) fn install_unordered(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
+        let mut st = self.state.write();
+        let next = Arc::new(f(&st));
+        if !Arc::ptr_eq(&next.version, &st.version) {
+            self.live_versions
+                .lock()
+                .push(Arc::downgrade(&next.version));
+        }
+        *st = next;
+    }
+
+    pub(crate) fn table_options(&self) -> TableBuilderOptions {
+        table_options(&self.options)
+    }
+
+    pub(crate) fn level_targets(&self) -> LevelTargets {
+        LevelTargets {
+            l0_compaction_trigger: self.options.l0_compaction_trigger,
+            max_bytes_for_level_base: self.options.max_bytes_for_level_base,
+            max_bytes_for_level_multiplier: self.options.max_bytes_for_level_multiplier,
+        }
+    }
+}
