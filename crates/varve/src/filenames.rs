@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Kinds of files varve keeps in a database directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// `LOCK`.
     Lock,
     /// `LOG` or `LOG.old`.
@@ -28,24 +28,24 @@ pub enum FileKind {
 }
 
 /// Name of the lock file.
-pub const LOCK: &str = "LOCK";
+pub(crate) const LOCK: &str = "LOCK";
 /// Name of the event log.
-pub const INFO_LOG: &str = "LOG";
+pub(crate) const INFO_LOG: &str = "LOG";
 /// Name of the previous event log.
-pub const INFO_LOG_OLD: &str = "LOG.old";
+pub(crate) const INFO_LOG_OLD: &str = "LOG.old";
 
 /// Path of WAL number `n`.
-pub fn wal_path(dir: &Path, n: u64) -> PathBuf {
+pub(crate) fn wal_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.log"))
 }
 
 /// Path of table (SST) number `n`.
-pub fn table_path(dir: &Path, n: u64) -> PathBuf {
+pub(crate) fn table_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.sst"))
 }
 
 /// Recognises a file name of the database; `None` for foreign files.
-pub fn parse(name: &str) -> Option<FileKind> {
+pub(crate) fn parse(name: &str) -> Option<FileKind> {
     match name {
         LOCK => return Some(FileKind::Lock),
         INFO_LOG | INFO_LOG_OLD => return Some(FileKind::InfoLog),

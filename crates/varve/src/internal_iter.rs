@@ -11,7 +11,7 @@ use crate::Result;
 /// Implementations are single-threaded (`Send`, not `Sync`). `key()` and
 /// `value()` may only be called while `valid()` is true. An implementation
 /// that hits an error becomes invalid and reports it from `status()`.
-pub trait InternalIterator: Send {
+pub(crate) trait InternalIterator: Send {
     /// True when positioned on an entry.
     fn valid(&self) -> bool;
     /// Positions on the first entry.

@@ -9,13 +9,13 @@
 use std::cmp::Ordering;
 
 /// A write's position in the global order of all writes.
-pub type SequenceNumber = u64;
+pub(crate) type SequenceNumber = u64;
 
 /// The largest sequence number that fits in the trailer.
-pub const MAX_SEQUENCE: SequenceNumber = (1 << 56) - 1;
+pub(crate) const MAX_SEQUENCE: SequenceNumber = (1 << 56) - 1;
 
 /// Length of the trailer appended to every user key.
-pub const TRAILER_LEN: usize = 8;
+pub(crate) const TRAILER_LEN: usize = 8;
 
 /// What an internal entry means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -30,10 +30,10 @@ pub enum ValueKind {
 impl ValueKind {
     /// The kind used in seek targets: the highest kind, so that a seek for
     /// `(key, seq)` lands on the first entry with sequence `<= seq`.
-    pub const FOR_SEEK: ValueKind = ValueKind::Value;
+    pub(crate) const FOR_SEEK: ValueKind = ValueKind::Value;
 
     /// Decodes a kind byte; `None` for unknown kinds.
-    pub fn from_u8(b: u8) -> Option<ValueKind> {
+    pub(crate) fn from_u8(b: u8) -> Option<ValueKind> {
         match b {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
@@ -43,13 +43,13 @@ impl ValueKind {
 }
 
 /// Packs a sequence number and kind into a trailer.
-pub fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {
+pub(crate) fn pack_trailer(seq: SequenceNumber, kind: ValueKind) -> u64 {
     debug_assert!(seq <= MAX_SEQUENCE);
     (seq << 8) | kind as u64
 }
 
 /// Appends the internal key `(user_key, seq, kind)` to `dst`.
-pub fn append_internal_key(
+pub(crate) fn append_internal_key(
     dst: &mut Vec<u8>,
     user_key: &[u8],
     seq: SequenceNumber,
@@ -60,14 +60,14 @@ pub fn append_internal_key(
 }
 
 /// Builds the internal key `(user_key, seq, kind)`.
-pub fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Vec<u8> {
+pub(crate) fn make_internal_key(user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> Vec<u8> {
     let mut v = Vec::with_capacity(user_key.len() + TRAILER_LEN);
     append_internal_key(&mut v, user_key, seq, kind);
     v
 }
 
 /// Seek target that finds the newest entry of `user_key` visible at `seq`.
-pub fn lookup_key(user_key: &[u8], seq: SequenceNumber) -> Vec<u8> {
+pub(crate) fn lookup_key(user_key: &[u8], seq: SequenceNumber) -> Vec<u8> {
     make_internal_key(user_key, seq, ValueKind::FOR_SEEK)
 }
 
@@ -95,12 +95,12 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
 }
 
 /// The user-key part of an internal key (the whole slice if it is too short).
-pub fn user_key(ikey: &[u8]) -> &[u8] {
+pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
     &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
 }
 
 /// The trailer of an internal key (0 if it is too short).
-pub fn trailer(ikey: &[u8]) -> u64 {
+pub(crate) fn trailer(ikey: &[u8]) -> u64 {
     match ikey.len().checked_sub(TRAILER_LEN) {
         Some(split) => ikey[split..]
             .try_into()
@@ -111,7 +111,7 @@ pub fn trailer(ikey: &[u8]) -> u64 {
 }
 
 /// Total order of internal keys (see the module docs).
-pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
+pub(crate) fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
     user_key(a)
         .cmp(user_key(b))
         .then_with(|| trailer(b).cmp(&trailer(a)))

@@ -12,35 +12,83 @@
 //! (`iter`) and apply snapshot visibility (`db`).
 
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
+#![warn(clippy::unwrap_used)]
 
-pub mod batch;
-pub mod compaction;
-pub mod db;
+// The layers, bottom up (imports point down; see ARCHITECTURE.md).
 mod error;
-pub(crate) mod filenames;
+mod filenames;
+mod internal_iter;
+mod keys;
+mod snapshot;
+mod sync;
+mod util;
+
+mod io;
+
+mod batch;
+mod wal;
+
+mod memtable;
+mod sst;
+
+mod iter;
+mod version;
+
+mod compaction;
+
+mod options;
+
+mod db;
+
+pub mod tools;
+
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
-pub(crate) mod internal_iter;
-pub mod io;
-pub mod iter;
-pub mod keys;
-pub mod memtable;
-mod options;
-pub(crate) mod snapshot;
-pub mod sst;
-pub(crate) mod sync;
-pub mod tools;
-pub mod util;
-pub mod version;
-pub mod wal;
 
 pub use batch::WriteBatch;
-pub use db::{Anchor, Anchors, ChunkInfo, Db, DbIterator, KeyRange, Snapshot};
+pub use db::{
+    Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, LevelStats,
+    RecoveryReport, RepairReport, Snapshot, TruncatedTail,
+};
 pub use error::{Error, Result};
-pub use io::IoEngine;
+pub use io::{IoEngine, io_uring_available};
 pub use options::{DEFAULT_ASYNC_QUEUE_DEPTH, Options, ReadOptions, ScanPrefetch, WriteOptions};
-pub use sst::{BlockCache, Compression, ReaderPool};
+pub use sst::BlockCache;
+pub use sst::{Compression, ReaderPool};
+pub use version::ManifestTail;
 pub use wal::WalWriter;
+
+/// The file system a database lives on ([`Options::fs`]): the traits to
+/// implement for another one, and the real one ([`PosixFs`](fs::PosixFs)).
+pub mod fs {
+    pub use crate::io::{
+        FileLock, FileSystem, LogFile, PosixFs, RandomAccessFile, SequentialFile, WritableFile,
+    };
+}
+
+/// Test support (the `testing` feature): a fault-injecting file system
+/// that simulates power loss, short writes, full disks and read faults,
+/// and a count of io_uring reads in flight. Not for production use.
+#[cfg(feature = "testing")]
+pub mod testing {
+    pub use crate::io::fiber::in_flight_reads;
+    pub use crate::io::{FaultInjectingFs, ReadFault, ReadRecord};
+    pub use crate::wal::UringLog;
+
+    /// Writes a complete WAL (current format) numbered `number` at `path`
+    /// holding `records` (encoded write batches), and syncs it.
+    pub fn write_wal(
+        fs: &dyn crate::fs::FileSystem,
+        path: &std::path::Path,
+        number: u64,
+        records: &[&[u8]],
+    ) -> crate::Result<()> {
+        let mut file = fs.create_writable(path)?;
+        crate::wal::write_log(file.as_mut(), number, records)?;
+        file.sync_data()
+    }
+}
 
 /// The README's examples, compiled as doctests so they stay true.
 #[doc = include_str!("../../../README.md")]

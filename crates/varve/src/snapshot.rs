@@ -17,13 +17,13 @@ use crate::keys::SequenceNumber;
 
 /// The set of live snapshots, by sequence number.
 #[derive(Debug, Default)]
-pub struct SnapshotList {
+pub(crate) struct SnapshotList {
     live: Mutex<BTreeMap<SequenceNumber, usize>>,
 }
 
 impl SnapshotList {
     /// Pins `seq` and returns the snapshot handle.
-    pub fn acquire(self: &Arc<Self>, seq: SequenceNumber) -> Snapshot {
+    pub(crate) fn acquire(self: &Arc<Self>, seq: SequenceNumber) -> Snapshot {
         *self.live.lock().entry(seq).or_insert(0) += 1;
         Snapshot {
             inner: Arc::new(Pin {
@@ -36,23 +36,23 @@ impl SnapshotList {
     /// The oldest pinned sequence number, if any snapshot is live
     /// (compaction keeps every version it can see).
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn oldest(&self) -> Option<SequenceNumber> {
+    pub(crate) fn oldest(&self) -> Option<SequenceNumber> {
         self.live.lock().keys().next().copied()
     }
 
     /// Every pinned sequence number, ascending.
-    pub fn sequences(&self) -> Vec<SequenceNumber> {
+    pub(crate) fn sequences(&self) -> Vec<SequenceNumber> {
         self.live.lock().keys().copied().collect()
     }
 
     /// Number of live snapshots.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.live.lock().values().sum()
     }
 
     /// True when no snapshot is live.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.live.lock().is_empty()
     }
 

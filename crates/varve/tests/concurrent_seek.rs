@@ -108,14 +108,14 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
             "concurrent seeks differ (readahead {readahead_size})"
         );
     }
-    assert_eq!(varve::io::fiber::in_flight_reads(), 0);
+    assert_eq!(varve::testing::in_flight_reads(), 0);
 }
 
 #[test]
 fn concurrent_seeks_match_plain_positioning() {
     let expect_uring = std::env::var("VARVE_EXPECT_IO_URING").ok();
     if let Some(v) = &expect_uring {
-        assert_eq!(varve::io::io_uring_available(), v == "1");
+        assert_eq!(varve::io_uring_available(), v == "1");
     }
     for cache_size in [0, 256 << 10] {
         let dir = fast_tempdir();

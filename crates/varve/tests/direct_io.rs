@@ -8,7 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use varve::io::{FaultInjectingFs, PosixFs};
+use varve::fs::PosixFs;
+use varve::testing::FaultInjectingFs;
 use varve::{Db, Error, Options};
 
 fn direct_options() -> Options {

@@ -32,7 +32,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use varve::io::{FaultInjectingFs, PosixFs};
+use varve::fs::PosixFs;
+use varve::testing::FaultInjectingFs;
 use varve::{Db, Error, Options, WriteBatch, WriteOptions};
 
 const CHILD_ENV: &str = "VARVE_ENOSPC_CHILD";
@@ -371,7 +372,7 @@ fn mount_ext4(image: &Path, at: &Path, size: u64) -> Result<(), String> {
 /// The child's scenario for one WAL mode, on the file system mounted at
 /// `root`.
 fn full_disk(root: &Path, mode: &str) {
-    if mode == "io_uring" && !varve::io::io_uring_available() {
+    if mode == "io_uring" && !varve::io_uring_available() {
         println!("note: io_uring is unavailable here; the WAL falls back to plain pwrite");
     }
     let dir = root.join("db");
@@ -407,7 +408,7 @@ fn uring_short_write(root: &Path) {
         fill_leaving(&small.join("ballast"), 8192);
         let path = small.join("000001.log");
         let file = std::fs::File::create(&path).expect("create");
-        let log = match varve::wal::UringLog::new(file, &path) {
+        let log = match varve::testing::UringLog::new(file, &path) {
             Ok(log) => log,
             Err(e) => {
                 println!("note: io_uring unavailable here ({e}); nothing to check");
@@ -415,7 +416,7 @@ fn uring_short_write(root: &Path) {
             }
         };
         let data: Vec<u8> = (0..23_842u32).map(|i| (i % 251) as u8).collect();
-        let err = varve::io::LogFile::write_at(&log, 0, &data).expect_err("no room");
+        let err = varve::fs::LogFile::write_at(&log, 0, &data).expect_err("no room");
         let text = err.to_string();
         assert!(err.is_no_space(), "not ENOSPC: {text}");
         assert!(text.contains("000001.log"), "the file is not named: {text}");
@@ -429,9 +430,9 @@ fn uring_short_write(root: &Path) {
             "the first attempt should have been short ({landed} bytes landed)"
         );
         std::fs::remove_file(small.join("ballast")).expect("free");
-        varve::io::LogFile::write_at(&log, landed, &data[landed as usize..])
+        varve::fs::LogFile::write_at(&log, landed, &data[landed as usize..])
             .expect("the rest fits now");
-        varve::io::LogFile::sync_data(&log).expect("sync");
+        varve::fs::LogFile::sync_data(&log).expect("sync");
         drop(log);
         assert_eq!(std::fs::read(&path).expect("read"), data);
     });

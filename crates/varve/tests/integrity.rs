@@ -506,7 +506,7 @@ fn a_wal_cut_at_a_record_boundary_after_a_clean_close_is_corruption() {
     }
     db.close().expect("close");
     let wal = common::wal_files(&dir).pop().expect("a WAL");
-    let dump = varve::tools::dump_wal(&varve::io::PosixFs, &wal).expect("dump");
+    let dump = varve::tools::dump_wal(&varve::fs::PosixFs, &wal).expect("dump");
     assert!(dump.records.len() >= 100, "{} records", dump.records.len());
     let cut = dump.records[60].offset;
     let f = std::fs::OpenOptions::new()

@@ -8,8 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use varve::io::{FileSystem, PosixFs};
-use varve::wal::LogWriter;
+use varve::fs::PosixFs;
 use varve::{Db, Error, Options};
 
 fn keys(n: u32) -> impl Iterator<Item = Vec<u8>> {
@@ -45,9 +44,7 @@ fn add_newer_log(dir: &Path) {
     let stem = newest.file_stem().and_then(|s| s.to_str()).expect("stem");
     let number: u64 = stem.parse().expect("log number");
     let path = dir.join(format!("{:06}.log", number + 1));
-    let file = PosixFs.create_writable(&path).expect("create");
-    let mut log = LogWriter::new(file, number + 1).expect("log header");
-    log.sync().expect("sync");
+    varve::testing::write_wal(&PosixFs, &path, number + 1, &[]).expect("an empty newer log");
 }
 
 #[test]

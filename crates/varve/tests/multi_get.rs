@@ -17,7 +17,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{Rng, fast_tempdir, tiny_lsm_options, value_for};
-use varve::io::{FaultInjectingFs, PosixFs, ReadFault, in_flight_reads, io_uring_available};
+use varve::fs::PosixFs;
+use varve::io_uring_available;
+use varve::testing::{FaultInjectingFs, ReadFault, in_flight_reads};
 use varve::{Db, Error, Options, ReadOptions};
 
 fn key(i: u64) -> Vec<u8> {

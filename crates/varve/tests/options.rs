@@ -8,7 +8,8 @@ mod common;
 
 use std::sync::Arc;
 
-use varve::io::{FaultInjectingFs, PosixFs};
+use varve::fs::PosixFs;
+use varve::testing::FaultInjectingFs;
 use varve::{
     BlockCache, Compression, Db, Error, IoEngine, Options, ReadOptions, ReaderPool, ScanPrefetch,
     WalWriter, WriteOptions,

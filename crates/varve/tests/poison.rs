@@ -7,7 +7,8 @@ mod common;
 
 use std::sync::Arc;
 
-use varve::io::{FaultInjectingFs, PosixFs};
+use varve::fs::PosixFs;
+use varve::testing::FaultInjectingFs;
 use varve::{Db, Error, Options, WriteOptions};
 
 fn faulty() -> (FaultInjectingFs, Options) {

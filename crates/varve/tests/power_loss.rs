@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use common::{Rng, value_for};
 use parking_lot::Mutex;
-use varve::io::{FaultInjectingFs, PosixFs};
+use varve::fs::PosixFs;
+use varve::testing::FaultInjectingFs;
 use varve::{Db, Options, WriteBatch, WriteOptions};
 
 const THREADS: usize = 6;

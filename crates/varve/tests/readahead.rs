@@ -14,7 +14,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{Rng, fast_tempdir};
-use varve::io::{FaultInjectingFs, PosixFs, ReadRecord};
+use varve::fs::PosixFs;
+use varve::testing::{FaultInjectingFs, ReadRecord};
 use varve::{Db, DbIterator, Options, ReadOptions, ScanPrefetch};
 
 fn key(i: u64) -> Vec<u8> {

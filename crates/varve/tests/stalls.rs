@@ -8,7 +8,8 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use varve::io::{FaultInjectingFs, PosixFs};
+use varve::fs::PosixFs;
+use varve::testing::FaultInjectingFs;
 use varve::{Db, Options};
 
 #[test]

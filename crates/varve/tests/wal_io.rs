@@ -22,7 +22,7 @@ fn uring_threads() -> usize {
 }
 
 fn io_uring_works() -> bool {
-    varve::io::io_uring_available()
+    varve::io_uring_available()
 }
 
 #[test]

@@ -65,7 +65,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     if flags.multiread_batched {
         ignored.push("multiread_batched: varve's multi_get has a single (batched) form".into());
     }
-    if flags.async_io && !varve::io::io_uring_available() {
+    if flags.async_io && !varve::io_uring_available() {
         ignored.push(
             "async_io: io_uring is unavailable here (or VARVE_IO=sync); multi_get reads synchronously"
                 .into(),

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use anyhow::Result;
 use serde_json::json;
-use varve::io::PosixFs;
+use varve::fs::PosixFs;
 use varve::tools::{FileCheckKind, check_db};
 
 use super::print_json;

@@ -4,12 +4,11 @@ use std::path::Path;
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use varve::io::PosixFs;
-use varve::keys::parse_internal_key;
-use varve::sst::BlockHandle;
-use varve::tools::{dump_manifest, dump_sst, dump_wal};
-use varve::version::manifest::{manifest_path, read_current};
-use varve::wal::TailStatus;
+use varve::fs::PosixFs;
+use varve::tools::{
+    BlockHandle, TailStatus, current_manifest, dump_manifest, dump_sst, dump_wal,
+    parse_internal_key,
+};
 
 use super::print_json;
 use crate::Outcome;
@@ -190,8 +189,7 @@ pub fn manifest(cli: &Cli, file: Option<&Path>) -> Result<Outcome> {
         Some(f) => f.to_path_buf(),
         None => {
             let dir = db_path(cli)?;
-            let n = with_path(read_current(&PosixFs, dir), "reading CURRENT of", dir)?;
-            manifest_path(dir, n)
+            with_path(current_manifest(&PosixFs, dir), "reading CURRENT of", dir)?
         }
     };
     let d = with_path(dump_manifest(&PosixFs, &path), "reading manifest", &path)?;

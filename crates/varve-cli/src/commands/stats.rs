@@ -76,7 +76,7 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
 
 /// Total table bytes over the bytes of the last non-empty level (1.0 for
 /// a tree in one level), RocksDB's usual estimate.
-fn space_amp(s: &varve::db::DbStats) -> f64 {
+fn space_amp(s: &varve::DbStats) -> f64 {
     let total: u64 = s.levels.iter().map(|l| l.bytes).sum();
     match s.levels.iter().rev().find(|l| l.bytes > 0) {
         Some(last) => total as f64 / last.bytes as f64,

@@ -2,5 +2,6 @@
 
 mod write_batch;
 
+pub(crate) use write_batch::BatchOp;
 pub(crate) use write_batch::HEADER_LEN;
-pub use write_batch::{BatchOp, WriteBatch};
+pub use write_batch::WriteBatch;

@@ -17,7 +17,7 @@ use crate::keys::{self, SequenceNumber, ValueKind};
 
 /// Decides, for a sorted stream of internal keys, which to keep.
 #[derive(Debug)]
-pub struct VersionFilter {
+pub(crate) struct VersionFilter {
     snapshots: Vec<SequenceNumber>,
     current_key: Vec<u8>,
     has_current: bool,
@@ -27,7 +27,7 @@ pub struct VersionFilter {
 
 impl VersionFilter {
     /// A filter for the given live snapshots (any order).
-    pub fn new(mut snapshots: Vec<SequenceNumber>) -> Self {
+    pub(crate) fn new(mut snapshots: Vec<SequenceNumber>) -> Self {
         snapshots.sort_unstable();
         snapshots.dedup();
         VersionFilter {
@@ -47,7 +47,7 @@ impl VersionFilter {
     /// tells whether no deeper level can hold this user key (it is only
     /// asked about tombstones). Malformed keys are kept (the caller reports
     /// corruption).
-    pub fn keep(&mut self, ikey: &[u8], bottommost: impl FnOnce(&[u8]) -> bool) -> bool {
+    pub(crate) fn keep(&mut self, ikey: &[u8], bottommost: impl FnOnce(&[u8]) -> bool) -> bool {
         let Some(p) = keys::parse_internal_key(ikey) else {
             return true;
         };
@@ -71,7 +71,7 @@ impl VersionFilter {
     }
 
     /// Entries dropped so far.
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 }

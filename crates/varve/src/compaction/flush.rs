@@ -21,7 +21,7 @@ use crate::version::FileMetaData;
 
 /// Writes every visible entry of `iter` into table `number` of `dir`.
 /// Returns `None` (and leaves no file) when nothing is left to write.
-pub fn build_table(
+pub(crate) fn build_table(
     fs: &dyn FileSystem,
     dir: &Path,
     number: u64,

@@ -26,7 +26,7 @@ use crate::version::{ScanOptions, TableCache};
 use crate::{Error, Result};
 
 /// What a compaction needs besides its plan.
-pub struct JobContext<'a> {
+pub(crate) struct JobContext<'a> {
     /// The database directory.
     pub dir: &'a Path,
     /// The file system.
@@ -47,7 +47,7 @@ pub struct JobContext<'a> {
 
 /// What a compaction did.
 #[derive(Debug, Clone, Default)]
-pub struct CompactionResult {
+pub(crate) struct CompactionResult {
     /// Bytes read from input tables.
     pub bytes_read: u64,
     /// Bytes written to output tables.
@@ -61,12 +61,12 @@ pub struct CompactionResult {
 }
 
 /// A user-key range `[start, end)` of a sub-compaction (`None`: unbounded).
-pub type KeySpan = (Option<Vec<u8>>, Option<Vec<u8>>);
+pub(crate) type KeySpan = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Cuts `plan` into at most `parts` user-key spans of about equal size, at
 /// the index separators of its input tables (no data IO). Returns one
 /// unbounded span when the plan is small or `parts <= 1`.
-pub fn split_plan(
+pub(crate) fn split_plan(
     plan: &CompactionPlan,
     ctx: &JobContext<'_>,
     parts: usize,
@@ -108,7 +108,7 @@ pub fn split_plan(
 /// parallel on their own threads; `new_file_number` hands out output file
 /// numbers. Returns the edit that installs the result (not yet applied).
 /// On failure every output of every part is removed.
-pub fn run(
+pub(crate) fn run(
     plan: &CompactionPlan,
     ctx: &JobContext<'_>,
     parts: usize,

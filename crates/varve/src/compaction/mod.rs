@@ -2,8 +2,8 @@
 //! may be dropped (`filter`), rewriting the chosen files (`job`) into new
 //! tables cut at user-key boundaries (`output`, shared with repair).
 
-pub mod filter;
-pub mod flush;
-pub mod job;
-pub mod output;
-pub mod picker;
+pub(crate) mod filter;
+pub(crate) mod flush;
+pub(crate) mod job;
+pub(crate) mod output;
+pub(crate) mod picker;

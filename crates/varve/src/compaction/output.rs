@@ -20,7 +20,7 @@ use crate::sst::{TableBuilder, TableBuilderOptions, TableProperties};
 use crate::version::FileMetaData;
 
 /// Where outputs go and how they are built.
-pub struct OutputConfig<'a> {
+pub(crate) struct OutputConfig<'a> {
     /// The database directory.
     pub dir: &'a Path,
     /// The file system.
@@ -40,7 +40,7 @@ struct Open {
 
 /// Writes entries, in internal-key order, into tables of about
 /// `target_file_size`.
-pub struct TableOutputs<'a> {
+pub(crate) struct TableOutputs<'a> {
     cfg: OutputConfig<'a>,
     new_file_number: &'a (dyn Fn() -> u64 + Sync),
     open: Option<Open>,
@@ -53,7 +53,10 @@ pub struct TableOutputs<'a> {
 
 impl<'a> TableOutputs<'a> {
     /// A writer taking its file numbers from `new_file_number`.
-    pub fn new(cfg: OutputConfig<'a>, new_file_number: &'a (dyn Fn() -> u64 + Sync)) -> Self {
+    pub(crate) fn new(
+        cfg: OutputConfig<'a>,
+        new_file_number: &'a (dyn Fn() -> u64 + Sync),
+    ) -> Self {
         TableOutputs {
             cfg,
             new_file_number,
@@ -66,7 +69,7 @@ impl<'a> TableOutputs<'a> {
     }
 
     /// Appends one entry; keys must come in increasing internal-key order.
-    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let user_key = keys::user_key(key);
         // Cut only between user keys, once the file is big enough.
         let cut = self.open.as_ref().is_some_and(|o| {
@@ -126,7 +129,7 @@ impl<'a> TableOutputs<'a> {
 
     /// Finishes the last table and hands every output (in order) and the
     /// bytes written to the caller, who now owns the files.
-    pub fn finish(mut self) -> Result<(Vec<FileMetaData>, u64)> {
+    pub(crate) fn finish(mut self) -> Result<(Vec<FileMetaData>, u64)> {
         self.close_current()?;
         self.handed_out = true;
         Ok((std::mem::take(&mut self.done), self.bytes_written))

@@ -15,7 +15,7 @@ use crate::version::{FileMetaData, NUM_LEVELS, Version};
 
 /// Shape parameters of the tree.
 #[derive(Debug, Clone)]
-pub struct LevelTargets {
+pub(crate) struct LevelTargets {
     /// L0 file count that triggers a compaction.
     pub l0_compaction_trigger: usize,
     /// Target bytes of L1.
@@ -26,7 +26,7 @@ pub struct LevelTargets {
 
 impl LevelTargets {
     /// Target bytes of `level` (>= 1).
-    pub fn target_bytes(&self, level: usize) -> u64 {
+    pub(crate) fn target_bytes(&self, level: usize) -> u64 {
         let mut t = self.max_bytes_for_level_base;
         for _ in 1..level {
             t = t.saturating_mul(self.max_bytes_for_level_multiplier);
@@ -37,7 +37,7 @@ impl LevelTargets {
 
 /// A chosen compaction: `inputs[0]` from `level`, `inputs[1]` from `level + 1`.
 #[derive(Debug, Clone)]
-pub struct CompactionPlan {
+pub(crate) struct CompactionPlan {
     /// The level compacted from.
     pub level: usize,
     /// Files of `level` and of `level + 1`.
@@ -48,29 +48,29 @@ pub struct CompactionPlan {
 
 impl CompactionPlan {
     /// The level written to.
-    pub fn output_level(&self) -> usize {
+    pub(crate) fn output_level(&self) -> usize {
         self.level + 1
     }
 
     /// A single file with nothing below it to merge with can simply move
     /// down a level (no rewrite).
-    pub fn is_trivial_move(&self) -> bool {
+    pub(crate) fn is_trivial_move(&self) -> bool {
         self.inputs[0].len() == 1 && self.inputs[1].is_empty()
     }
 
     /// Every input file number.
-    pub fn input_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn input_numbers(&self) -> impl Iterator<Item = u64> + '_ {
         self.inputs.iter().flatten().map(|f| f.number)
     }
 
     /// Total input bytes.
-    pub fn input_bytes(&self) -> u64 {
+    pub(crate) fn input_bytes(&self) -> u64 {
         self.inputs.iter().flatten().map(|f| f.file_size).sum()
     }
 }
 
 /// The compaction score of every level (the last level never compacts).
-pub fn level_scores(v: &Version, t: &LevelTargets) -> Vec<f64> {
+pub(crate) fn level_scores(v: &Version, t: &LevelTargets) -> Vec<f64> {
     (0..NUM_LEVELS)
         .map(|level| match level {
             0 => v.num_files(0) as f64 / t.l0_compaction_trigger.max(1) as f64,
@@ -112,7 +112,7 @@ fn with_next_level(
 }
 
 /// The most needed compaction, if any level scores `>= 1`.
-pub fn pick(
+pub(crate) fn pick(
     v: &Version,
     t: &LevelTargets,
     being_compacted: &HashSet<u64>,
@@ -152,7 +152,7 @@ pub fn pick(
 /// A compaction of the files of `level` overlapping `[begin, end]` (user
 /// keys, `None` = unbounded), for `compact_range`. `None` if the level has
 /// no such file or one is busy.
-pub fn pick_range(
+pub(crate) fn pick_range(
     v: &Version,
     level: usize,
     begin: Option<&[u8]>,

@@ -51,19 +51,19 @@ pub(crate) struct Background {
 
 impl Background {
     /// Wakes the background threads.
-    pub fn kick(&self) {
+    pub(crate) fn kick(&self) {
         let _g = self.state.lock();
         self.work.notify_all();
     }
 
     /// Wakes everyone waiting for background progress.
-    pub fn progressed(&self) {
+    pub(crate) fn progressed(&self) {
         let _g = self.state.lock();
         self.progress.notify_all();
     }
 
     /// Waits (at most `timeout`) for background progress.
-    pub fn wait_progress(&self, timeout: Duration) {
+    pub(crate) fn wait_progress(&self, timeout: Duration) {
         let mut g = self.state.lock();
         if !g.shutting_down {
             self.progress.wait_for(&mut g, timeout);

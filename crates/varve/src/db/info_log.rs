@@ -15,14 +15,14 @@ use crate::io::{FileSystem, WritableFile};
 
 /// Appends lines to `LOG`.
 #[derive(Debug)]
-pub struct InfoLog {
+pub(crate) struct InfoLog {
     file: Mutex<Option<Box<dyn WritableFile>>>,
 }
 
 impl InfoLog {
     /// Opens `dir/LOG`, keeping the previous one as `LOG.old`. If the file
     /// cannot be created the log is silently disabled.
-    pub fn open(fs: &dyn FileSystem, dir: &Path) -> InfoLog {
+    pub(crate) fn open(fs: &dyn FileSystem, dir: &Path) -> InfoLog {
         let path = dir.join(INFO_LOG);
         if fs.exists(&path).unwrap_or(false) {
             let _ = fs.rename(&path, &dir.join(INFO_LOG_OLD));
@@ -33,14 +33,14 @@ impl InfoLog {
     }
 
     /// An event log that drops every line (read-only databases write nothing).
-    pub fn disabled() -> InfoLog {
+    pub(crate) fn disabled() -> InfoLog {
         InfoLog {
             file: Mutex::new(None),
         }
     }
 
     /// Writes one line.
-    pub fn log(&self, msg: impl AsRef<str>) {
+    pub(crate) fn log(&self, msg: impl AsRef<str>) {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();

@@ -20,7 +20,7 @@ use crate::version::Version;
 
 /// A memtable and the number of the WAL that holds its entries.
 #[derive(Debug, Clone)]
-pub struct Mem {
+pub(crate) struct Mem {
     /// The table.
     pub table: Arc<MemTable>,
     /// Its WAL.
@@ -29,7 +29,7 @@ pub struct Mem {
 
 /// Memtables and tables of one moment.
 #[derive(Debug, Clone)]
-pub struct SuperVersion {
+pub(crate) struct SuperVersion {
     /// The memtable receiving writes.
     pub mem: Mem,
     /// Full memtables, newest first.
@@ -40,7 +40,7 @@ pub struct SuperVersion {
 
 /// What a point lookup found in the memtables.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MemLookup {
+pub(crate) enum MemLookup {
     /// The newest visible entry is a value.
     Value(Vec<u8>),
     /// The newest visible entry is a tombstone.
@@ -51,7 +51,7 @@ pub enum MemLookup {
 
 impl SuperVersion {
     /// Looks `user_key` up at `seq` in the memtables, newest first.
-    pub fn get_from_memtables(&self, user_key: &[u8], seq: SequenceNumber) -> MemLookup {
+    pub(crate) fn get_from_memtables(&self, user_key: &[u8], seq: SequenceNumber) -> MemLookup {
         for m in std::iter::once(&self.mem).chain(self.imms.iter()) {
             if let Some((kind, value)) = m.table.get(user_key, seq) {
                 return match kind {
@@ -64,7 +64,7 @@ impl SuperVersion {
     }
 
     /// One iterator per memtable, newest first.
-    pub fn memtable_iterators(&self) -> Vec<Box<dyn InternalIterator>> {
+    pub(crate) fn memtable_iterators(&self) -> Vec<Box<dyn InternalIterator>> {
         std::iter::once(&self.mem)
             .chain(self.imms.iter())
             .map(|m| Box::new(m.table.iter()) as Box<dyn InternalIterator>)
@@ -73,7 +73,7 @@ impl SuperVersion {
 
     /// The same state where the current memtable became immutable and
     /// `fresh` receives writes (an empty current memtable is replaced).
-    pub fn switched(&self, fresh: Mem) -> SuperVersion {
+    pub(crate) fn switched(&self, fresh: Mem) -> SuperVersion {
         let mut imms = Vec::with_capacity(self.imms.len() + 1);
         if !self.mem.table.is_empty() {
             imms.push(self.mem.clone());
@@ -87,7 +87,7 @@ impl SuperVersion {
     }
 
     /// Bytes of arena in use across all memtables.
-    pub fn memtable_usage(&self) -> usize {
+    pub(crate) fn memtable_usage(&self) -> usize {
         self.mem.table.memory_usage()
             + self
                 .imms
@@ -98,7 +98,7 @@ impl SuperVersion {
 }
 
 /// Upper bound of the memtable bytes `batch` needs.
-pub fn batch_charge(batch: &WriteBatch) -> usize {
+pub(super) fn batch_charge(batch: &WriteBatch) -> usize {
     batch
         .iter()
         .map(|op| match op {
@@ -109,7 +109,7 @@ pub fn batch_charge(batch: &WriteBatch) -> usize {
 }
 
 /// Inserts the operations of `batch` with sequence numbers from `first_seq`.
-pub fn insert_batch(
+pub(super) fn insert_batch(
     mem: &MemTable,
     batch: &WriteBatch,
     first_seq: SequenceNumber,

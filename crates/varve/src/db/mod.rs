@@ -41,7 +41,7 @@ pub use debug::DbDebug;
 pub(crate) use inner::{DbInner, table_options};
 pub use read::anchors::{Anchor, Anchors, KeyRange};
 pub use read::db_iter::DbIterator;
-pub use read::par_scan::{CHUNKS_PER_THREAD, ChunkInfo, MAX_CHUNK_BYTES, MAX_CHUNKS};
+pub use read::par_scan::ChunkInfo;
 pub use recovery::{RecoveryReport, TruncatedTail};
 pub use repair::RepairReport;
 pub use stats::{DbStats, LevelStats};

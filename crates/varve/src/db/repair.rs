@@ -54,7 +54,7 @@ use crate::wal;
 use crate::{Error, Options, Result, WriteBatch};
 
 /// Name of the subdirectory that receives files repair rejects.
-pub const LOST_DIR: &str = "lost";
+pub(super) const LOST_DIR: &str = "lost";
 
 /// What [`repair`](crate::Db::repair) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

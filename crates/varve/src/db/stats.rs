@@ -31,7 +31,7 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
-    pub fn add(c: &AtomicU64, n: u64) {
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
     }
 }

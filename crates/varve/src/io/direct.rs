@@ -24,7 +24,7 @@ use crate::io::fiber::fiber_aio_read;
 use crate::{Error, Result};
 
 /// Alignment of offsets, lengths and buffers for O_DIRECT.
-pub const ALIGN: usize = 4096;
+pub(crate) const ALIGN: usize = 4096;
 
 /// Bytes collected before a direct writer writes them out.
 const WRITE_CHUNK: usize = 1 << 20;
@@ -144,7 +144,7 @@ pub(crate) fn create_write(path: &Path) -> Result<DirectWritable> {
 
 /// A file read with O_DIRECT.
 #[derive(Debug)]
-pub struct DirectRandomAccess {
+pub(super) struct DirectRandomAccess {
     file: File,
     path: PathBuf,
 }
@@ -205,7 +205,7 @@ impl RandomAccessFile for DirectRandomAccess {
 
 /// A file written with O_DIRECT (see the module docs).
 #[derive(Debug)]
-pub struct DirectWritable {
+pub(super) struct DirectWritable {
     file: File,
     path: PathBuf,
     /// Logical length (bytes appended).

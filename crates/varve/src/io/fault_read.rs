@@ -59,7 +59,7 @@ impl ReadFaults {
             return Ok(());
         };
         self.in_flight_at_fault
-            .store(super::in_flight_reads(), Ordering::SeqCst);
+            .store(super::fiber::in_flight_reads(), Ordering::SeqCst);
         match fault {
             ReadFault::Error => Err(Error::io(
                 path,

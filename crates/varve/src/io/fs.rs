@@ -44,14 +44,14 @@ pub trait LogFile: Send + Sync + Debug {
 /// file order (`offset` == bytes written so far), which the WAL's ordered
 /// sink guarantees. The default for file systems without positional writes.
 #[derive(Debug)]
-pub struct AppendLogFile {
+pub(crate) struct AppendLogFile {
     file: parking_lot::Mutex<Box<dyn WritableFile>>,
     path: std::path::PathBuf,
 }
 
 impl AppendLogFile {
     /// Wraps `file` (writes continue at its current length).
-    pub fn new(file: Box<dyn WritableFile>) -> AppendLogFile {
+    pub(crate) fn new(file: Box<dyn WritableFile>) -> AppendLogFile {
         AppendLogFile {
             path: file.path().to_path_buf(),
             file: parking_lot::Mutex::new(file),

@@ -8,20 +8,22 @@
 //! inside `multi_get` fibers.
 
 mod direct;
+#[cfg(any(test, feature = "testing"))]
 mod fault;
+#[cfg(any(test, feature = "testing"))]
 mod fault_read;
-pub mod fiber;
+pub(crate) mod fiber;
 mod fs;
 mod posix;
-pub mod uring;
+pub(crate) mod uring;
 
-pub use direct::ALIGN as DIRECT_IO_ALIGN;
+pub(crate) use direct::ALIGN as DIRECT_IO_ALIGN;
 pub(crate) use direct::AlignedBuf;
+#[cfg(any(test, feature = "testing"))]
 pub use fault::{FaultInjectingFs, ReadRecord};
+#[cfg(any(test, feature = "testing"))]
 pub use fault_read::ReadFault;
-pub use fs::{
-    AppendLogFile, FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile,
-};
+pub use fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
 pub use posix::PosixFs;
 
 /// Whether reads may use io_uring
@@ -38,4 +40,4 @@ pub enum IoEngine {
     Sync,
 }
 pub(crate) use posix::create_truncated;
-pub use uring::{in_flight_reads, io_uring_available};
+pub use uring::io_uring_available;

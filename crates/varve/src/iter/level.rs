@@ -15,10 +15,10 @@ use crate::keys::compare_internal_keys;
 use crate::{Error, Result};
 
 /// Opens the iterator of file `index` of the level.
-pub type FileOpener = Box<dyn Fn(usize) -> Result<Box<dyn InternalIterator>> + Send>;
+pub(crate) type FileOpener = Box<dyn Fn(usize) -> Result<Box<dyn InternalIterator>> + Send>;
 
 /// Concatenates the iterators of a level's files.
-pub struct LevelIterator {
+pub(crate) struct LevelIterator {
     /// Largest internal key of each file, in order.
     largest: Vec<Vec<u8>>,
     open: FileOpener,
@@ -29,7 +29,7 @@ pub struct LevelIterator {
 
 impl LevelIterator {
     /// A cursor over files whose largest internal keys are `largest` (sorted).
-    pub fn new(largest: Vec<Vec<u8>>, open: FileOpener) -> Self {
+    pub(crate) fn new(largest: Vec<Vec<u8>>, open: FileOpener) -> Self {
         LevelIterator {
             largest,
             open,

@@ -44,7 +44,7 @@ enum Direction {
 }
 
 /// Merges sorted children into one sorted cursor.
-pub struct MergingIterator {
+pub(crate) struct MergingIterator {
     children: Vec<Box<dyn InternalIterator>>,
     current: Option<usize>,
     direction: Direction,
@@ -66,7 +66,7 @@ const CACHED_SEEK: std::time::Duration = std::time::Duration::from_micros(20);
 
 impl MergingIterator {
     /// Merges `children` (which need not be positioned).
-    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+    pub(crate) fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
         MergingIterator {
             children,
             current: None,
@@ -79,7 +79,7 @@ impl MergingIterator {
 
     /// Like [`new`](Self::new); with `concurrent`, seeks position the
     /// children on fibers so their block reads overlap.
-    pub fn with_concurrent_seeks(
+    pub(crate) fn with_concurrent_seeks(
         children: Vec<Box<dyn InternalIterator>>,
         concurrent: bool,
     ) -> Self {

@@ -4,5 +4,5 @@
 //! [`InternalIterator`](crate::internal_iter::InternalIterator); the
 //! user-facing iterator is in `db/read/`.
 
-pub mod level;
-pub mod merging;
+pub(crate) mod level;
+pub(crate) mod merging;

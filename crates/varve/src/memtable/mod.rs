@@ -49,4 +49,4 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use table::{MemTable, MemTableFull, MemTableIterator};
+pub(crate) use table::{MemTable, MemTableFull};

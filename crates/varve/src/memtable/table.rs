@@ -21,10 +21,10 @@ use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, TRAILER_LEN, ValueKind};
 /// Returned by [`MemTable::add`] when the arena has no room left.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("memtable is full")]
-pub struct MemTableFull;
+pub(crate) struct MemTableFull;
 
 /// A sorted in-memory table of internal entries with a fixed byte capacity.
-pub struct MemTable {
+pub(crate) struct MemTable {
     list: SkipList,
 }
 
@@ -44,7 +44,7 @@ impl MemTable {
     /// The capacity is clamped to the range the arena supports: at least
     /// the head node (a few dozen bytes, which count as used) and at most
     /// `u32::MAX` bytes (arena offsets are `u32`).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         MemTable {
             list: SkipList::new(capacity),
         }
@@ -58,24 +58,24 @@ impl MemTable {
     /// with `n >=` the sum of the charges of some entries accepts them all
     /// (up to the `u32::MAX` capacity limit). This costs one head node
     /// (a few dozen bytes) of slack when deciding to switch memtables.
-    pub fn entry_charge(user_key_len: usize, value_len: usize) -> usize {
+    pub(crate) fn entry_charge(user_key_len: usize, value_len: usize) -> usize {
         SkipList::node_charge(user_key_len.saturating_add(TRAILER_LEN), value_len)
             .saturating_add(SkipList::HEAD_SIZE)
     }
 
     /// Arena capacity in bytes.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.list.capacity()
     }
 
     /// Arena bytes handed out so far: the head node and every entry,
     /// alignment padding included.
-    pub fn memory_usage(&self) -> usize {
+    pub(crate) fn memory_usage(&self) -> usize {
         self.list.memory_usage()
     }
 
     /// Arena bytes still free.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.capacity().saturating_sub(self.memory_usage())
     }
 
@@ -87,7 +87,7 @@ impl MemTable {
     /// that is already present (the engine never does: sequence numbers are
     /// unique) keeps both entries side by side; `get` and iteration then see
     /// either one first, and `prev` from one skips the other.
-    pub fn add(
+    pub(crate) fn add(
         &self,
         seq: SequenceNumber,
         kind: ValueKind,
@@ -104,7 +104,7 @@ impl MemTable {
 
     /// The newest entry of `user_key` with sequence `<= seq` (a `seq` above
     /// [`keys::MAX_SEQUENCE`] means "any"), borrowed from the arena.
-    pub fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, &[u8])> {
+    pub(crate) fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, &[u8])> {
         let target = Target {
             user_key,
             trailer: keys::pack_trailer(seq.min(MAX_SEQUENCE), ValueKind::FOR_SEEK),
@@ -115,18 +115,18 @@ impl MemTable {
     }
 
     /// Number of entries (completed `add`s).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.list.len()
     }
 
     /// True when empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// A cursor over the entries that keeps the memtable alive. It starts
     /// unpositioned; entries added while it exists may or may not be seen.
-    pub fn iter(self: &Arc<Self>) -> MemTableIterator {
+    pub(crate) fn iter(self: &Arc<Self>) -> MemTableIterator {
         MemTableIterator {
             mem: Arc::clone(self),
             node: None,
@@ -141,7 +141,7 @@ impl MemTable {
 
 /// Cursor over a memtable; implements [`InternalIterator`]. `next` is O(1),
 /// seeks and `prev` are O(log n) searches.
-pub struct MemTableIterator {
+pub(crate) struct MemTableIterator {
     mem: Arc<MemTable>,
     /// Current node; always a node of `mem.list`.
     node: Option<Node>,

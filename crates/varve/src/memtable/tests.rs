@@ -9,7 +9,8 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::skiplist::{self, MAX_HEIGHT, SkipList, Target};
-use super::{MemTable, MemTableFull, MemTableIterator};
+use super::table::MemTableIterator;
+use super::{MemTable, MemTableFull};
 use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, ValueKind};
 

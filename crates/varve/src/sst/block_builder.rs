@@ -13,7 +13,7 @@ use crate::util::coding::{put_fixed32, put_varint32};
 
 /// Accumulates entries of one block.
 #[derive(Debug)]
-pub struct BlockBuilder {
+pub(crate) struct BlockBuilder {
     buf: Vec<u8>,
     restarts: Vec<u32>,
     restart_interval: usize,
@@ -25,7 +25,7 @@ pub struct BlockBuilder {
 impl BlockBuilder {
     /// A builder putting a restart point every `restart_interval` entries
     /// (at least 1).
-    pub fn new(restart_interval: usize) -> Self {
+    pub(crate) fn new(restart_interval: usize) -> Self {
         BlockBuilder {
             buf: Vec::new(),
             restarts: vec![0],
@@ -37,7 +37,7 @@ impl BlockBuilder {
     }
 
     /// Forgets everything added, keeping the allocations.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.buf.clear();
         self.restarts.clear();
         self.restarts.push(0);
@@ -47,27 +47,23 @@ impl BlockBuilder {
     }
 
     /// True when nothing was added since the last reset.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries == 0
     }
 
     /// Number of entries added.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries
     }
 
-    /// The last key added (empty if none).
-    pub fn last_key(&self) -> &[u8] {
-        &self.last_key
-    }
-
     /// Size [`finish`](Self::finish) would return now.
-    pub fn current_size_estimate(&self) -> usize {
+    pub(crate) fn current_size_estimate(&self) -> usize {
         self.buf.len() + 4 * self.restarts.len() + 4
     }
 
     /// Adds an entry. `key` must sort after every key added before.
-    pub fn add(&mut self, key: &[u8], value: &[u8]) {
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
         debug_assert!(
             self.entries == 0 || compare_internal_keys(&self.last_key, key).is_lt(),
             "block keys must be strictly increasing"
@@ -98,7 +94,7 @@ impl BlockBuilder {
 
     /// Appends the restart array and returns the finished contents; call
     /// [`reset`](Self::reset) before reusing the builder.
-    pub fn finish(&mut self) -> &[u8] {
+    pub(crate) fn finish(&mut self) -> &[u8] {
         for &r in &self.restarts {
             put_fixed32(&mut self.buf, r);
         }

@@ -14,23 +14,23 @@
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Hash of a user key, as stored in the filter.
-pub fn filter_hash(user_key: &[u8]) -> u64 {
+pub(crate) fn filter_hash(user_key: &[u8]) -> u64 {
     xxh3_64(user_key)
 }
 
 /// Largest number of probes a version-1 filter may use.
-pub const MAX_PROBES: u8 = 30;
+pub(super) const MAX_PROBES: u8 = 30;
 
 /// Collects the hashes of a table's distinct user keys.
 #[derive(Debug)]
-pub struct FilterBuilder {
+pub(crate) struct FilterBuilder {
     bits_per_key: u32,
     hashes: Vec<u64>,
 }
 
 impl FilterBuilder {
     /// A builder with `bits_per_key` (> 0) bits of filter per key.
-    pub fn new(bits_per_key: u32) -> Self {
+    pub(crate) fn new(bits_per_key: u32) -> Self {
         FilterBuilder {
             bits_per_key: bits_per_key.max(1),
             hashes: Vec::new(),
@@ -38,22 +38,12 @@ impl FilterBuilder {
     }
 
     /// Adds a user key (callers skip consecutive duplicates).
-    pub fn add(&mut self, user_key: &[u8]) {
+    pub(crate) fn add(&mut self, user_key: &[u8]) {
         self.hashes.push(filter_hash(user_key));
     }
 
-    /// Number of keys added.
-    pub fn len(&self) -> usize {
-        self.hashes.len()
-    }
-
-    /// True when no key was added.
-    pub fn is_empty(&self) -> bool {
-        self.hashes.is_empty()
-    }
-
     /// Encodes the filter block contents.
-    pub fn finish(&self) -> Vec<u8> {
+    pub(crate) fn finish(&self) -> Vec<u8> {
         let k = ((f64::from(self.bits_per_key) * std::f64::consts::LN_2).round() as u64)
             .clamp(1, u64::from(MAX_PROBES)) as u8;
         let nbits = (self.hashes.len() as u64 * u64::from(self.bits_per_key))
@@ -94,14 +84,14 @@ fn probes(h: u64, k: u8) -> impl Iterator<Item = usize> {
 
 /// A decoded filter, immutable and shared by all readers of a table.
 #[derive(Debug)]
-pub struct BloomFilter {
+pub(crate) struct BloomFilter {
     bits: Vec<u8>,
     k: u8,
 }
 
 impl BloomFilter {
     /// Decodes filter block contents; `Err(reason)` if malformed.
-    pub fn decode(mut data: Vec<u8>) -> Result<BloomFilter, String> {
+    pub(crate) fn decode(mut data: Vec<u8>) -> Result<BloomFilter, String> {
         let k = data.pop().ok_or("empty filter block")?;
         if k == 0 || k > MAX_PROBES {
             return Err(format!("filter has {k} probes (allowed 1..={MAX_PROBES})"));
@@ -116,12 +106,12 @@ impl BloomFilter {
     }
 
     /// False only if the key is certainly absent.
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
         self.may_contain_hash(filter_hash(user_key))
     }
 
     /// [`may_contain`](Self::may_contain) for a precomputed [`filter_hash`].
-    pub fn may_contain_hash(&self, h: u64) -> bool {
+    pub(crate) fn may_contain_hash(&self, h: u64) -> bool {
         let nblocks = (self.bits.len() / BLOCK_BYTES) as u64;
         let base = block_of(h, nblocks) * BLOCK_BYTES;
         let Some(block) = self.bits.get(base..base + BLOCK_BYTES) else {
@@ -131,7 +121,7 @@ impl BloomFilter {
     }
 
     /// Bytes of memory the filter holds.
-    pub fn memory(&self) -> usize {
+    pub(crate) fn memory(&self) -> usize {
         self.bits.capacity() + std::mem::size_of::<Self>()
     }
 }

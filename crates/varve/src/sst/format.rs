@@ -19,22 +19,22 @@ use crate::util::coding::{decode_fixed32, decode_varint64, put_fixed32, put_vari
 use crate::{Error, Result};
 
 /// The table format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// The last 8 bytes of every table file.
-pub const MAGIC: &[u8; 8] = b"varveSST";
+pub(crate) const MAGIC: &[u8; 8] = b"varveSST";
 
 /// Bytes after each block's contents: compression type u8 | masked CRC32C u32 LE.
-pub const BLOCK_TRAILER_LEN: usize = 5;
+pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
 
 /// Size of the footer at the end of every table file.
-pub const FOOTER_LEN: usize = 80;
+pub(crate) const FOOTER_LEN: usize = 80;
 
 /// Size of the footer's zero-padded area holding the three handles.
 const HANDLES_AREA_LEN: usize = 64;
 
 /// Largest encoding of a handle: two 10-byte varints.
-pub const MAX_HANDLE_LEN: usize = 20;
+pub(super) const MAX_HANDLE_LEN: usize = 20;
 
 /// How a block's stored contents are compressed (the trailer's type byte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -107,19 +107,19 @@ impl BlockHandle {
 }
 
 /// The masked CRC32C stored in a block trailer.
-pub fn block_checksum(contents: &[u8], type_byte: u8) -> u32 {
+pub(super) fn block_checksum(contents: &[u8], type_byte: u8) -> u32 {
     mask(crc32c_extend(crc32c(contents), &[type_byte]))
 }
 
 /// Appends the 5-byte trailer for `contents` stored with `type_byte`.
-pub fn put_block_trailer(dst: &mut Vec<u8>, contents: &[u8], type_byte: u8) {
+pub(super) fn put_block_trailer(dst: &mut Vec<u8>, contents: &[u8], type_byte: u8) {
     dst.push(type_byte);
     put_fixed32(dst, block_checksum(contents, type_byte));
 }
 
 /// Compresses `raw` with LZ4 into `dst` (cleared first):
 /// `varint64 uncompressed length | LZ4 block`.
-pub fn lz4_compress(raw: &[u8], dst: &mut Vec<u8>) {
+pub(super) fn lz4_compress(raw: &[u8], dst: &mut Vec<u8>) {
     dst.clear();
     put_varint64(dst, raw.len() as u64);
     dst.extend_from_slice(&lz4_flex::block::compress(raw));
@@ -130,7 +130,7 @@ pub fn lz4_compress(raw: &[u8], dst: &mut Vec<u8>) {
 const LZ4_MAX_RATIO: u64 = 255;
 
 /// Inverse of [`lz4_compress`]; `Err(reason)` on malformed input.
-pub fn lz4_decompress(stored: &[u8]) -> std::result::Result<Vec<u8>, String> {
+pub(super) fn lz4_decompress(stored: &[u8]) -> std::result::Result<Vec<u8>, String> {
     let (len, n) = decode_varint64(stored).ok_or("bad LZ4 length prefix")?;
     let body = &stored[n..];
     if len > (body.len() as u64).saturating_mul(LZ4_MAX_RATIO) + 16 || len > u32::MAX as u64 {
@@ -149,7 +149,7 @@ pub fn lz4_decompress(stored: &[u8]) -> std::result::Result<Vec<u8>, String> {
 /// Checks that the block lies inside `[0, limit)` and that the read is
 /// complete, then [`decode_block`]. Errors are `Corruption` at
 /// `handle.offset` (IO errors pass through).
-pub fn read_block(
+pub(super) fn read_block(
     file: &dyn RandomAccessFile,
     handle: BlockHandle,
     limit: u64,
@@ -170,7 +170,7 @@ pub fn read_block(
 }
 
 /// Checks that the block at `handle`, trailer included, lies in `[start, limit)`.
-pub fn check_handle(handle: BlockHandle, start: u64, limit: u64, path: &Path) -> Result<()> {
+pub(super) fn check_handle(handle: BlockHandle, start: u64, limit: u64, path: &Path) -> Result<()> {
     match handle.end() {
         Some(end) if handle.offset >= start && end <= limit => Ok(()),
         _ => Err(Error::corruption(
@@ -229,7 +229,12 @@ fn check_stored(
 /// Turns `buf` (stored contents followed by the 5-byte trailer, read at
 /// `offset`) into the uncompressed contents: checks the checksum (when
 /// `verify`), the type byte and the decompression.
-pub fn decode_block(mut buf: Vec<u8>, offset: u64, path: &Path, verify: bool) -> Result<Vec<u8>> {
+pub(super) fn decode_block(
+    mut buf: Vec<u8>,
+    offset: u64,
+    path: &Path,
+    verify: bool,
+) -> Result<Vec<u8>> {
     match check_stored(&buf, offset, path, verify)? {
         (size, Compression::None) => {
             buf.truncate(size);

@@ -26,21 +26,22 @@ mod table_iter;
 #[cfg(test)]
 mod tests;
 
-pub use block::{Block, BlockIter};
-pub use block_builder::BlockBuilder;
-pub use block_bytes::BlockBytes;
+pub(crate) use block::Block;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use block_builder::BlockBuilder;
 pub use block_cache::BlockCache;
-pub use filter::{BloomFilter, FilterBuilder, filter_hash};
-pub use format::{
-    BLOCK_TRAILER_LEN, BlockHandle, Compression, FOOTER_LEN, FORMAT_VERSION, Footer, MAGIC,
-};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use filter::{BloomFilter, FilterBuilder};
+pub(crate) use format::FOOTER_LEN;
+pub use format::{BlockHandle, Compression, Footer};
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use index_search::IndexSearch;
 pub use properties::TableProperties;
-pub use readahead::{
-    COMPACTION_READAHEAD, DEFAULT_READAHEAD, MIN_READAHEAD, Readahead, ReaderPool,
-};
+pub use readahead::ReaderPool;
+pub(crate) use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, Readahead};
 pub(crate) use table::PointPlan;
-pub use table::{Table, TableReadOptions, verify_table};
-pub use table_builder::{TableBuilder, TableBuilderOptions};
-pub use table_iter::{SharedReadahead, TableIterOptions, TableIterator};
+pub(crate) use table::{Table, TableReadOptions, verify_table};
+pub(crate) use table_builder::{TableBuilder, TableBuilderOptions};
+pub(crate) use table_iter::TableIterOptions;
+#[cfg(test)]
+pub(crate) use table_iter::TableIterator;

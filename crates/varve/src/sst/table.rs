@@ -13,7 +13,7 @@
 //! check is `Error::Corruption` naming the file and the block's offset.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::internal_iter::InternalIterator;
@@ -35,7 +35,7 @@ use super::table_iter::{TableIterOptions, TableIterator};
 
 /// How a table is read.
 #[derive(Clone)]
-pub struct TableReadOptions {
+pub(crate) struct TableReadOptions {
     /// Shared cache for data blocks (`None`: no caching).
     pub cache: Option<Arc<BlockCache>>,
     /// This table's key in the cache, unique per table (the file number).
@@ -78,7 +78,7 @@ pub(crate) enum PointPlan {
 }
 
 /// An open, read-only table file.
-pub struct Table {
+pub(crate) struct Table {
     file: Arc<dyn RandomAccessFile>,
     path: PathBuf,
     /// End of the last data block (= offset of the first meta block).
@@ -108,7 +108,7 @@ impl fmt::Debug for Table {
 impl Table {
     /// Opens the table in `file` of `file_size` bytes: reads and verifies
     /// the footer, properties, index and filter, and pins them in memory.
-    pub fn open(
+    pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
         file_size: u64,
         opts: TableReadOptions,
@@ -211,7 +211,7 @@ impl Table {
 
     /// The newest entry of `user_key` with sequence `<= seq`, if the table
     /// has one (a tombstone comes back as `ValueKind::Deletion`).
-    pub fn get(
+    pub(crate) fn get(
         &self,
         user_key: &[u8],
         seq: SequenceNumber,
@@ -308,28 +308,28 @@ impl Table {
     }
 
     /// False only if the bloom filter says `user_key` is absent.
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
     /// A cursor over all entries (two-level: index, then data blocks).
-    pub fn iter(self: &Arc<Self>) -> TableIterator {
+    pub(crate) fn iter(self: &Arc<Self>) -> TableIterator {
         TableIterator::new(Arc::clone(self), TableIterOptions::default())
     }
 
     /// A cursor that reads ahead, stops its read-ahead at an upper bound and
     /// may skip filling the block cache (see [`TableIterOptions`]).
-    pub fn iter_with(self: &Arc<Self>, opts: TableIterOptions) -> TableIterator {
+    pub(crate) fn iter_with(self: &Arc<Self>, opts: TableIterOptions) -> TableIterator {
         TableIterator::new(Arc::clone(self), opts)
     }
 
     /// The table's properties.
-    pub fn properties(&self) -> &TableProperties {
+    pub(crate) fn properties(&self) -> &TableProperties {
         &self.props
     }
 
     /// Bytes held in memory for the table's life (index, filter, properties).
-    pub fn pinned_memory(&self) -> usize {
+    pub(crate) fn pinned_memory(&self) -> usize {
         self.index.charge()
             + self.index_search.as_ref().map_or(0, IndexSearch::memory)
             + self.filter.as_ref().map_or(0, BloomFilter::memory)
@@ -338,7 +338,8 @@ impl Table {
 
     /// Approximate file offset where entries `>= internal_key` start (from
     /// the index; no data IO). Past the last key: the end of the data blocks.
-    pub fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         let mut idx = self.index.iter();
         idx.seek(internal_key);
         if idx.valid()
@@ -352,7 +353,7 @@ impl Table {
     /// Each data block's index separator (an internal key `>=` every key of
     /// the block and `<` every key of the next) and the offset where the block
     /// ends. No data IO.
-    pub fn index_samples(&self) -> Vec<(Vec<u8>, u64)> {
+    pub(crate) fn index_samples(&self) -> Vec<(Vec<u8>, u64)> {
         let mut out = Vec::with_capacity(self.props.num_data_blocks as usize);
         let mut idx = self.index.iter();
         idx.seek_to_first();
@@ -363,11 +364,6 @@ impl Table {
             idx.next();
         }
         out
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     pub(crate) fn index_block(&self) -> &Arc<Block> {
@@ -503,7 +499,10 @@ fn check_index(
 /// Opens the table at `path` and reads every entry (so every block's
 /// checksum is verified), checking that the count matches its properties.
 /// Returns the open table. Used by `varve check` and repair.
-pub fn verify_table(fs: &dyn crate::io::FileSystem, path: &std::path::Path) -> Result<Arc<Table>> {
+pub(crate) fn verify_table(
+    fs: &dyn crate::io::FileSystem,
+    path: &std::path::Path,
+) -> Result<Arc<Table>> {
     let size = fs.file_size(path)?;
     let file = fs.open_random_access(path)?;
     let table = Table::open(file, size, TableReadOptions::default())?;

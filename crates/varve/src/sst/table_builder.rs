@@ -21,11 +21,11 @@ use super::format::{
 use super::properties::TableProperties;
 
 /// Largest `key.len() + value.len()` of one entry (block offsets are `u32`).
-pub const MAX_ENTRY_BYTES: usize = 1 << 30;
+pub(super) const MAX_ENTRY_BYTES: usize = 1 << 30;
 
 /// Options for writing a table.
 #[derive(Debug, Clone)]
-pub struct TableBuilderOptions {
+pub(crate) struct TableBuilderOptions {
     /// Target uncompressed size of a data block (default 4096). A block may
     /// exceed it by one entry.
     pub block_size: usize,
@@ -50,7 +50,7 @@ impl Default for TableBuilderOptions {
 
 /// Writes a table through a [`WritableFile`].
 #[derive(Debug)]
-pub struct TableBuilder {
+pub(crate) struct TableBuilder {
     file: Box<dyn WritableFile>,
     opts: TableBuilderOptions,
     offset: u64,
@@ -69,7 +69,7 @@ pub struct TableBuilder {
 
 impl TableBuilder {
     /// A builder writing to `file` (which should be empty).
-    pub fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
+    pub(crate) fn new(file: Box<dyn WritableFile>, opts: TableBuilderOptions) -> Self {
         debug_assert!(file.is_empty(), "a table is written to an empty file");
         let filter =
             (opts.bloom_bits_per_key > 0).then(|| FilterBuilder::new(opts.bloom_bits_per_key));
@@ -90,7 +90,7 @@ impl TableBuilder {
     }
 
     /// Adds an entry; keys must be strictly increasing internal keys.
-    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+    pub(crate) fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.duplicate());
         }
@@ -140,18 +140,18 @@ impl TableBuilder {
     }
 
     /// Entries added so far.
-    pub fn num_entries(&self) -> u64 {
+    pub(crate) fn num_entries(&self) -> u64 {
         self.props.num_entries
     }
 
     /// Bytes written so far plus the pending data block.
-    pub fn estimated_file_size(&self) -> u64 {
+    pub(crate) fn estimated_file_size(&self) -> u64 {
         self.offset + self.data_block.current_size_estimate() as u64
     }
 
     /// Writes the remaining blocks and the footer, syncs, and returns the
     /// table's properties (with `file_size`).
-    pub fn finish(mut self) -> Result<TableProperties> {
+    pub(crate) fn finish(mut self) -> Result<TableProperties> {
         if let Some(e) = &self.failed {
             return Err(e.duplicate());
         }
@@ -257,7 +257,7 @@ fn append_trailer(dst: &mut Vec<u8>, seq: u64, kind: ValueKind) {
 /// when the user keys differ and a one-byte increment of `start`'s user key
 /// at the first differing position stays below `limit`'s, that shortened
 /// user key with the largest trailer; otherwise `start` itself.
-pub fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
+pub(super) fn shortest_separator(start: &[u8], limit: &[u8]) -> Vec<u8> {
     let (a, b) = (user_key(start), user_key(limit));
     let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     if common < a.len() && common < b.len() {

@@ -28,11 +28,11 @@ use super::table::Table;
 
 /// Read-ahead state shared by the table iterators of one scan source (a
 /// level). Never contended: one iterator uses it at a time.
-pub type SharedReadahead = Arc<Mutex<Readahead>>;
+pub(crate) type SharedReadahead = Arc<Mutex<Readahead>>;
 
 /// How a [`TableIterator`] reads its data blocks.
 #[derive(Clone)]
-pub struct TableIterOptions {
+pub(crate) struct TableIterOptions {
     /// Read ahead through this state; `None`: one `read_at` per block.
     pub readahead: Option<SharedReadahead>,
     /// Exclusive upper bound (a user key) of the scan: read-ahead never
@@ -63,7 +63,7 @@ impl fmt::Debug for TableIterOptions {
 }
 
 /// Cursor over all entries of a [`Table`]; implements [`InternalIterator`].
-pub struct TableIterator {
+pub(crate) struct TableIterator {
     table: Arc<Table>,
     index: BlockIter,
     data: Option<BlockIter>,

@@ -19,6 +19,19 @@ pub use manifest_dump::{ManifestDump, ManifestRecord, dump_manifest};
 pub use sst_dump::{SstDump, SstEntry, dump_sst};
 pub use wal_dump::{WalDump, WalOp, WalRecord, dump_wal};
 
+// The format types the dumps above hold, and the key decoder the `varve`
+// tool prints table entries with.
+pub use crate::keys::{ParsedInternalKey, ValueKind, parse_internal_key};
+pub use crate::sst::{BlockHandle, Footer, TableProperties};
+pub use crate::version::{FileMetaData, VersionEdit};
+pub use crate::wal::TailStatus;
+
+/// The manifest that `CURRENT` in `dir` names (read through `fs`).
+pub fn current_manifest(fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<std::path::PathBuf> {
+    let number = crate::version::manifest::read_current(fs, dir)?;
+    Ok(crate::version::manifest::manifest_path(dir, number))
+}
+
 use std::path::Path;
 
 use crate::filenames::{self, FileKind};

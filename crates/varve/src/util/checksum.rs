@@ -7,22 +7,22 @@
 const MASK_DELTA: u32 = 0xa282_ead8;
 
 /// CRC32C of `data`.
-pub fn crc32c(data: &[u8]) -> u32 {
+pub(crate) fn crc32c(data: &[u8]) -> u32 {
     crc32c::crc32c(data)
 }
 
 /// Extends a CRC32C with more data.
-pub fn crc32c_extend(crc: u32, data: &[u8]) -> u32 {
+pub(crate) fn crc32c_extend(crc: u32, data: &[u8]) -> u32 {
     crc32c::crc32c_append(crc, data)
 }
 
 /// Masks a CRC for storage.
-pub fn mask(crc: u32) -> u32 {
+pub(crate) fn mask(crc: u32) -> u32 {
     crc.rotate_right(15).wrapping_add(MASK_DELTA)
 }
 
 /// Inverse of [`mask`].
-pub fn unmask(masked: u32) -> u32 {
+pub(crate) fn unmask(masked: u32) -> u32 {
     masked.wrapping_sub(MASK_DELTA).rotate_left(15)
 }
 

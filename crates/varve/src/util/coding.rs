@@ -4,27 +4,28 @@
 //! that names the file. Pure functions; thread-safe.
 
 /// Appends `v` as 4 little-endian bytes.
-pub fn put_fixed32(dst: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_fixed32(dst: &mut Vec<u8>, v: u32) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Appends `v` as 8 little-endian bytes.
-pub fn put_fixed64(dst: &mut Vec<u8>, v: u64) {
+#[cfg(test)]
+pub(crate) fn put_fixed64(dst: &mut Vec<u8>, v: u64) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
 
 /// Reads 4 little-endian bytes at the start of `src`.
-pub fn decode_fixed32(src: &[u8]) -> Option<u32> {
+pub(crate) fn decode_fixed32(src: &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes(src.get(..4)?.try_into().ok()?))
 }
 
 /// Reads 8 little-endian bytes at the start of `src`.
-pub fn decode_fixed64(src: &[u8]) -> Option<u64> {
+pub(crate) fn decode_fixed64(src: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(src.get(..8)?.try_into().ok()?))
 }
 
 /// Appends `v` as a LEB128 varint (1 to 10 bytes).
-pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         dst.push((v as u8) | 0x80);
         v >>= 7;
@@ -33,12 +34,13 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Appends `v` as a LEB128 varint (1 to 5 bytes).
-pub fn put_varint32(dst: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_varint32(dst: &mut Vec<u8>, v: u32) {
     put_varint64(dst, u64::from(v));
 }
 
 /// Number of bytes [`put_varint64`] writes for `v`.
-pub fn varint_len(mut v: u64) -> usize {
+#[cfg(test)]
+pub(crate) fn varint_len(mut v: u64) -> usize {
     let mut n = 1;
     while v >= 0x80 {
         v >>= 7;
@@ -49,7 +51,7 @@ pub fn varint_len(mut v: u64) -> usize {
 
 /// Decodes a varint64 from the start of `src`: `(value, bytes consumed)`.
 #[inline]
-pub fn decode_varint64(src: &[u8]) -> Option<(u64, usize)> {
+pub(crate) fn decode_varint64(src: &[u8]) -> Option<(u64, usize)> {
     // Fast path: most lengths in blocks and batches fit in one byte.
     match src.first() {
         Some(&b) if b < 0x80 => Some((u64::from(b), 1)),
@@ -75,19 +77,19 @@ fn decode_varint64_slow(src: &[u8]) -> Option<(u64, usize)> {
 
 /// Decodes a varint32 from the start of `src`: `(value, bytes consumed)`.
 #[inline]
-pub fn decode_varint32(src: &[u8]) -> Option<(u32, usize)> {
+pub(crate) fn decode_varint32(src: &[u8]) -> Option<(u32, usize)> {
     let (v, n) = decode_varint64(src)?;
     Some((u32::try_from(v).ok()?, n))
 }
 
 /// Appends a varint length followed by the bytes.
-pub fn put_length_prefixed(dst: &mut Vec<u8>, data: &[u8]) {
+pub(crate) fn put_length_prefixed(dst: &mut Vec<u8>, data: &[u8]) {
     put_varint64(dst, data.len() as u64);
     dst.extend_from_slice(data);
 }
 
 /// Reads a length-prefixed slice from the start of `src`: `(slice, bytes consumed)`.
-pub fn decode_length_prefixed(src: &[u8]) -> Option<(&[u8], usize)> {
+pub(crate) fn decode_length_prefixed(src: &[u8]) -> Option<(&[u8], usize)> {
     let (len, n) = decode_varint64(src)?;
     let len = usize::try_from(len).ok()?;
     let end = n.checked_add(len)?;

@@ -18,7 +18,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 /// (FxHash's multiply-rotate). Keys come from the engine, not from users,
 /// so there is nothing to defend against flooding.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct IntHasher(u64);
+pub(crate) struct IntHasher(u64);
 
 impl Hasher for IntHasher {
     fn finish(&self) -> u64 {
@@ -61,7 +61,7 @@ struct Node<K> {
 
 /// A byte-charged LRU map.
 #[derive(Debug)]
-pub struct LruShard<K, V> {
+pub(crate) struct LruShard<K, V> {
     map: FastMap<K, Entry<V>>,
     nodes: Vec<Node<K>>,
     free: Vec<usize>,
@@ -73,7 +73,7 @@ pub struct LruShard<K, V> {
 
 impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     /// An empty shard holding at most `capacity` bytes of charges.
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         LruShard {
             map: FastMap::default(),
             nodes: Vec::new(),
@@ -86,23 +86,23 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     }
 
     /// Sum of the charges held.
-    pub fn usage(&self) -> usize {
+    pub(crate) fn usage(&self) -> usize {
         self.usage
     }
 
     /// True when an entry of `charge` bytes fits without evicting any.
-    pub fn has_room(&self, charge: usize) -> bool {
+    pub(crate) fn has_room(&self, charge: usize) -> bool {
         self.usage.saturating_add(charge) <= self.capacity
     }
 
     /// Number of entries.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
     /// The value for `key`, marked as used (it survives the next eviction
     /// pass that reaches it).
-    pub fn get(&mut self, key: &K) -> Option<V> {
+    pub(crate) fn get(&mut self, key: &K) -> Option<V> {
         // A hit only marks the entry (CLOCK's second chance): relinking it
         // would touch three random nodes on every hit. Eviction moves a
         // marked tail entry back to the front instead of dropping it.
@@ -117,7 +117,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     /// value, then the values are cloned: independent memory loads in a row
     /// let the CPU overlap their cache misses, where `get` after `get` would
     /// wait for each in turn.
-    pub fn get_many<'k>(
+    pub(crate) fn get_many<'k>(
         &mut self,
         keys: impl Iterator<Item = &'k K>,
         touch: impl Fn(&V) -> usize,
@@ -142,7 +142,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     /// Inserts or replaces `key`, then evicts least recently used entries
     /// until within capacity. An entry whose charge exceeds the capacity is
     /// not kept (any old value for the key is removed).
-    pub fn insert(&mut self, key: K, value: V, charge: usize) {
+    pub(crate) fn insert(&mut self, key: K, value: V, charge: usize) {
         self.remove(&key);
         if charge > self.capacity {
             return;
@@ -188,12 +188,12 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     }
 
     /// Every value held, in no particular order.
-    pub fn values(&self) -> impl Iterator<Item = &V> {
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
         self.map.values().map(|e| &e.value)
     }
 
     /// Removes `key`; true if it was present.
-    pub fn remove(&mut self, key: &K) -> bool {
+    pub(crate) fn remove(&mut self, key: &K) -> bool {
         let Some(Entry { slot, .. }) = self.map.remove(key) else {
             return false;
         };
@@ -204,7 +204,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
     }
 
     /// Removes every entry whose key matches `pred`.
-    pub fn remove_if(&mut self, mut pred: impl FnMut(&K) -> bool) {
+    pub(crate) fn remove_if(&mut self, mut pred: impl FnMut(&K) -> bool) {
         let doomed: Vec<K> = self.map.keys().filter(|k| pred(k)).cloned().collect();
         for k in doomed {
             self.remove(&k);
@@ -213,7 +213,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
 
     /// Keys from most to least recently used (for tests).
     #[cfg(test)]
-    pub fn keys_mru(&self) -> Vec<K> {
+    pub(crate) fn keys_mru(&self) -> Vec<K> {
         let mut out = Vec::new();
         let mut s = self.head;
         while s != NIL {

@@ -18,21 +18,21 @@ use crate::util::coding::{
 /// has tags 1-6).
 pub(crate) mod tag {
     /// `log_number`: varint64.
-    pub const LOG_NUMBER: u64 = 1;
+    pub(crate) const LOG_NUMBER: u64 = 1;
     /// `next_file_number`: varint64.
-    pub const NEXT_FILE_NUMBER: u64 = 2;
+    pub(crate) const NEXT_FILE_NUMBER: u64 = 2;
     /// `last_sequence`: varint64.
-    pub const LAST_SEQUENCE: u64 = 3;
+    pub(crate) const LAST_SEQUENCE: u64 = 3;
     /// A compact pointer: level varint, key length-prefixed.
-    pub const COMPACT_POINTER: u64 = 4;
+    pub(crate) const COMPACT_POINTER: u64 = 4;
     /// A deleted file: level varint, number varint64.
-    pub const DELETED_FILE: u64 = 5;
+    pub(crate) const DELETED_FILE: u64 = 5;
     /// A new file: level, number, size, smallest, largest, smallest_seq,
     /// largest_seq, num_entries.
-    pub const NEW_FILE: u64 = 6;
+    pub(crate) const NEW_FILE: u64 = 6;
     /// The database closed cleanly: the live WAL's number and the bytes it
     /// held, both varint64 (manifest format version 2).
-    pub const CLEAN_CLOSE: u64 = 7;
+    pub(crate) const CLEAN_CLOSE: u64 = 7;
 }
 
 /// One change to the set of files and counters; every field is optional.

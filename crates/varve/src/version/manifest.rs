@@ -20,39 +20,39 @@ use crate::wal::{self, LogWriter, TailStatus};
 use crate::{Error, Result};
 
 /// Name of the file naming the live manifest.
-pub const CURRENT: &str = "CURRENT";
+pub(crate) const CURRENT: &str = "CURRENT";
 
 /// The manifest format version this build writes and the newest it reads.
 /// Version 2 added the clean-close field (edit tag 7); version 1 manifests
 /// (tags 1-6) are read as they are.
-pub const MANIFEST_FORMAT_VERSION: u32 = 2;
+pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 2;
 
 /// The oldest manifest format version this build reads.
-pub const MIN_MANIFEST_FORMAT_VERSION: u32 = 1;
+pub(crate) const MIN_MANIFEST_FORMAT_VERSION: u32 = 1;
 
 /// First 8 bytes of the manifest-header record.
-pub const MANIFEST_MAGIC: &[u8; 8] = b"varveMAN";
+pub(crate) const MANIFEST_MAGIC: &[u8; 8] = b"varveMAN";
 
 /// Longest `CURRENT` accepted when reading.
 const MAX_CURRENT_LEN: usize = 4096;
 
 /// Path of `MANIFEST-nnnnnn`.
-pub fn manifest_path(dir: &Path, number: u64) -> PathBuf {
+pub(crate) fn manifest_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(manifest_name(number))
 }
 
 /// File name `MANIFEST-nnnnnn` of manifest `number`.
-pub fn manifest_name(number: u64) -> String {
+pub(crate) fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
 }
 
 /// Path of `CURRENT`.
-pub fn current_path(dir: &Path) -> PathBuf {
+pub(crate) fn current_path(dir: &Path) -> PathBuf {
     dir.join(CURRENT)
 }
 
 /// Path of the temporary file used to replace `CURRENT` with manifest `number`.
-pub fn current_temp_path(dir: &Path, number: u64) -> PathBuf {
+pub(crate) fn current_temp_path(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("CURRENT.{number:06}.tmp"))
 }
 
@@ -65,7 +65,7 @@ fn header_payload() -> Vec<u8> {
 
 /// Appends version edits to one manifest file.
 #[derive(Debug)]
-pub struct ManifestWriter {
+pub(crate) struct ManifestWriter {
     log: LogWriter,
     number: u64,
 }
@@ -73,7 +73,7 @@ pub struct ManifestWriter {
 impl ManifestWriter {
     /// Creates `MANIFEST-<number>` in `dir`, writes the header record and
     /// `snapshot`, and syncs the file. `CURRENT` is not touched.
-    pub fn create(
+    pub(crate) fn create(
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
@@ -88,18 +88,18 @@ impl ManifestWriter {
     }
 
     /// Appends `edit` and makes it durable (fdatasync).
-    pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
+    pub(crate) fn append(&mut self, edit: &VersionEdit) -> Result<()> {
         self.log.add_record(&edit.encode())?;
         self.log.sync()
     }
 
     /// Bytes in the manifest so far.
-    pub fn file_size(&self) -> u64 {
+    pub(crate) fn file_size(&self) -> u64 {
         self.log.file_size()
     }
 
     /// This manifest's number.
-    pub fn number(&self) -> u64 {
+    pub(crate) fn number(&self) -> u64 {
         self.number
     }
 }
@@ -107,7 +107,7 @@ impl ManifestWriter {
 /// Points `CURRENT` at manifest `number`: writes `CURRENT.nnnnnn.tmp`, syncs
 /// it, renames it over `CURRENT`, syncs the directory. The temporary file is
 /// removed (best effort) if a step before the rename fails.
-pub fn write_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
+pub(crate) fn write_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
     let tmp = current_temp_path(dir, number);
     let r = (|| {
         let mut f = fs.create_writable(&tmp)?;
@@ -124,7 +124,7 @@ pub fn write_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()>
 
 /// Reads `CURRENT` and returns the manifest number it names. A missing or
 /// malformed `CURRENT` is `Error::Corruption` naming it.
-pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
+pub(crate) fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
     let path = current_path(dir);
     if !fs.exists(&path)? {
         return Err(Error::corruption(
@@ -168,7 +168,7 @@ pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<u64> {
 
 /// What [`read_manifest`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManifestReadOutcome {
+pub(crate) struct ManifestReadOutcome {
     /// Edits delivered (not counting the header record).
     pub edits: u64,
     /// How the file ended; a torn tail is ignored (its edit was never
@@ -182,7 +182,7 @@ pub struct ManifestReadOutcome {
 /// the manifest and offset; an unknown format version is
 /// `Error::UnsupportedVersion`; a torn tail ends the replay normally. An
 /// error string from `f` becomes `Corruption` at that edit's offset.
-pub fn read_manifest(
+pub(crate) fn read_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
     number: u64,

@@ -15,7 +15,7 @@
 mod builder;
 mod edit;
 mod file_meta;
-pub mod manifest;
+pub(crate) mod manifest;
 mod table_cache;
 #[allow(clippy::module_inception)]
 mod version;
@@ -28,9 +28,10 @@ mod tests;
 pub(crate) use builder::Builder;
 pub use edit::VersionEdit;
 pub use file_meta::FileMetaData;
-pub use table_cache::{ScanOptions, TableCache};
-pub use version::Version;
-pub use version_set::{DEFAULT_MAX_MANIFEST_SIZE, ManifestTail, VersionSet};
+pub(crate) use table_cache::{ScanOptions, TableCache};
+pub(crate) use version::Version;
+pub use version_set::ManifestTail;
+pub(crate) use version_set::VersionSet;
 
 /// Number of levels of the LSM tree (L0..L6).
-pub const NUM_LEVELS: usize = 7;
+pub(crate) const NUM_LEVELS: usize = 7;

@@ -23,7 +23,7 @@ use crate::sst::{Readahead, ReaderPool, Table, TableIterOptions, TableReadOption
 use crate::util::lru::LruShard;
 
 /// Cache of open tables.
-pub struct TableCache {
+pub(crate) struct TableCache {
     dir: PathBuf,
     fs: Arc<dyn FileSystem>,
     block_cache: Option<Arc<BlockCache>>,
@@ -47,7 +47,7 @@ impl std::fmt::Debug for TableCache {
 
 /// How a scan over table files reads them (see [`TableCache::files_iterator`]).
 #[derive(Debug, Clone)]
-pub struct ScanOptions {
+pub(crate) struct ScanOptions {
     /// Largest read-ahead chunk in bytes; 0 reads one block per `read_at`.
     pub readahead_size: usize,
     /// Insert the blocks read into the block cache.
@@ -73,7 +73,7 @@ impl Default for ScanOptions {
 impl TableCache {
     /// A cache for the tables of `dir`, keeping at most `capacity` open,
     /// reading with O_DIRECT when `direct_reads`.
-    pub fn new(
+    pub(crate) fn new(
         dir: PathBuf,
         fs: Arc<dyn FileSystem>,
         block_cache: Option<Arc<BlockCache>>,
@@ -92,12 +92,12 @@ impl TableCache {
     }
 
     /// The reader of table `number` if it is open (never opens it).
-    pub fn get_open(&self, number: u64) -> Option<Arc<Table>> {
+    pub(crate) fn get_open(&self, number: u64) -> Option<Arc<Table>> {
         self.lru.lock().get(&number)
     }
 
     /// The reader of `file`, opening it if needed.
-    pub fn get(&self, file: &FileMetaData) -> Result<Arc<Table>> {
+    pub(crate) fn get(&self, file: &FileMetaData) -> Result<Arc<Table>> {
         if let Some(table) = self.lru.lock().get(&file.number) {
             return Ok(table);
         }
@@ -126,7 +126,7 @@ impl TableCache {
     /// each table only when the cursor reaches it. All its tables share one
     /// read-ahead state (when `scan.readahead_size > 0`), so the read size
     /// reached in one file carries over to the next.
-    pub fn files_iterator(
+    pub(crate) fn files_iterator(
         self: &Arc<Self>,
         files: &[Arc<FileMetaData>],
         scan: &ScanOptions,
@@ -154,7 +154,7 @@ impl TableCache {
     }
 
     /// Forgets table `number` (after it was deleted).
-    pub fn evict(&self, number: u64) {
+    pub(crate) fn evict(&self, number: u64) {
         self.lru.lock().remove(&number);
         if let Some(cache) = &self.block_cache {
             cache.erase_table(number);
@@ -162,12 +162,12 @@ impl TableCache {
     }
 
     /// Tables open now.
-    pub fn open_tables(&self) -> usize {
+    pub(crate) fn open_tables(&self) -> usize {
         self.lru.lock().len()
     }
 
     /// Bytes of index, filter and properties pinned by the open tables.
-    pub fn pinned_memory(&self) -> usize {
+    pub(crate) fn pinned_memory(&self) -> usize {
         self.lru.lock().values().map(|t| t.pinned_memory()).sum()
     }
 }

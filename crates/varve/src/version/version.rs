@@ -18,35 +18,35 @@ use super::file_meta::FileMetaData;
 
 /// An immutable set of table files per level.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Version {
+pub(crate) struct Version {
     pub(super) files: [Vec<Arc<FileMetaData>>; NUM_LEVELS],
 }
 
 impl Version {
     /// An empty version (no files).
-    pub fn new() -> Version {
+    pub(crate) fn new() -> Version {
         Version::default()
     }
 
     /// Files of `level` in the level's order (empty for `level >= NUM_LEVELS`).
-    pub fn files(&self, level: usize) -> &[Arc<FileMetaData>] {
+    pub(crate) fn files(&self, level: usize) -> &[Arc<FileMetaData>] {
         self.files.get(level).map_or(&[], |v| v.as_slice())
     }
 
     /// Number of files in `level`.
-    pub fn num_files(&self, level: usize) -> usize {
+    pub(crate) fn num_files(&self, level: usize) -> usize {
         self.files(level).len()
     }
 
     /// Total size in bytes of the files in `level`.
-    pub fn level_bytes(&self, level: usize) -> u64 {
+    pub(crate) fn level_bytes(&self, level: usize) -> u64 {
         self.files(level).iter().map(|f| f.file_size).sum()
     }
 
     /// The files that may hold `user_key`, in the order a lookup searches
     /// them: overlapping L0 files newest first, then at most one file per
     /// deeper level.
-    pub fn files_for_get<'a>(
+    pub(crate) fn files_for_get<'a>(
         &'a self,
         user_key: &'a [u8],
     ) -> impl Iterator<Item = (usize, &'a Arc<FileMetaData>)> + 'a {
@@ -71,7 +71,7 @@ impl Version {
     /// transitively: a file that overlaps the range extends it by its own
     /// range, so that the result holds every L0 file overlapping any result
     /// file (what a compaction of L0 must take together).
-    pub fn overlapping_files(
+    pub(crate) fn overlapping_files(
         &self,
         level: usize,
         begin: Option<&[u8]>,
@@ -112,17 +112,18 @@ impl Version {
     }
 
     /// Numbers of every table file in the version.
-    pub fn live_file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn live_file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
         self.files.iter().flatten().map(|f| f.number)
     }
 
     /// Total number of files in all levels.
-    pub fn total_files(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn total_files(&self) -> usize {
         self.files.iter().map(Vec::len).sum()
     }
 
     /// Checks the invariants of the module docs; the error names the files.
-    pub fn check_invariants(&self) -> Result<(), String> {
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
         let mut seen = HashSet::new();
         for (level, files) in self.files.iter().enumerate() {
             for f in files {

@@ -31,7 +31,7 @@ use crate::wal::TailStatus;
 use crate::{Error, Result};
 
 /// Default size at which the manifest is rolled over to a new one.
-pub const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
+pub(crate) const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;
 
 /// A torn manifest tail ignored during recovery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ struct Counters {
 
 /// The current version, the counters and the live manifest.
 #[derive(Debug)]
-pub struct VersionSet {
+pub(crate) struct VersionSet {
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     current: Arc<Version>,
@@ -118,7 +118,7 @@ impl VersionSet {
     /// version in a new manifest (numbered one past any numbered file
     /// already in `dir`), and `CURRENT` naming it. Fails with
     /// `AlreadyExists` if `dir` already has a `CURRENT`.
-    pub fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+    pub(crate) fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
         Self::create_with(fs, dir, Vec::new(), None, 0)
     }
 
@@ -127,7 +127,7 @@ impl VersionSet {
     /// number `log_number` (a WAL the caller created; `None`: the next file
     /// number, which the caller's first WAL takes) and `last_sequence`, so
     /// `CURRENT` never names a manifest without them.
-    pub fn create_with(
+    pub(crate) fn create_with(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         files: Vec<(usize, FileMetaData)>,
@@ -202,7 +202,8 @@ impl VersionSet {
     ///
     /// This checks the manifest alone; a database open uses
     /// [`VersionSet::recover_checked`], which also checks the directory.
-    pub fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+    #[cfg(test)]
+    pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
         Self::load(fs, dir, false, false)
     }
 
@@ -213,7 +214,7 @@ impl VersionSet {
     /// the WAL its log number names), so that a manifest that lost edits
     /// is `Corruption` rather than a silent roll-back. See "Damaged
     /// manifest tails" in `docs/manifest-format.md`.
-    pub fn recover_checked(
+    pub(crate) fn recover_checked(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         read_only: bool,
@@ -223,7 +224,8 @@ impl VersionSet {
 
     /// Like [`VersionSet::recover`] but writes nothing: no new manifest, no
     /// `CURRENT` switch. Every [`VersionSet::log_and_apply`] fails.
-    pub fn recover_read_only(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn recover_read_only(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
         Self::load(fs, dir, true, false)
     }
 
@@ -324,7 +326,7 @@ impl VersionSet {
     }
 
     /// The current version.
-    pub fn current(&self) -> Arc<Version> {
+    pub(crate) fn current(&self) -> Arc<Version> {
         Arc::clone(&self.current)
     }
 
@@ -340,7 +342,7 @@ impl VersionSet {
     /// is returned and later calls fail with `Poisoned`; the edit may or may
     /// not be durable, so the caller must keep (not delete) both its new
     /// files and the files it deletes.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+    pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
         if let Some(f) = &self.failed {
             return Err(Error::Poisoned(format!(
                 "manifest writes refused after an earlier failure: {}",
@@ -432,7 +434,7 @@ impl VersionSet {
     /// Errors: `Poisoned` (saying to reopen) when the failure was not a full
     /// disk; the IO error if the new manifest cannot be written either (the
     /// set stays refused; call again later).
-    pub fn restart_manifest(&mut self) -> Result<()> {
+    pub(crate) fn restart_manifest(&mut self) -> Result<()> {
         let Some(failure) = &self.failed else {
             return Ok(());
         };
@@ -470,86 +472,84 @@ impl VersionSet {
     }
 
     /// Whether a manifest write failed (edits are refused).
-    pub fn has_failed(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn has_failed(&self) -> bool {
         self.failed.is_some()
     }
 
     /// Allocates a new file number.
-    pub fn new_file_number(&mut self) -> u64 {
+    pub(crate) fn new_file_number(&mut self) -> u64 {
         let n = self.counters.next_file_number;
         self.counters.next_file_number += 1;
         n
     }
 
     /// The next file number [`VersionSet::new_file_number`] will return.
-    pub fn next_file_number(&self) -> u64 {
+    pub(crate) fn next_file_number(&self) -> u64 {
         self.counters.next_file_number
     }
 
     /// Makes sure `n` is never handed out (e.g. a WAL number found on disk).
-    pub fn mark_file_number_used(&mut self, n: u64) {
+    pub(crate) fn mark_file_number_used(&mut self, n: u64) {
         if self.counters.next_file_number <= n {
             self.counters.next_file_number = n + 1;
         }
     }
 
     /// WALs numbered below this are obsolete.
-    pub fn log_number(&self) -> u64 {
+    pub(crate) fn log_number(&self) -> u64 {
         self.counters.log_number
     }
 
     /// The largest sequence number in use.
-    pub fn last_sequence(&self) -> u64 {
+    pub(crate) fn last_sequence(&self) -> u64 {
         self.counters.last_sequence
     }
 
     /// Sets the largest sequence number in use (made durable by the next
     /// edit; the WALs hold it until then). Never moves backwards.
-    pub fn set_last_sequence(&mut self, s: u64) {
+    pub(crate) fn set_last_sequence(&mut self, s: u64) {
         self.counters.last_sequence = self.counters.last_sequence.max(s);
     }
 
-    /// Number of the manifest this set was recovered from (or created).
-    pub fn loaded_manifest(&self) -> u64 {
-        self.loaded_manifest
-    }
-
     /// Number of the live manifest.
-    pub fn manifest_number(&self) -> u64 {
+    pub(crate) fn manifest_number(&self) -> u64 {
         self.manifest
             .as_ref()
             .map_or(self.loaded_manifest, |m| m.number())
     }
 
     /// Size in bytes of the live manifest.
-    pub fn manifest_size(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn manifest_size(&self) -> u64 {
         self.manifest.as_ref().map_or(0, |m| m.file_size())
     }
 
     /// Sets the size at which the manifest rolls over (tests use tiny ones).
-    pub fn set_max_manifest_size(&mut self, bytes: u64) {
+    #[cfg(test)]
+    pub(crate) fn set_max_manifest_size(&mut self, bytes: u64) {
         self.max_manifest_size = bytes;
     }
 
     /// The round-robin compaction pointer of `level` (an internal key).
-    pub fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
+    pub(crate) fn compact_pointer(&self, level: usize) -> Option<&[u8]> {
         self.compact_pointers.get(level)?.as_deref()
     }
 
     /// `(WAL number, bytes)` if the recovered manifest's last edit is a
     /// clean close (see [`VersionEdit::clean_close`]).
-    pub fn clean_close(&self) -> Option<(u64, u64)> {
+    pub(crate) fn clean_close(&self) -> Option<(u64, u64)> {
         self.clean_close
     }
 
     /// The torn manifest tail that recovery ignored, if any (for the DB's
     /// event log).
-    pub fn recovered_tail(&self) -> Option<&ManifestTail> {
+    pub(crate) fn recovered_tail(&self) -> Option<&ManifestTail> {
         self.recovered_tail.as_ref()
     }
 
     /// Numbers of the tables in the current version.
-    pub fn live_files(&self) -> HashSet<u64> {
+    pub(crate) fn live_files(&self) -> HashSet<u64> {
         self.current.live_file_numbers().collect()
     }
 
@@ -561,7 +561,11 @@ impl VersionSet {
     /// leftover `*.tmp` files (except a `CURRENT` temp for a newer manifest).
     /// `CURRENT`, `LOCK`, `LOG*`, blob files and foreign files are never
     /// listed. Sorted by file number (oldest first).
-    pub fn obsolete_files(&self, dir_listing: &[String], pinned: &HashSet<u64>) -> Vec<String> {
+    pub(crate) fn obsolete_files(
+        &self,
+        dir_listing: &[String],
+        pinned: &HashSet<u64>,
+    ) -> Vec<String> {
         let live = self.live_files();
         let manifest = self.manifest_number();
         let mut out: Vec<String> = dir_listing

@@ -12,21 +12,21 @@ use crate::util::checksum::{crc32c, crc32c_extend, mask};
 use crate::util::coding::{decode_fixed32, decode_fixed64};
 
 /// Size of a block; physical records never cross a block boundary.
-pub const BLOCK_SIZE: usize = 32 * 1024;
+pub(crate) const BLOCK_SIZE: usize = 32 * 1024;
 
 /// Size of a record header: CRC (4) | length (2) | type (1) | log number low bits (4).
-pub const HEADER_SIZE: usize = 11;
+pub(crate) const HEADER_SIZE: usize = 11;
 
 /// The version of the block framing ([`LogWriter`](super::LogWriter), used by
 /// the manifest and by WALs of older databases). WALs this build writes are
 /// version [`WAL_FORMAT_V2`](super::record::WAL_FORMAT_V2).
-pub const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 1;
 
 /// The first 8 bytes of the file-header payload.
-pub const MAGIC: &[u8; 8] = b"varveWAL";
+pub(crate) const MAGIC: &[u8; 8] = b"varveWAL";
 
 /// Length of the version-1 file-header payload: magic | version u32 | log number u64.
-pub const FILE_HEADER_PAYLOAD_LEN: usize = 8 + 4 + 8;
+pub(crate) const FILE_HEADER_PAYLOAD_LEN: usize = 8 + 4 + 8;
 
 /// Smallest block size the writer and reader accept (tests use small blocks).
 pub(crate) const MIN_BLOCK_SIZE: usize = 64;
@@ -37,7 +37,7 @@ pub(crate) const MAX_BLOCK_SIZE: usize = HEADER_SIZE + u16::MAX as usize;
 /// The type byte of a record header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-pub enum RecordType {
+pub(crate) enum RecordType {
     /// Unused / preallocated space; never written as a record.
     Zero = 0,
     /// A whole payload in one physical record.
@@ -54,7 +54,7 @@ pub enum RecordType {
 
 impl RecordType {
     /// Decodes a type byte; `None` for bytes no version-1 writer produces.
-    pub fn from_u8(b: u8) -> Option<Self> {
+    pub(crate) fn from_u8(b: u8) -> Option<Self> {
         Some(match b {
             0 => RecordType::Zero,
             1 => RecordType::Full,
@@ -65,19 +65,11 @@ impl RecordType {
             _ => return None,
         })
     }
-
-    /// True for the types that carry (part of) a user payload.
-    pub fn is_data(self) -> bool {
-        matches!(
-            self,
-            RecordType::Full | RecordType::First | RecordType::Middle | RecordType::Last
-        )
-    }
 }
 
 /// A decoded record header (not yet verified).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     /// The stored (masked) CRC32C.
     pub masked_crc: u32,
     /// Payload length in bytes.
@@ -89,12 +81,12 @@ pub struct Header {
 }
 
 /// The low 32 bits of a log number, as stored in every record header.
-pub fn log_low(log_number: u64) -> u32 {
+pub(crate) fn log_low(log_number: u64) -> u32 {
     log_number as u32
 }
 
 /// Unmasked CRC32C over `type | log_low (LE) | payload`.
-pub fn record_crc(kind: u8, log_low: u32, payload: &[u8]) -> u32 {
+pub(crate) fn record_crc(kind: u8, log_low: u32, payload: &[u8]) -> u32 {
     let mut prefix = [0u8; 5];
     prefix[0] = kind;
     prefix[1..].copy_from_slice(&log_low.to_le_bytes());
@@ -102,7 +94,13 @@ pub fn record_crc(kind: u8, log_low: u32, payload: &[u8]) -> u32 {
 }
 
 /// Appends the header for `payload` to `dst`. `len` must be `payload.len()`.
-pub fn put_header(dst: &mut Vec<u8>, kind: RecordType, log_low: u32, payload: &[u8], len: u16) {
+pub(crate) fn put_header(
+    dst: &mut Vec<u8>,
+    kind: RecordType,
+    log_low: u32,
+    payload: &[u8],
+    len: u16,
+) {
     let crc = mask(record_crc(kind as u8, log_low, payload));
     dst.extend_from_slice(&crc.to_le_bytes());
     dst.extend_from_slice(&len.to_le_bytes());
@@ -111,7 +109,7 @@ pub fn put_header(dst: &mut Vec<u8>, kind: RecordType, log_low: u32, payload: &[
 }
 
 /// Decodes the header at the start of `src`; `None` if `src` is too short.
-pub fn decode_header(src: &[u8]) -> Option<Header> {
+pub(crate) fn decode_header(src: &[u8]) -> Option<Header> {
     let h = src.get(..HEADER_SIZE)?;
     Some(Header {
         masked_crc: decode_fixed32(h)?,
@@ -122,7 +120,7 @@ pub fn decode_header(src: &[u8]) -> Option<Header> {
 }
 
 /// The file-header payload: magic | version (u32 LE) | log number (u64 LE).
-pub fn file_header_payload(version: u32, log_number: u64) -> [u8; FILE_HEADER_PAYLOAD_LEN] {
+pub(crate) fn file_header_payload(version: u32, log_number: u64) -> [u8; FILE_HEADER_PAYLOAD_LEN] {
     let mut p = [0u8; FILE_HEADER_PAYLOAD_LEN];
     p[..8].copy_from_slice(MAGIC);
     p[8..12].copy_from_slice(&version.to_le_bytes());
@@ -132,7 +130,7 @@ pub fn file_header_payload(version: u32, log_number: u64) -> [u8; FILE_HEADER_PA
 
 /// Why a checksum-valid file-header payload was rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileHeaderError {
+pub(crate) enum FileHeaderError {
     /// The payload does not start with [`MAGIC`] (or is shorter than magic + version).
     BadMagic,
     /// A version this build does not read.
@@ -143,7 +141,7 @@ pub enum FileHeaderError {
 
 /// Parses a file-header payload; returns the full log number it names.
 /// Magic and version are checked first: they are the part every version keeps.
-pub fn parse_file_header(payload: &[u8]) -> Result<u64, FileHeaderError> {
+pub(crate) fn parse_file_header(payload: &[u8]) -> Result<u64, FileHeaderError> {
     if payload.get(..8) != Some(&MAGIC[..]) {
         return Err(FileHeaderError::BadMagic);
     }
@@ -159,7 +157,7 @@ pub fn parse_file_header(payload: &[u8]) -> Result<u64, FileHeaderError> {
 
 /// Parses a file-header payload of any version this build reads (1 or 2);
 /// returns the version and the full log number it names.
-pub fn parse_file_header_any(payload: &[u8]) -> Result<(u32, u64), FileHeaderError> {
+pub(crate) fn parse_file_header_any(payload: &[u8]) -> Result<(u32, u64), FileHeaderError> {
     if payload.get(..8) != Some(&MAGIC[..]) {
         return Err(FileHeaderError::BadMagic);
     }
@@ -176,7 +174,7 @@ pub fn parse_file_header_any(payload: &[u8]) -> Result<(u32, u64), FileHeaderErr
 
 /// The whole FILE_HEADER record (block framing, 31 bytes) of a log of
 /// format `version` numbered `log_number`.
-pub fn file_header_record(version: u32, log_number: u64) -> Vec<u8> {
+pub(crate) fn file_header_record(version: u32, log_number: u64) -> Vec<u8> {
     let payload = file_header_payload(version, log_number);
     let mut out = Vec::with_capacity(FILE_HEADER_RECORD_LEN);
     put_header(
@@ -191,7 +189,7 @@ pub fn file_header_record(version: u32, log_number: u64) -> Vec<u8> {
 }
 
 /// Length of the whole FILE_HEADER record: header + payload.
-pub const FILE_HEADER_RECORD_LEN: usize = HEADER_SIZE + FILE_HEADER_PAYLOAD_LEN;
+pub(crate) const FILE_HEADER_RECORD_LEN: usize = HEADER_SIZE + FILE_HEADER_PAYLOAD_LEN;
 
 #[cfg(test)]
 mod tests {

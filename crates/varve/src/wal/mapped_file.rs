@@ -42,7 +42,7 @@ const MAX_GROWTH: usize = 16 << 20;
 
 /// How a mapped log's file space is preallocated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Preallocate {
+pub(crate) enum Preallocate {
     /// `fallocate`: instant, but on ext4 and XFS the space is *unwritten*
     /// extents, and the first fdatasync after bytes land in one must also
     /// commit its conversion to written (a journal commit).
@@ -54,7 +54,7 @@ pub enum Preallocate {
 }
 
 /// A log file written through a `MAP_SHARED` mapping of preallocated space.
-pub struct MappedLogFile {
+pub(crate) struct MappedLogFile {
     file: File,
     how: Preallocate,
     path: PathBuf,
@@ -158,12 +158,13 @@ impl MappedLogFile {
     /// to 1 MiB) and maps them. The mapping grows as appends need: doubling
     /// up to 16 MiB steps, then by 16 MiB. Fails where the file system has no
     /// `fallocate` or `mmap`; the caller then falls back to plain appends.
-    pub fn create(path: &Path, capacity: usize) -> Result<Self> {
+    #[cfg(test)]
+    pub(crate) fn create(path: &Path, capacity: usize) -> Result<Self> {
         Self::create_with(path, capacity, Preallocate::Fallocate)
     }
 
     /// [`create`](Self::create), preallocating the way `how` says.
-    pub fn create_with(path: &Path, capacity: usize, how: Preallocate) -> Result<Self> {
+    pub(crate) fn create_with(path: &Path, capacity: usize, how: Preallocate) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -201,7 +202,8 @@ impl MappedLogFile {
     }
 
     /// Bytes allocated and mapped.
-    pub fn capacity(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> usize {
         self.cap
     }
 
@@ -271,7 +273,7 @@ impl WritableFile for MappedLogFile {
 /// A [`MappedLogFile`] as the slot WAL's [`LogFile`]: positional writes
 /// must arrive in log order (`offset` == bytes written so far), which the
 /// WAL's ordered sink guarantees; `sync_data` does not wait for writers.
-pub struct MappedLog {
+pub(crate) struct MappedLog {
     file: Mutex<MappedLogFile>,
     sync_handle: File,
     path: PathBuf,
@@ -287,7 +289,7 @@ impl std::fmt::Debug for MappedLog {
 
 impl MappedLog {
     /// Wraps `file` (writes continue at its current length).
-    pub fn new(file: MappedLogFile) -> Result<MappedLog> {
+    pub(crate) fn new(file: MappedLogFile) -> Result<MappedLog> {
         let sync_handle = file
             .file
             .try_clone()

@@ -12,23 +12,24 @@
 //! or returns an error naming the file and offset — it never invents a record
 //! and never silently skips one in the middle of the log.
 
-pub mod format;
+pub(crate) mod format;
 mod mapped_file;
 mod reader;
 mod reader_v2;
-pub mod record;
-pub mod slots;
+pub(crate) mod record;
+pub(crate) mod slots;
 mod uring_log;
 mod writer;
 
 #[cfg(test)]
 mod tests;
 
-pub use mapped_file::{MappedLog, MappedLogFile, Preallocate};
-pub use reader::{ReplayOutcome, TailStatus};
-pub use reader_v2::{replay, write_log};
+pub(crate) use mapped_file::{MappedLog, MappedLogFile, Preallocate};
+pub use reader::TailStatus;
+pub(crate) use reader_v2::{replay, write_log};
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub use uring_log::UringLog;
-pub use writer::LogWriter;
+pub(crate) use writer::LogWriter;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -73,7 +74,7 @@ pub enum WalWriter {
 /// be set up here, the file system's own log file. A full disk while
 /// preallocating a mapped log is returned as the error (ENOSPC), not
 /// answered by falling back.
-pub fn create_log_file(
+pub(crate) fn create_log_file(
     fs: &dyn FileSystem,
     path: &Path,
     io: WalWriter,
@@ -111,7 +112,7 @@ pub fn create_log_file(
 
 /// Whether every byte of `path` from `offset` to its end is zero: the
 /// preallocated space of a mapped log (see [`MappedLogFile`]), not damage.
-pub fn zero_from(fs: &dyn FileSystem, path: &Path, offset: u64) -> Result<bool> {
+pub(crate) fn zero_from(fs: &dyn FileSystem, path: &Path, offset: u64) -> Result<bool> {
     let file = fs.open_random_access(path)?;
     let mut buf = vec![0u8; 1 << 16];
     let mut pos = offset;

@@ -35,7 +35,7 @@ pub enum TailStatus {
 
 /// What [`replay`](super::replay) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayOutcome {
+pub(crate) struct ReplayOutcome {
     /// Good records delivered.
     pub records: u64,
     /// End offset of the last good record (or of the file header; 0 if even

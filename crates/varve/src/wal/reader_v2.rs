@@ -30,7 +30,7 @@ use crate::{Error, Result};
 /// before the bad point have already been delivered to `f` when Corruption is
 /// returned, so a caller that must not apply a partial log buffers them.
 /// An error from `f` aborts the replay and is returned unchanged.
-pub fn replay(
+pub(crate) fn replay(
     fs: &dyn FileSystem,
     path: &Path,
     log_number: u64,
@@ -140,7 +140,7 @@ fn replay_v2(
 /// Writes a complete version-2 log holding `records` to `file` (the file
 /// header, then every record) in one append. Used by repair and tests; the
 /// engine's write path writes through the log slots instead.
-pub fn write_log(
+pub(crate) fn write_log(
     file: &mut dyn crate::io::WritableFile,
     log_number: u64,
     records: &[&[u8]],

@@ -14,26 +14,26 @@ use crate::util::coding::decode_fixed32;
 
 /// The WAL format version whose data records use this framing. (The file
 /// header at offset 0 keeps the version-1 framing, see `format.rs`.)
-pub const WAL_FORMAT_V2: u32 = 2;
+pub(crate) const WAL_FORMAT_V2: u32 = 2;
 
 /// Size of a version-2 record header:
 /// CRC (4) | length u32 (4) | type (1) | log number low 32 bits (4).
-pub const RECORD_HEADER_SIZE: usize = 13;
+pub(crate) const RECORD_HEADER_SIZE: usize = 13;
 
 /// Type byte of a data record (a whole payload: version 2 never fragments).
-pub const TYPE_DATA: u8 = 1;
+pub(crate) const TYPE_DATA: u8 = 1;
 
 /// Largest payload a version-2 record may carry (1 GiB).
-pub const MAX_RECORD_PAYLOAD: usize = 1 << 30;
+pub(crate) const MAX_RECORD_PAYLOAD: usize = 1 << 30;
 
 /// Encoded size of a record carrying `payload_len` bytes.
-pub fn encoded_len(payload_len: usize) -> usize {
+pub(crate) fn encoded_len(payload_len: usize) -> usize {
     RECORD_HEADER_SIZE + payload_len
 }
 
 /// The record header for `payload` written by log `log_low`.
 /// `payload.len()` must be at most [`MAX_RECORD_PAYLOAD`].
-pub fn header(log_low: u32, payload: &[u8]) -> [u8; RECORD_HEADER_SIZE] {
+pub(crate) fn header(log_low: u32, payload: &[u8]) -> [u8; RECORD_HEADER_SIZE] {
     let mut h = [0u8; RECORD_HEADER_SIZE];
     h[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
     h[8] = TYPE_DATA;
@@ -44,14 +44,14 @@ pub fn header(log_low: u32, payload: &[u8]) -> [u8; RECORD_HEADER_SIZE] {
 }
 
 /// Appends the whole framed record (header + payload) to `dst`.
-pub fn encode(dst: &mut Vec<u8>, log_low: u32, payload: &[u8]) {
+pub(crate) fn encode(dst: &mut Vec<u8>, log_low: u32, payload: &[u8]) {
     dst.extend_from_slice(&header(log_low, payload));
     dst.extend_from_slice(payload);
 }
 
 /// Why the bytes at some offset are not a valid record of a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RecordError {
+pub(crate) enum RecordError {
     /// Fewer than [`RECORD_HEADER_SIZE`] bytes left.
     ShortHeader,
     /// Type byte 0: unused, zero-filled or preallocated space.
@@ -84,7 +84,7 @@ impl std::fmt::Display for RecordError {
 
 /// Decodes the record at the start of `src` for log `log_low`; returns its
 /// payload and total encoded length.
-pub fn decode(src: &[u8], log_low: u32) -> Result<(&[u8], usize), RecordError> {
+pub(crate) fn decode(src: &[u8], log_low: u32) -> Result<(&[u8], usize), RecordError> {
     let h = src
         .get(..RECORD_HEADER_SIZE)
         .ok_or(RecordError::ShortHeader)?;
@@ -117,7 +117,7 @@ pub fn decode(src: &[u8], log_low: u32) -> Result<(&[u8], usize), RecordError> {
 /// True if a valid record of log `log_low` starts at any offset of
 /// `src[from..]` (the scan that tells a torn tail from corruption). Cheap
 /// filters (type byte, log-number bytes) run before the checksum.
-pub fn valid_record_follows(src: &[u8], from: usize, log_low: u32) -> bool {
+pub(crate) fn valid_record_follows(src: &[u8], from: usize, log_low: u32) -> bool {
     let want = log_low.to_le_bytes();
     let Some(last) = src.len().checked_sub(RECORD_HEADER_SIZE) else {
         return false;

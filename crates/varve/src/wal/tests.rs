@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use super::format::{self, BLOCK_SIZE, HEADER_SIZE, RecordType};
-use super::reader::replay_with_block_size;
+use super::reader::{ReplayOutcome, replay_with_block_size};
 use super::*;
 use crate::io::{FileLock, FileSystem, PosixFs, RandomAccessFile, SequentialFile, WritableFile};
 use crate::{Error, Result};

@@ -52,6 +52,7 @@ enum Request {
 
 /// A log file whose writes and fdatasyncs go through a ring owned by one
 /// thread (see the module docs).
+#[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub struct UringLog {
     requests: Mutex<Option<Sender<Request>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -69,6 +70,7 @@ impl std::fmt::Debug for UringLog {
 impl UringLog {
     /// Writes `file` (at `path`) through a new ring and its thread. Fails if
     /// io_uring cannot be set up here (the caller falls back).
+    #[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
     pub fn new(file: File, path: &Path) -> Result<UringLog> {
         let ring = IoUring::new(RING_ENTRIES).map_err(|e| Error::io(path, e))?;
         let (tx, rx) = channel();

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 const KEEP_BUF_CAPACITY: usize = 1 << 20;
 
 /// Appends records to one WAL file.
-pub struct LogWriter {
+pub(crate) struct LogWriter {
     file: Box<dyn WritableFile>,
     log_number: u64,
     block_size: usize,
@@ -47,7 +47,7 @@ impl std::fmt::Debug for LogWriter {
 impl LogWriter {
     /// Starts a new log on an empty file: writes the FILE_HEADER record.
     /// Fails with `InvalidArgument` if the file is not empty.
-    pub fn new(file: Box<dyn WritableFile>, log_number: u64) -> Result<Self> {
+    pub(crate) fn new(file: Box<dyn WritableFile>, log_number: u64) -> Result<Self> {
         Self::with_block_size(file, log_number, format::BLOCK_SIZE)
     }
 
@@ -86,7 +86,7 @@ impl LogWriter {
     }
 
     /// Appends one record (any length, empty included); on return the OS has it.
-    pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+    pub(crate) fn add_record(&mut self, payload: &[u8]) -> Result<()> {
         self.check_ok()?;
         let saved_offset = self.block_offset;
         self.buf.clear();
@@ -126,7 +126,7 @@ impl LogWriter {
     }
 
     /// Makes every appended record durable (fdatasync).
-    pub fn sync(&mut self) -> Result<()> {
+    pub(crate) fn sync(&mut self) -> Result<()> {
         self.check_ok()?;
         let r = self.file.sync_data();
         if let Err(e) = &r {
@@ -138,12 +138,13 @@ impl LogWriter {
     }
 
     /// Bytes written to the file so far.
-    pub fn file_size(&self) -> u64 {
+    pub(crate) fn file_size(&self) -> u64 {
         self.file.len()
     }
 
     /// This log's number.
-    pub fn log_number(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn log_number(&self) -> u64 {
         self.log_number
     }
 

@@ -39,11 +39,11 @@ use super::anchors::{self, KeyRange};
 use crate::{Db, DbIterator, Error, ReadOptions, Result, ScanPrefetch, Snapshot};
 
 /// Chunks per thread when the range is small enough.
-pub const CHUNKS_PER_THREAD: usize = 8;
+pub(crate) const CHUNKS_PER_THREAD: usize = 8;
 /// Largest estimated size of one chunk (bounds the ordered scan's buffers).
-pub const MAX_CHUNK_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_CHUNK_BYTES: u64 = 16 << 20;
 /// Most chunks one scan is cut into.
-pub const MAX_CHUNKS: usize = 1 << 16;
+pub(crate) const MAX_CHUNKS: usize = 1 << 16;
 
 /// The chunk an entry given to a scan callback belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use crate::io::uring::with_reactor;
 /// Reads into `buf` at `offset` like `pread`; inside a `multi_get` fiber the
 /// read goes through this thread's io_uring and the fiber switches away
 /// until it completes. Outside a fiber, or without io_uring, it is `pread`.
-pub fn fiber_aio_read(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn fiber_aio_read(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     if buf.is_empty() {
         return Ok(0);
     }

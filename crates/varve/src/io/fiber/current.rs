@@ -34,7 +34,7 @@ pub(crate) fn current() -> Option<Current> {
 
 /// True when called from inside a pool fiber (a nested `multi_get` then
 /// runs its lookups synchronously on that fiber).
-pub fn in_fiber() -> bool {
+pub(crate) fn in_fiber() -> bool {
     current().is_some()
 }
 

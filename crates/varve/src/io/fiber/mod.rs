@@ -24,10 +24,13 @@ mod aio;
 mod current;
 mod pool;
 
+#[cfg(any(test, feature = "testing"))]
 pub use crate::io::uring::in_flight_reads;
-pub use aio::fiber_aio_read;
-pub use current::in_fiber;
+pub(crate) use aio::fiber_aio_read;
 pub(crate) use pool::{run_tasks, run_tasks_on};
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+pub(crate) use current::in_fiber;

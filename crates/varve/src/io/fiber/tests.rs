@@ -6,8 +6,9 @@ use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::panic::{self, AssertUnwindSafe};
 
+use super::current::in_fiber;
 use super::pool::{Batch, run_tasks};
-use super::{fiber_aio_read, in_fiber, in_flight_reads};
+use super::{fiber_aio_read, in_flight_reads};
 use crate::io::io_uring_available;
 
 fn data_file(len: usize) -> (tempfile::TempDir, File, Vec<u8>) {

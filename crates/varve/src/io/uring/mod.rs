@@ -79,6 +79,7 @@ pub(crate) fn with_reactor<R>(f: impl FnOnce(&mut Reactor) -> R) -> Option<R> {
 /// Reads this thread's reactor has accepted and their readers have not yet
 /// collected (0 without io_uring). After `multi_get` returns, or unwinds
 /// from a panic, this is 0.
+#[cfg(any(test, feature = "testing"))]
 pub fn in_flight_reads() -> usize {
     REACTOR
         .try_with(|cell| match cell.try_borrow().as_deref() {

@@ -132,6 +132,7 @@ impl Reactor {
     }
 
     /// Reads accepted and not yet taken (queued, in the kernel, or done).
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn in_flight(&self) -> usize {
         self.ops.len()
     }

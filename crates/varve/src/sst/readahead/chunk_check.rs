@@ -55,7 +55,7 @@ const WAIT_FOR_READER: Duration = if cfg!(test) {
 
 /// How far a reader has verified a chunk (see the module docs).
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     bounds: Arc<[u64]>,
     /// Index in `bounds` of the chunk's first whole block.
     first: usize,
@@ -68,7 +68,7 @@ pub struct Progress {
 
 impl Progress {
     /// Nothing verified yet of a chunk at `start`.
-    pub fn new(bounds: Arc<[u64]>, start: u64) -> Progress {
+    pub(crate) fn new(bounds: Arc<[u64]>, start: u64) -> Progress {
         let first = bounds.partition_point(|&b| b < start);
         Progress {
             bounds,
@@ -83,7 +83,7 @@ impl Progress {
     /// after each one that matches; stops at the first that does not, at
     /// the chunk's end, or when `go_on` says the chunk is no longer wanted
     /// (asked every few blocks). Marks the progress done.
-    pub fn verify(&self, chunk: &[u8], start: u64, go_on: impl Fn() -> bool) {
+    pub(crate) fn verify(&self, chunk: &[u8], start: u64, go_on: impl Fn() -> bool) {
         let stop = start.saturating_add(chunk.len() as u64);
         let mut i = self.first;
         while let (Some(&offset), Some(&end)) = (self.bounds.get(i), self.bounds.get(i + 1)) {
@@ -117,7 +117,7 @@ impl Progress {
 
     /// Blocks verified so far.
     #[cfg(all(test, not(loom)))]
-    pub fn verified(&self) -> usize {
+    pub(crate) fn verified(&self) -> usize {
         self.upto.load(Ordering::Acquire) - self.first
     }
 }
@@ -125,22 +125,22 @@ impl Progress {
 /// The verification state of one chunk buffer: nothing (a chunk read by
 /// its consumer, or without bounds) or its reader's [`Progress`].
 #[derive(Debug, Default, Clone)]
-pub struct Verified(Option<Arc<Progress>>);
+pub(crate) struct Verified(Option<Arc<Progress>>);
 
 impl Verified {
     /// Nothing verified.
-    pub fn none() -> Verified {
+    pub(crate) fn none() -> Verified {
         Verified(None)
     }
 
     /// Verification by a reader that reports to `progress`.
-    pub fn by(progress: Arc<Progress>) -> Verified {
+    pub(crate) fn by(progress: Arc<Progress>) -> Verified {
         Verified(Some(progress))
     }
 
     /// True if the block `[offset, end)` was verified, without waiting.
     #[cfg(test)]
-    pub fn contains(&self, offset: u64, end: u64) -> bool {
+    pub(crate) fn contains(&self, offset: u64, end: u64) -> bool {
         let Some(p) = &self.0 else { return false };
         p.block(offset, end)
             .is_some_and(|i| i < p.upto.load(Ordering::Acquire))
@@ -149,7 +149,7 @@ impl Verified {
     /// True if the block `[offset, end)` was verified; while its reader is
     /// still checking blocks before it, waits up to [`WAIT_FOR_READER`]
     /// for the watermark to pass it. False means: verify it yourself.
-    pub fn wait_for(&self, offset: u64, end: u64) -> bool {
+    pub(crate) fn wait_for(&self, offset: u64, end: u64) -> bool {
         let Some(p) = &self.0 else { return false };
         let Some(i) = p.block(offset, end) else {
             return false;
@@ -176,13 +176,13 @@ impl Verified {
 
     /// True if nothing is (yet) verified.
     #[cfg(all(test, not(loom)))]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.as_ref().is_none_or(|p| p.verified() == 0)
     }
 
     /// Number of blocks verified so far.
     #[cfg(all(test, not(loom)))]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.as_ref().map_or(0, |p| p.verified())
     }
 }
@@ -192,7 +192,7 @@ impl Verified {
 /// data block's start, then the end of the last), up to the first that
 /// does not match.
 #[cfg(all(test, not(loom)))]
-pub fn check_chunk(bounds: &Arc<[u64]>, chunk: &[u8], start: u64) -> Verified {
+pub(crate) fn check_chunk(bounds: &Arc<[u64]>, chunk: &[u8], start: u64) -> Verified {
     let p = Arc::new(Progress::new(Arc::clone(bounds), start));
     p.verify(chunk, start, || true);
     Verified::by(p)

@@ -87,18 +87,18 @@ use prefetch_worker::{Done, Job, Worker};
 use run_history::RunHistory;
 
 /// First read-ahead chunk after a non-sequential read.
-pub const MIN_READAHEAD: usize = 16 << 10;
+pub(crate) const MIN_READAHEAD: usize = 16 << 10;
 
 /// Default largest read-ahead chunk of a user iterator
 /// ([`ReadOptions::readahead_size`](crate::ReadOptions::readahead_size)).
-pub const DEFAULT_READAHEAD: usize = 2 << 20;
+pub(crate) const DEFAULT_READAHEAD: usize = 2 << 20;
 
 /// Read-ahead chunk of compaction inputs, which are read whole and in order.
-pub const COMPACTION_READAHEAD: usize = 2 << 20;
+pub(crate) const COMPACTION_READAHEAD: usize = 2 << 20;
 
 /// Read-ahead state of one iterator (see the module docs).
 #[derive(Debug)]
-pub struct Readahead {
+pub(crate) struct Readahead {
     max: usize,
     /// Read the next chunks in the background, on this pool, once a
     /// sequential chunk of `max` bytes has been read.
@@ -163,10 +163,10 @@ struct Learned {
 
 /// Fewest bytes after the seek's block read with it when a run is
 /// predicted (see [`learned_first`]).
-pub const LEARNED_FIRST_MIN: usize = 32 << 10;
+pub(super) const LEARNED_FIRST_MIN: usize = 32 << 10;
 
 /// Most bytes after the seek's block read with it when a run is predicted.
-pub const LEARNED_FIRST_MAX: usize = 256 << 10;
+pub(super) const LEARNED_FIRST_MAX: usize = 256 << 10;
 
 /// Bytes after the seek's block read with it (synchronously, in the seek's
 /// positioning round trip) for a run predicted to read `predicted` bytes
@@ -176,27 +176,27 @@ pub const LEARNED_FIRST_MAX: usize = 256 << 10;
 /// (measured in `docs/readahead.md`: a quarter of the prediction, 32 KiB,
 /// left the consumer idle for most of the pieces' read; three quarters
 /// left the disk idle while it decoded).
-pub fn learned_first(predicted: u64) -> u64 {
+pub(super) fn learned_first(predicted: u64) -> u64 {
     (predicted / 2).clamp(LEARNED_FIRST_MIN as u64, LEARNED_FIRST_MAX as u64)
 }
 
 /// First background piece of a predicted run; pieces double up to
 /// [`LEARNED_PIECE_MAX`].
-pub const LEARNED_PIECE_MIN: usize = 64 << 10;
+pub(super) const LEARNED_PIECE_MIN: usize = 64 << 10;
 
 /// Largest background piece of a predicted run.
-pub const LEARNED_PIECE_MAX: usize = 256 << 10;
+pub(super) const LEARNED_PIECE_MAX: usize = 256 << 10;
 
 /// Most pieces of a predicted run in flight at once.
-pub const LEARNED_DEPTH: usize = 16;
+pub(super) const LEARNED_DEPTH: usize = 16;
 
 /// Smallest maximum chunk for which background prefetch is used.
-pub const PREFETCH_MIN: usize = 256 << 10;
+pub(super) const PREFETCH_MIN: usize = 256 << 10;
 
 /// Most chunks read in the background for one state at once: the worker
 /// reads them back to back, so the disk does not idle while the consumer
 /// swaps buffers.
-pub const PREFETCH_DEPTH: usize = 2;
+pub(super) const PREFETCH_DEPTH: usize = 2;
 
 fn short(file: &Arc<dyn RandomAccessFile>, offset: u64, start: u64, got: usize, end: u64) -> Error {
     Error::corruption(
@@ -234,14 +234,15 @@ impl Drop for Readahead {
 impl Readahead {
     /// State for chunks of at most `max` bytes (at least one block is always
     /// read; `max` below [`MIN_READAHEAD`] caps the first chunk too).
-    pub fn new(max: usize) -> Readahead {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn new(max: usize) -> Readahead {
         Readahead::with_prefetch(max, None)
     }
 
     /// Like [`new`](Self::new); with a `pool`, once the chunks have grown
     /// to `max` (at least `PREFETCH_MIN` (256 KiB)), the pool reads the
     /// next chunk while the current one is consumed.
-    pub fn with_prefetch(max: usize, pool: Option<Arc<ReaderPool>>) -> Readahead {
+    pub(crate) fn with_prefetch(max: usize, pool: Option<Arc<ReaderPool>>) -> Readahead {
         Readahead {
             max,
             pool: pool.filter(|_| max >= PREFETCH_MIN),
@@ -269,18 +270,21 @@ impl Readahead {
     }
 
     /// Size of the next sequential chunk.
-    pub fn next_size(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn next_size(&self) -> usize {
         self.next_size
     }
 
     /// Read-ahead chunks read so far and their bytes.
-    pub fn chunk_stats(&self) -> (u64, u64) {
+    #[cfg(test)]
+    pub(crate) fn chunk_stats(&self) -> (u64, u64) {
         (self.chunk_reads, self.chunk_bytes)
     }
 
     /// Blocks served whose checksum the background reader of their chunk
     /// verified (so they were not verified again when served).
-    pub fn vouched_blocks(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn vouched_blocks(&self) -> u64 {
         self.vouched
     }
 
@@ -294,7 +298,12 @@ impl Readahead {
 
     /// Records an access to the block at `handle` that needed no file read
     /// (a block cache hit): it continues or breaks the sequence like a read.
-    pub fn note_access(&mut self, file: &Arc<dyn RandomAccessFile>, data_end: u64, h: BlockHandle) {
+    pub(crate) fn note_access(
+        &mut self,
+        file: &Arc<dyn RandomAccessFile>,
+        data_end: u64,
+        h: BlockHandle,
+    ) {
         if !self.track_run(file, h) {
             self.next_size = MIN_READAHEAD.min(self.max);
         }
@@ -316,7 +325,7 @@ impl Readahead {
 
     /// Bytes the next run after a seek is predicted to read past its first
     /// block (0: no prediction, or background prefetch is off).
-    pub fn predicted_run(&self) -> u64 {
+    pub(crate) fn predicted_run(&self) -> u64 {
         if self.pool.is_some() {
             self.runs.predicted().min(self.max as u64)
         } else {
@@ -354,7 +363,7 @@ impl Readahead {
     /// (where each data block starts, then where the last ends), chunks
     /// read in the background are verified by their reader, and the
     /// blocks it vouches for are not verified again here.
-    pub fn read_block(
+    pub(crate) fn read_block(
         &mut self,
         file: &Arc<dyn RandomAccessFile>,
         data_end: u64,

@@ -41,10 +41,10 @@ use crate::Result;
 use crate::io::{AlignedBuf, IoEngine, RandomAccessFile};
 
 /// Most jobs read concurrently in one batch.
-pub const BATCH_MAX: usize = 16;
+pub(crate) const BATCH_MAX: usize = 16;
 
 /// One read for the worker thread; the buffer travels with it (no sharing).
-pub struct Job {
+pub(crate) struct Job {
     pub id: u64,
     pub file: Arc<dyn RandomAccessFile>,
     pub start: u64,
@@ -63,7 +63,7 @@ pub struct Job {
 
 /// A finished [`Job`].
 #[derive(Debug)]
-pub struct Done {
+pub(crate) struct Done {
     pub id: u64,
     /// The chunk; its reader holds a second reference while it verifies
     /// the chunk's blocks (the bytes never change once read).
@@ -76,7 +76,7 @@ pub struct Done {
 
 /// One read-ahead state's handle on the reader pool (see the module docs).
 #[derive(Debug)]
-pub struct Worker {
+pub(crate) struct Worker {
     queue: mpsc::Sender<Envelope>,
     /// Keeps the pool's threads running while this handle exists.
     _pool: Arc<ReaderPool>,
@@ -152,7 +152,7 @@ impl Envelope {
 /// run) and usually two, so a few scans at once keep their chunks at the
 /// disk together, while the thread count stays bounded however many
 /// iterators are open.
-pub fn default_reader_threads() -> usize {
+pub(crate) fn default_reader_threads() -> usize {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     (4 * cores).clamp(8, 64)
 }
@@ -295,7 +295,7 @@ impl Worker {
     /// which queues one chunk whenever it finishes one, had a single 2 MiB
     /// read at the disk at a time (fio on the test machine: 1,362 MiB/s at
     /// depth 1, 1,618 at depth 2).
-    pub fn new(pool: &Arc<ReaderPool>) -> Option<Worker> {
+    pub(crate) fn new(pool: &Arc<ReaderPool>) -> Option<Worker> {
         let queue = pool.queue()?.clone();
         let (reply, done) = mpsc::channel::<Done>();
         Some(Worker {
@@ -309,7 +309,7 @@ impl Worker {
 
     /// Queues `job`; its answer arrives on `done`. False if the pool is
     /// gone (its threads all ended).
-    pub fn send(&self, job: Job) -> bool {
+    pub(crate) fn send(&self, job: Job) -> bool {
         let envelope = Envelope {
             job,
             reply: self.reply.clone(),

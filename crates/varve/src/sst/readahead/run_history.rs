@@ -24,15 +24,15 @@
 //! progress when `active`.
 
 /// Finished runs remembered.
-pub const RUNS: usize = 8;
+pub(super) const RUNS: usize = 8;
 
 /// Runs up to this long are predicted in full however erratic: reading
 /// them with the seek's block costs little more than the block alone.
-pub const SMALL_RUN: u64 = 64 << 10;
+pub(super) const SMALL_RUN: u64 = 64 << 10;
 
 /// Lengths of the last few sequential runs (see the module docs).
 #[derive(Debug, Default, Clone)]
-pub struct RunHistory {
+pub(super) struct RunHistory {
     runs: [u64; RUNS],
     len: usize,
     next: usize,
@@ -42,13 +42,13 @@ pub struct RunHistory {
 
 impl RunHistory {
     /// An empty history: predicts nothing.
-    pub fn new() -> RunHistory {
+    pub(super) fn new() -> RunHistory {
         RunHistory::default()
     }
 
     /// A non-sequential access: the run in progress (if any) is finished
     /// and recorded, a new one starts.
-    pub fn start(&mut self) {
+    pub(super) fn start(&mut self) {
         if self.active {
             self.runs[self.next] = self.current;
             self.next = (self.next + 1) % RUNS;
@@ -59,7 +59,7 @@ impl RunHistory {
     }
 
     /// A sequential access of `bytes` (block and trailer) in the current run.
-    pub fn extend(&mut self, bytes: u64) {
+    pub(super) fn extend(&mut self, bytes: u64) {
         if self.active {
             self.current = self.current.saturating_add(bytes);
         }
@@ -67,7 +67,7 @@ impl RunHistory {
 
     /// Bytes a non-empty run is expected to read after its first block;
     /// 0 when there is no prediction.
-    pub fn predicted(&self) -> u64 {
+    pub(super) fn predicted(&self) -> u64 {
         if self.len < RUNS {
             return 0;
         }
@@ -92,7 +92,7 @@ impl RunHistory {
 
     /// True when at least half of the remembered runs were non-empty: a
     /// seek is then worth reading a little past its block.
-    pub fn mostly_nonempty(&self) -> bool {
+    pub(super) fn mostly_nonempty(&self) -> bool {
         let n = self.runs[..self.len].iter().filter(|&&r| r > 0).count();
         self.len > 0 && n * 2 >= self.len
     }

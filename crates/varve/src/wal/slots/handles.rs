@@ -20,7 +20,7 @@ use super::sink::SlotSink;
 /// Space joined in a slot: `len` bytes at `log_offset` of the log.
 #[derive(Debug)]
 #[must_use = "a reservation must be filled and released, or the log stalls"]
-pub struct Reservation<'p> {
+pub(crate) struct Reservation<'p> {
     pool: &'p SlotPool,
     slot: usize,
     offset: u32,
@@ -49,28 +49,30 @@ impl<'p> Reservation<'p> {
     }
 
     /// Where the record starts in the log.
-    pub fn log_offset(&self) -> u64 {
+    pub(crate) fn log_offset(&self) -> u64 {
         self.log_offset
     }
 
     /// The record's length in bytes (never zero).
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len as usize
     }
 
     /// Always false: empty records do not join (see [`super::Join::Empty`]).
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
 
     /// Index of the slot holding the record (for diagnostics and tests).
-    pub fn slot(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn slot(&self) -> usize {
         self.slot
     }
 
     /// Copies `src` to byte `at` of the reserved space. Panics if it does
     /// not fit inside the reservation.
-    pub fn write_at(&mut self, at: usize, src: &[u8]) {
+    pub(crate) fn write_at(&mut self, at: usize, src: &[u8]) {
         let end = at
             .checked_add(src.len())
             .expect("reservation range overflows");
@@ -92,7 +94,8 @@ impl<'p> Reservation<'p> {
     }
 
     /// Copies the whole record. Panics unless `src.len() == self.len()`.
-    pub fn copy_from(&mut self, src: &[u8]) {
+    #[cfg(test)]
+    pub(crate) fn copy_from(&mut self, src: &[u8]) {
         assert_eq!(
             src.len(),
             self.len(),
@@ -103,7 +106,7 @@ impl<'p> Reservation<'p> {
 
     /// Hands the bytes back (one atomic add). Returns the slot's write job
     /// if this was the last release of a closed slot.
-    pub fn release(self) -> Option<WriteJob<'p>> {
+    pub(crate) fn release(self) -> Option<WriteJob<'p>> {
         let slot = self.pool.slot(self.slot);
         // Cheap check that the protocol never recycles a held slot (loom
         // and the stress tests rely on it).
@@ -116,7 +119,7 @@ impl<'p> Reservation<'p> {
 /// The duty to write one complete slot: its bytes belong at `log_offset`.
 #[derive(Debug)]
 #[must_use = "a write job must be written and completed, or the log stalls"]
-pub struct WriteJob<'p> {
+pub(crate) struct WriteJob<'p> {
     pool: &'p SlotPool,
     slot: usize,
     log_offset: u64,
@@ -134,27 +137,25 @@ impl<'p> WriteJob<'p> {
     }
 
     /// Where the slot's bytes go in the log.
-    pub fn log_offset(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn log_offset(&self) -> u64 {
         self.log_offset
     }
 
     /// How many bytes the slot holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.len as usize
     }
 
-    /// True if the slot holds no bytes (never: empty slots are not closed).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Index of the slot (for diagnostics and tests).
-    pub fn slot(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn slot(&self) -> usize {
         self.slot
     }
 
     /// Calls `f` with the slot's bytes.
-    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+    pub(crate) fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         let buf = &self.pool.slot(self.slot).buf;
         // SAFETY: a job exists only for a slot that is closed (no more joins)
         // with RELEASED == JOINED, and exactly one caller gets it. Every
@@ -168,14 +169,14 @@ impl<'p> WriteJob<'p> {
 
     /// Reports the bytes written: the slot is freed for reuse and the
     /// written position may advance.
-    pub fn complete(self) {
+    pub(crate) fn complete(self) {
         self.pool.slot_written(self.slot);
     }
 
     /// Writes the bytes through `sink`, then [`complete`](Self::complete)s.
     /// On error the job is dropped uncompleted (the written position never
     /// passes this range) and the pool is poisoned.
-    pub fn write_to<S: SlotSink + ?Sized>(self, sink: &S) -> io::Result<()> {
+    pub(crate) fn write_to<S: SlotSink + ?Sized>(self, sink: &S) -> io::Result<()> {
         if let Err(e) = self.with_bytes(|bytes| sink.write_at_log_offset(self.log_offset, bytes)) {
             self.pool.poison();
             return Err(e);
@@ -188,7 +189,7 @@ impl<'p> WriteJob<'p> {
 /// A log range for a record written outside the slots.
 #[derive(Debug)]
 #[must_use = "a direct reservation must be written and completed, or the log stalls"]
-pub struct DirectReservation<'p> {
+pub(crate) struct DirectReservation<'p> {
     pool: &'p SlotPool,
     piece: u64,
     log_offset: u64,
@@ -206,28 +207,24 @@ impl<'p> DirectReservation<'p> {
     }
 
     /// Where the record starts in the log.
-    pub fn log_offset(&self) -> u64 {
+    pub(crate) fn log_offset(&self) -> u64 {
         self.log_offset
     }
 
     /// The record's length in bytes.
-    pub fn len(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> u64 {
         self.len
     }
 
-    /// True for a zero-length reservation.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Reports the record written (by the caller, at `log_offset`).
-    pub fn complete(self) {
+    pub(crate) fn complete(self) {
         self.pool.direct_written(self.piece);
     }
 
     /// Writes `record` through `sink`, then completes. Panics unless
     /// `record.len() == self.len()`. On error: as [`WriteJob::write_to`].
-    pub fn write_to<S: SlotSink + ?Sized>(self, sink: &S, record: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_to<S: SlotSink + ?Sized>(self, sink: &S, record: &[u8]) -> io::Result<()> {
         assert_eq!(
             record.len() as u64,
             self.len,

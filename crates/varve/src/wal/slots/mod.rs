@@ -27,11 +27,11 @@ mod pool;
 mod shim;
 mod sink;
 mod slot;
-pub mod state;
+pub(crate) mod state;
 
-pub use handles::{DirectReservation, Reservation, WriteJob};
-pub use pool::{Join, SlotConfig, SlotPool};
-pub use sink::SlotSink;
+pub(crate) use handles::{DirectReservation, WriteJob};
+pub(crate) use pool::{Join, SlotConfig, SlotPool};
+pub(crate) use sink::SlotSink;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

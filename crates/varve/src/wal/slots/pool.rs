@@ -19,6 +19,7 @@
 use super::handles::{DirectReservation, Reservation, WriteJob};
 use super::order::LogOrder;
 use super::shim::{Lock, spin};
+#[cfg(test)]
 use super::sink::SlotSink;
 use super::slot::{CloseAttempt, JoinAttempt, Slot};
 use super::state::{self, MAX_CAPACITY, Phase};
@@ -27,7 +28,7 @@ use crate::{Error, Result};
 
 /// Shape of a [`SlotPool`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SlotConfig {
+pub(crate) struct SlotConfig {
     /// Number of slots in the ring (at least 1; 4-16 in practice).
     pub slots: usize,
     /// Bytes per slot buffer (at most [`MAX_CAPACITY`]).
@@ -43,7 +44,7 @@ pub struct SlotConfig {
 impl SlotConfig {
     /// `slots` buffers of `capacity` bytes; a slot closes once half full and
     /// records up to the other half join slots.
-    pub fn new(slots: usize, capacity: usize) -> Self {
+    pub(crate) fn new(slots: usize, capacity: usize) -> Self {
         let close_at = (capacity / 2).max(1);
         SlotConfig {
             slots,
@@ -73,7 +74,7 @@ impl SlotConfig {
 /// The outcome of [`SlotPool::join`].
 #[derive(Debug)]
 #[must_use]
-pub enum Join<'p> {
+pub(crate) enum Join<'p> {
     /// Space in the active slot: copy the record in, then release it.
     Slot(Reservation<'p>),
     /// Longer than `max_join`: use [`SlotPool::reserve_direct`].
@@ -103,7 +104,7 @@ struct Switch {
 
 /// A ring of log slots; see the module docs.
 #[derive(Debug)]
-pub struct SlotPool {
+pub(crate) struct SlotPool {
     slots: Box<[Slot]>,
     /// Index of the open slot, or of the slot that will open next. Read by
     /// every join, written once per switch.
@@ -119,7 +120,7 @@ pub struct SlotPool {
 
 impl SlotPool {
     /// A pool whose first record goes to log offset `start`.
-    pub fn new(config: SlotConfig, start: u64) -> Result<Self> {
+    pub(crate) fn new(config: SlotConfig, start: u64) -> Result<Self> {
         config.validate()?;
         let slots: Box<[Slot]> = (0..config.slots)
             .map(|_| Slot::new(config.capacity))
@@ -148,7 +149,7 @@ impl SlotPool {
     /// may be waiting for exactly that write to open a slot. Returns
     /// [`Join::Poisoned`] instead of starting (or continuing) to wait once
     /// the pool is poisoned.
-    pub fn join(&self, len: usize) -> Join<'_> {
+    pub(crate) fn join(&self, len: usize) -> Join<'_> {
         if self.is_poisoned() {
             return Join::Poisoned;
         }
@@ -197,7 +198,7 @@ impl SlotPool {
     /// released; otherwise the last releaser gets it. Does nothing when the
     /// slot is empty or already closing. A caller always sees its own
     /// earlier joins, so a sync writer's record is never left behind.
-    pub fn close_active(&self) -> Option<WriteJob<'_>> {
+    pub(crate) fn close_active(&self) -> Option<WriteJob<'_>> {
         self.close_active_before(u64::MAX)
     }
 
@@ -205,7 +206,7 @@ impl SlotPool {
     /// starts before log offset `end` — i.e. it holds bytes of the caller's
     /// record that ends at `end`. A writer waiting for its record to be
     /// written uses this so that it never closes a later slot early.
-    pub fn close_active_before(&self, end: u64) -> Option<WriteJob<'_>> {
+    pub(crate) fn close_active_before(&self, end: u64) -> Option<WriteJob<'_>> {
         let mut sw = self.switch.lock();
         if sw.waiting {
             return None;
@@ -230,7 +231,10 @@ impl SlotPool {
     /// record) unless it is empty, in which case it just moves past the
     /// record. Returns the reservation and, if closing the slot made it
     /// complete, that slot's write job.
-    pub fn reserve_direct(&self, len: usize) -> (DirectReservation<'_>, Option<WriteJob<'_>>) {
+    pub(crate) fn reserve_direct(
+        &self,
+        len: usize,
+    ) -> (DirectReservation<'_>, Option<WriteJob<'_>>) {
         let len64 = len as u64;
         let mut sw = self.switch.lock();
         loop {
@@ -267,21 +271,21 @@ impl SlotPool {
     /// open another slot. Later joins return [`Join::Poisoned`]; handles
     /// already out can still be stepped (their bytes are simply never
     /// reported written). Called by the handles' `write_to` on a sink error.
-    pub fn poison(&self) {
+    pub(crate) fn poison(&self) {
         let _sw = self.switch.lock();
         self.poisoned.store(true, Ordering::Relaxed);
         self.switch.notify_all();
     }
 
     /// Whether [`SlotPool::poison`] was called.
-    pub fn is_poisoned(&self) -> bool {
+    pub(crate) fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::Relaxed)
     }
 
     /// The log offset up to which every byte has been written (reported by
     /// `WriteJob::complete` / `DirectReservation::complete`). Advances in log
     /// order only, even though slots finish out of order.
-    pub fn written_position(&self) -> u64 {
+    pub(crate) fn written_position(&self) -> u64 {
         self.written.0.load(Ordering::Acquire)
     }
 
@@ -289,7 +293,8 @@ impl SlotPool {
     /// write (or the direct record), performs it through `sink`. Returns the
     /// record's log offset (`None` for an empty record). A sink error poisons
     /// the pool; a poisoned pool fails every later call.
-    pub fn append<S: SlotSink + ?Sized>(
+    #[cfg(test)]
+    pub(crate) fn append<S: SlotSink + ?Sized>(
         &self,
         sink: &S,
         record: &[u8],

@@ -12,7 +12,7 @@
 use std::io;
 
 /// Positional writes of log bytes (e.g. `pwrite` at `file base + log offset`).
-pub trait SlotSink: Sync {
+pub(crate) trait SlotSink: Sync {
     /// Writes `bytes` at `log_offset` of the log. Called at most once per
     /// log range, possibly out of order and concurrently.
     fn write_at_log_offset(&self, log_offset: u64, bytes: &[u8]) -> io::Result<()>;

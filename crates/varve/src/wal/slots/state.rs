@@ -19,9 +19,9 @@
 //! No shared state, no `unsafe`: everything here is a `const fn` on `u64`.
 
 /// Number of bits for each byte counter.
-pub const COUNT_BITS: u32 = 31;
+pub(crate) const COUNT_BITS: u32 = 31;
 /// Largest slot buffer the word can describe (2^31 - 1 bytes).
-pub const MAX_CAPACITY: usize = (1 << COUNT_BITS) - 1;
+pub(crate) const MAX_CAPACITY: usize = (1 << COUNT_BITS) - 1;
 /// Mask of one counter after shifting it down.
 const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
 /// Where JOINED starts.
@@ -32,7 +32,7 @@ const STATE_SHIFT: u32 = 2 * COUNT_BITS;
 /// A slot's lifecycle state (the top two bits of the state word).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Not in use; the pool may activate it. Counters are zero.
     Free = 0,
     /// The active slot: writers join it. At most one slot is open.
@@ -43,12 +43,12 @@ pub enum Phase {
 }
 
 /// The state word of a freshly activated slot: `Open`, nothing joined.
-pub const OPEN_EMPTY: u64 = pack(Phase::Open, 0, 0);
+pub(crate) const OPEN_EMPTY: u64 = pack(Phase::Open, 0, 0);
 /// The state word of a free slot.
-pub const FREE: u64 = pack(Phase::Free, 0, 0);
+pub(crate) const FREE: u64 = pack(Phase::Free, 0, 0);
 
 /// Builds a state word. `joined` and `released` must be `<= MAX_CAPACITY`.
-pub const fn pack(phase: Phase, joined: u32, released: u32) -> u64 {
+pub(crate) const fn pack(phase: Phase, joined: u32, released: u32) -> u64 {
     debug_assert!(joined as u64 <= COUNT_MASK && released as u64 <= COUNT_MASK);
     ((phase as u64) << STATE_SHIFT)
         | ((joined as u64 & COUNT_MASK) << JOINED_SHIFT)
@@ -57,7 +57,7 @@ pub const fn pack(phase: Phase, joined: u32, released: u32) -> u64 {
 
 /// The lifecycle state encoded in `word` (the value 3 is never written; it
 /// decodes as `Closed` so a corrupt word can never look joinable).
-pub const fn phase(word: u64) -> Phase {
+pub(crate) const fn phase(word: u64) -> Phase {
     match word >> STATE_SHIFT {
         0 => Phase::Free,
         1 => Phase::Open,
@@ -66,35 +66,35 @@ pub const fn phase(word: u64) -> Phase {
 }
 
 /// Bytes joined so far (the next writer's offset while open).
-pub const fn joined(word: u64) -> u32 {
+pub(crate) const fn joined(word: u64) -> u32 {
     ((word >> JOINED_SHIFT) & COUNT_MASK) as u32
 }
 
 /// Bytes released (copied in and handed back) so far.
-pub const fn released(word: u64) -> u32 {
+pub(crate) const fn released(word: u64) -> u32 {
     (word & COUNT_MASK) as u32
 }
 
 /// `word` with `len` more bytes joined. Caller guarantees
 /// `joined(word) + len <= MAX_CAPACITY`.
-pub const fn add_joined(word: u64, len: u32) -> u64 {
+pub(crate) const fn add_joined(word: u64, len: u32) -> u64 {
     debug_assert!(joined(word) as u64 + len as u64 <= COUNT_MASK);
     word + ((len as u64) << JOINED_SHIFT)
 }
 
 /// The increment that adds `len` released bytes (for `fetch_add`).
-pub const fn released_delta(len: u32) -> u64 {
+pub(crate) const fn released_delta(len: u32) -> u64 {
     len as u64
 }
 
 /// `word` with its state replaced by `phase`, counters unchanged.
-pub const fn with_phase(word: u64, phase: Phase) -> u64 {
+pub(crate) const fn with_phase(word: u64, phase: Phase) -> u64 {
     (word & !(0b11 << STATE_SHIFT)) | ((phase as u64) << STATE_SHIFT)
 }
 
 /// True when the slot is closed and every joined byte has been released:
 /// the buffer is complete and may be written.
-pub const fn is_complete(word: u64) -> bool {
+pub(crate) const fn is_complete(word: u64) -> bool {
     matches!(phase(word), Phase::Closed) && joined(word) == released(word)
 }
 

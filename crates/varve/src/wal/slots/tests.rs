@@ -3,6 +3,8 @@
 //! checks every log byte is written exactly once, records tile the log, and
 //! the written position only advances over bytes the sink already has.
 
+#![allow(clippy::unwrap_used)] // test helpers (not #[test] fns) lock test mutexes
+
 use std::collections::HashSet;
 use std::io;
 use std::sync::Mutex;
