@@ -55,7 +55,7 @@ pub struct ChunkInfo {
     /// The chunk's keys (inside the scanned range); chunks are contiguous
     /// and disjoint.
     pub range: KeyRange,
-    /// Estimated bytes of the chunk (see [`Anchors`](super::Anchors)).
+    /// Estimated bytes of the chunk (see [`Anchors`](crate::Anchors)).
     pub estimated_bytes: u64,
 }
 
