@@ -59,14 +59,14 @@ pub enum Error {
     AlreadyExists(PathBuf),
     /// An earlier WAL or background write failed; writes are refused until
     /// the database is reopened or, when the failure was a full disk,
-    /// [`Db::resume`](crate::Db::resume) succeeds. The message says which.
+    /// `Db::resume` succeeds. The message says which.
     #[error("database is poisoned by an earlier write failure: {0}")]
     Poisoned(String),
     /// The database was closed.
     #[error("database is closed")]
     Closed,
     /// A write (or flush, compaction, resume) on a database opened with
-    /// [`Db::open_read_only`](crate::Db::open_read_only).
+    /// `Db::open_read_only`.
     #[error("database {} is open read-only", .0.display())]
     ReadOnly(PathBuf),
 }
@@ -140,7 +140,7 @@ impl Error {
 
     /// True for an [`Error::Io`] that says the file system is out of space:
     /// ENOSPC (`ErrorKind::StorageFull`) or EDQUOT (`ErrorKind::QuotaExceeded`).
-    /// These are the failures [`Db::resume`](crate::Db::resume) recovers
+    /// These are the failures `Db::resume` recovers
     /// from once space is freed.
     pub fn is_no_space(&self) -> bool {
         match self {

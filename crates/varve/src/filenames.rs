@@ -29,6 +29,9 @@ pub(crate) enum FileKind {
 
 /// Name of the lock file.
 pub(crate) const LOCK: &str = "LOCK";
+/// Name of the subdirectory that receives files repair rejects, and the
+/// unreferenced files an open sets aside after a damaged manifest tail.
+pub(crate) const LOST_DIR: &str = "lost";
 /// Name of the event log.
 pub(crate) const INFO_LOG: &str = "LOG";
 /// Name of the previous event log.

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::io::{FileLock, FileSystem, RandomAccessFile, SequentialFile, WritableFile};
 use crate::keys::{MAX_SEQUENCE, ValueKind, make_internal_key, user_key};
@@ -43,7 +44,6 @@ use crate::sst::{
 use crate::util::checksum::{crc32c, crc32c_extend, mask};
 use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit, VersionSet};
 use crate::wal::{self, LogWriter, TailStatus, format, record};
-use crate::{Error, Result};
 
 /// Flags-byte bit: recompute the checksums the framing reaches.
 pub const FLAG_FIX_CHECKSUMS: u8 = 1;

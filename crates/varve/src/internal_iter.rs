@@ -4,7 +4,7 @@
 //! the iterators in `iter/` implement it, and everything above reads
 //! through it.
 
-use crate::Result;
+use crate::error::Result;
 
 /// A cursor over entries sorted by internal key (see [`crate::keys`]).
 ///

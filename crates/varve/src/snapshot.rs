@@ -80,8 +80,8 @@ impl Drop for Pin {
 
 /// A consistent, read-only view of the database at one moment.
 ///
-/// Obtained from [`Db::snapshot`](crate::Db::snapshot); pass it to reads
-/// through [`ReadOptions::snapshot`](crate::ReadOptions). Released on drop.
+/// Obtained from `Db::snapshot`; pass it to reads
+/// through `ReadOptions::snapshot`. Released on drop.
 #[derive(Clone)]
 pub struct Snapshot {
     inner: Arc<Pin>,

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
-use crate::Result;
+use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::keys::SequenceNumber;

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
+use crate::error::{Error, Result};
 use crate::filenames::table_path;
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
@@ -23,7 +24,6 @@ use crate::keys::{self, SequenceNumber, compare_internal_keys};
 use crate::sst::{COMPACTION_READAHEAD, TableBuilderOptions};
 use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::version::{ScanOptions, TableCache};
-use crate::{Error, Result};
 
 /// What a compaction needs besides its plan.
 pub(crate) struct JobContext<'a> {

@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use crate::Result;
+use crate::error::Result;
 use crate::filenames::table_path;
 use crate::io::FileSystem;
 use crate::keys;

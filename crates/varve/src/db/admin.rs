@@ -8,7 +8,8 @@ use std::path::Path;
 use super::debug::DbDebug;
 use super::{Db, DbStats, RepairReport, bg, checkpoint, repair, resume};
 use crate::compaction::picker;
-use crate::{Options, Result};
+use crate::error::Result;
+use crate::options::Options;
 
 impl Db {
     /// Writes every memtable to L0 table files and waits for it; afterwards

@@ -27,10 +27,10 @@ use parking_lot::{Condvar, Mutex};
 use super::DbInner;
 use super::memtables::SuperVersion;
 use super::stats::Counters;
-use crate::Result;
 use crate::compaction::flush::build_table;
 use crate::compaction::job::{self, JobContext};
 use crate::compaction::picker::{self, CompactionPlan};
+use crate::error::Result;
 use crate::version::VersionEdit;
 
 #[derive(Debug, Default)]
@@ -89,7 +89,7 @@ pub(crate) fn start(db: &Arc<DbInner>) -> Result<()> {
         let handle = std::thread::Builder::new()
             .name(name.into())
             .spawn(move || body(&worker))
-            .map_err(|e| crate::Error::io(&db.dir, e))?;
+            .map_err(|e| crate::error::Error::io(&db.dir, e))?;
         threads.push(handle);
     }
     Ok(())

@@ -34,11 +34,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
+use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, wal_path};
 use crate::io::FileSystem;
 use crate::version::manifest::{self, ManifestWriter};
 use crate::version::{NUM_LEVELS, Version, VersionEdit};
-use crate::{Error, Result};
 
 /// Resumes obsolete-file deletion when dropped.
 struct PauseGuard<'a>(&'a DbInner);

@@ -24,11 +24,12 @@ use super::recovery::RecoveryReport;
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use crate::compaction::picker::LevelTargets;
+use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem};
+use crate::options::Options;
 use crate::snapshot::SnapshotList;
 use crate::sst::{BlockCache, ReaderPool, TableBuilderOptions};
 use crate::version::{TableCache, Version, VersionSet};
-use crate::{Error, Options, Result};
 
 /// Table-building options derived from the database options.
 pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {

@@ -11,8 +11,8 @@
 
 use std::sync::Arc;
 
-use crate::WriteBatch;
 use crate::batch::BatchOp;
+use crate::batch::WriteBatch;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{SequenceNumber, ValueKind};
 use crate::memtable::{MemTable, MemTableFull};

@@ -22,6 +22,7 @@ mod checkpoint;
 mod debug;
 mod info_log;
 mod inner;
+mod lock;
 mod memtables;
 mod obsolete;
 mod open;
@@ -46,8 +47,10 @@ pub use recovery::{RecoveryReport, TruncatedTail};
 pub use repair::RepairReport;
 pub use stats::{DbStats, LevelStats};
 
+use crate::batch::WriteBatch;
+use crate::error::Result;
+use crate::options::{Options, WriteOptions};
 use crate::version::VersionEdit;
-use crate::{Options, Result, WriteBatch, WriteOptions};
 use write::WritePath;
 
 /// An open database.

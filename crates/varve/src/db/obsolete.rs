@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use super::DbInner;
-use crate::Error;
+use crate::error::Error;
 use crate::filenames::{self, FileKind};
 
 /// Deletes every obsolete file in the database directory.

@@ -17,18 +17,20 @@ use parking_lot::{Mutex, RwLock};
 
 use super::bg::Background;
 use super::info_log::InfoLog;
+use super::lock::take_lock;
 use super::memtables::{Mem, SuperVersion};
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
 use crate::compaction::flush::build_table;
-use crate::filenames::{self, FileKind, LOCK, wal_path};
+use crate::error::{Error, Result};
+use crate::filenames::{self, FileKind, LOCK, LOST_DIR, wal_path};
 use crate::memtable::MemTable;
+use crate::options::Options;
 use crate::snapshot::SnapshotList;
 use crate::sst::{BlockCache, ReaderPool};
 use crate::version::TableCache;
 use crate::version::{VersionEdit, VersionSet};
-use crate::{Error, Options, Result};
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     options.validate()?;
@@ -133,7 +135,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             "recovery: moved {} unreferenced files to {}/ after the damaged manifest tail \
              at {}:{}",
             report.lost.len(),
-            super::repair::LOST_DIR,
+            LOST_DIR,
             tail.file.display(),
             tail.offset
         ));
@@ -334,7 +336,7 @@ fn move_unreferenced_to_lost(
 ) -> Result<Vec<(String, String)>> {
     let live = versions.live_files();
     let mut moved = Vec::new();
-    let lost = dir.join(super::repair::LOST_DIR);
+    let lost = dir.join(LOST_DIR);
     let mut names = fs.list_dir(dir)?;
     names.sort();
     for name in names {
@@ -357,29 +359,6 @@ fn move_unreferenced_to_lost(
         fs.sync_dir(dir)?;
     }
     Ok(moved)
-}
-
-/// Takes `LOCK`, retrying for a moment before reporting `Error::Locked`:
-/// `flock` locks belong to an open file description, and a `fork` anywhere
-/// in the process (a thread spawning a command) shares our description with
-/// the child until its `exec` closes it, so a lock just released can look
-/// held for a few milliseconds. A database really open elsewhere stays
-/// locked and gets the error after about 200 ms.
-pub(crate) fn take_lock(
-    fs: &dyn crate::io::FileSystem,
-    dir: &Path,
-    lock_path: &Path,
-) -> Result<Box<dyn crate::io::FileLock>> {
-    for attempt in 0..10u32 {
-        if let Some(lock) = fs.try_lock(lock_path)? {
-            return Ok(lock);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2 << attempt.min(5)));
-    }
-    Err(Error::Locked {
-        dir: dir.to_path_buf(),
-        lock_file: lock_path.to_path_buf(),
-    })
 }
 
 /// Fails with a clear error if the file system of `dir` refuses O_DIRECT.

@@ -21,12 +21,14 @@ use std::sync::Arc;
 
 use super::info_log::InfoLog;
 use super::memtables::{batch_charge, insert_batch};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, wal_path};
 use crate::io::FileSystem;
 use crate::memtable::MemTable;
+use crate::options::Options;
 use crate::version::{ManifestTail, VersionSet};
 use crate::wal::{self, TailStatus};
-use crate::{Error, Options, Result, WriteBatch};
 
 /// A WAL tail that recovery cut off.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -41,20 +41,19 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::batch::WriteBatch;
 use crate::compaction::filter::VersionFilter;
 use crate::compaction::output::{OutputConfig, TableOutputs};
-use crate::filenames::{self, FileKind, LOCK, wal_path};
+use crate::error::{Error, Result};
+use crate::filenames::{self, FileKind, LOCK, LOST_DIR, wal_path};
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::merging::MergingIterator;
 use crate::memtable::MemTable;
+use crate::options::Options;
 use crate::sst::{Table, verify_table};
 use crate::version::{FileMetaData, NUM_LEVELS, VersionSet, manifest};
 use crate::wal;
-use crate::{Error, Options, Result, WriteBatch};
-
-/// Name of the subdirectory that receives files repair rejects.
-pub(super) const LOST_DIR: &str = "lost";
 
 /// What [`repair`](crate::Db::repair) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,7 +85,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         return Err(Error::NotFound(dir.to_path_buf()));
     }
     let lock_path = dir.join(LOCK);
-    let _lock = super::open::take_lock(fs.as_ref(), dir, &lock_path)?;
+    let _lock = super::lock::take_lock(fs.as_ref(), dir, &lock_path)?;
     let mut report = RepairReport::default();
     let mut names = fs.list_dir(dir)?;
     names.sort_by_key(|n| (filenames::parse(n).and_then(file_number), n.clone()));

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use super::DbInner;
 use super::write;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// See [`Db::resume`](super::Db::resume).
 pub(crate) fn resume(db: &DbInner) -> Result<()> {

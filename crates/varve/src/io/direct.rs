@@ -20,8 +20,8 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::fs::{RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
 use crate::io::fiber::fiber_aio_read;
-use crate::{Error, Result};
 
 /// Alignment of offsets, lengths and buffers for O_DIRECT.
 pub(crate) const ALIGN: usize = 4096;

@@ -32,7 +32,7 @@ use parking_lot::Mutex;
 
 use super::fault_read::{FaultyRandomAccess, ReadFault, ReadFaults};
 use super::fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 #[derive(Debug)]
 struct Switches {

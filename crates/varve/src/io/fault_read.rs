@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use super::fs::RandomAccessFile;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// What a read of a file chosen with
 /// [`FaultInjectingFs::fault_reads_of`](super::FaultInjectingFs::fault_reads_of) does.

@@ -10,7 +10,7 @@ use std::fmt::Debug;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::Result;
+use crate::error::Result;
 
 /// A file opened for appending.
 pub trait WritableFile: Send + Debug {
@@ -63,7 +63,7 @@ impl LogFile for AppendLogFile {
     fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
         let mut f = self.file.lock();
         if f.len() != offset {
-            return Err(crate::Error::InvalidArgument(format!(
+            return Err(crate::error::Error::InvalidArgument(format!(
                 "{}: positional write at {offset} but the file has {} bytes (this file system \
                  only appends)",
                 self.path.display(),
@@ -139,7 +139,7 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Makes `dst` a second name of the file `src` (a hard link). File
     /// systems without links return an error; callers fall back to copying.
     fn hard_link(&self, src: &Path, dst: &Path) -> Result<()> {
-        Err(crate::Error::InvalidArgument(format!(
+        Err(crate::error::Error::InvalidArgument(format!(
             "hard links are not supported by this file system ({} -> {})",
             src.display(),
             dst.display()
@@ -152,7 +152,7 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Opens `path` for positional reads that bypass the page cache
     /// (O_DIRECT). File systems without direct IO return an error.
     fn open_random_access_direct(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
-        Err(crate::Error::InvalidArgument(format!(
+        Err(crate::error::Error::InvalidArgument(format!(
             "direct IO is not supported by this file system ({})",
             path.display()
         )))
@@ -160,7 +160,7 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Creates (or truncates) `path` for appending with O_DIRECT. Appended
     /// bytes may stay in user space until `sync_data`.
     fn create_writable_direct(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Err(crate::Error::InvalidArgument(format!(
+        Err(crate::error::Error::InvalidArgument(format!(
             "direct IO is not supported by this file system ({})",
             path.display()
         )))

@@ -27,7 +27,7 @@ pub use fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, Wr
 pub use posix::PosixFs;
 
 /// Whether reads may use io_uring
-/// ([`Options::io_engine`](crate::Options::io_engine)).
+/// (`Options::io_engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoEngine {
     /// io_uring where the kernel offers it (probed once per process; the

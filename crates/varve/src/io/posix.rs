@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
+use crate::error::{Error, Result};
 use crate::io::fiber::fiber_aio_read;
-use crate::{Error, Result};
 
 /// The operating system's file system.
 #[derive(Debug, Default, Clone, Copy)]

@@ -10,9 +10,9 @@
 
 use std::cmp::Ordering;
 
+use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::keys::compare_internal_keys;
-use crate::{Error, Result};
 
 /// Opens the iterator of file `index` of the level.
 pub(crate) type FileOpener = Box<dyn Fn(usize) -> Result<Box<dyn InternalIterator>> + Send>;

@@ -33,9 +33,9 @@
 use std::cell::RefCell;
 use std::cmp::Ordering;
 
+use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::keys::compare_internal_keys;
-use crate::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {

@@ -227,3 +227,9 @@ mod tests {
         assert_eq!(Arena::new(0).capacity(), 1);
     }
 }
+
+/// Returned by `MemTable::add` (and the skiplist and arena under it)
+/// when the arena has no room left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("memtable is full")]
+pub(crate) struct MemTableFull;

@@ -49,4 +49,5 @@ mod loom_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub(crate) use table::{MemTable, MemTableFull};
+pub(crate) use arena::MemTableFull;
+pub(crate) use table::MemTable;

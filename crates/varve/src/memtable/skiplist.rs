@@ -32,7 +32,7 @@
 use std::cmp::Ordering as CmpOrdering;
 
 use super::arena::Arena;
-use super::table::MemTableFull;
+use super::arena::MemTableFull;
 use crate::keys::{self, TRAILER_LEN};
 use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 

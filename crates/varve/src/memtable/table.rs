@@ -14,14 +14,10 @@
 
 use std::sync::Arc;
 
+use super::arena::MemTableFull;
 use super::skiplist::{self, Node, SkipList, Target};
 use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, TRAILER_LEN, ValueKind};
-
-/// Returned by [`MemTable::add`] when the arena has no room left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("memtable is full")]
-pub(crate) struct MemTableFull;
 
 /// A sorted in-memory table of internal entries with a fixed byte capacity.
 pub(crate) struct MemTable {

@@ -16,12 +16,12 @@ use std::sync::Arc;
 
 pub use read_write::{DEFAULT_ASYNC_QUEUE_DEPTH, ReadOptions, ScanPrefetch, WriteOptions};
 
+use crate::error::{Error, Result};
 use crate::io::{FileSystem, IoEngine, PosixFs};
 use crate::sst::{BlockCache, Compression, ReaderPool};
 use crate::wal::WalWriter;
-use crate::{Error, Result};
 
-/// Options for [`Db::open`](crate::Db::open).
+/// Options for `Db::open`.
 #[derive(Clone)]
 pub struct Options {
     /// Create the database if the directory holds none. Default `true`.
@@ -34,7 +34,7 @@ pub struct Options {
     /// How many immutable memtables may wait for a flush before writers
     /// stop. One short of it, every write is first delayed by 1 ms (the
     /// graded step before the stop); both are counted in
-    /// [`Db::stats`](crate::Db::stats).
+    /// `Db::stats`.
     /// Default 4.
     pub max_immutable_memtables: usize,
     /// Largest key accepted, in bytes. Default 64 KiB; at most 16 MiB.

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::block_bytes::BlockBytes;
+use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::keys::compare_internal_keys;
 use crate::util::coding::{decode_fixed32, decode_varint32};
-use crate::{Error, Result};
 
 /// Bytes charged to a cache for a block beyond its contents.
 const BLOCK_OVERHEAD: usize = std::mem::size_of::<Block>() + 32;

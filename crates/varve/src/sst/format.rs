@@ -13,10 +13,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::block_bytes::BlockBytes;
+use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, RandomAccessFile};
 use crate::util::checksum::{crc32c, crc32c_extend, mask, unmask};
 use crate::util::coding::{decode_fixed32, decode_varint64, put_fixed32, put_varint64};
-use crate::{Error, Result};
 
 /// The table format version this build writes and the newest it reads.
 pub(crate) const FORMAT_VERSION: u32 = 1;

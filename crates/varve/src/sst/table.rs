@@ -16,11 +16,11 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::io::RandomAccessFile;
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key, parse_internal_key};
 use crate::sst::BlockCache;
-use crate::{Error, Result};
 
 use super::block::Block;
 use super::filter::BloomFilter;

@@ -9,9 +9,9 @@
 //! known, so its separator can be shortened. After an IO error the builder
 //! refuses further work with a copy of that error.
 
+use crate::error::{Error, Result};
 use crate::io::WritableFile;
 use crate::keys::{MAX_SEQUENCE, ValueKind, pack_trailer, parse_internal_key, user_key};
-use crate::{Error, Result};
 
 use super::block_builder::BlockBuilder;
 use super::filter::FilterBuilder;

@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, lookup_key};
-use crate::{Error, Result};
 
 use super::block::BlockIter;
 use super::readahead::Readahead;

@@ -10,11 +10,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::sst::verify_table;
 use crate::version::manifest::{manifest_path, read_current, read_manifest};
 use crate::wal::TailStatus;
-use crate::{Error, Result};
 
 /// What kind of file was checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

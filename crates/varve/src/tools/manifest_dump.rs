@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::version::VersionEdit;
 use crate::version::manifest::read_manifest;
 use crate::wal::TailStatus;
-use crate::{Error, Result};
 
 /// One version edit and where it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -34,8 +34,8 @@ pub fn current_manifest(fs: &dyn crate::fs::FileSystem, dir: &Path) -> Result<st
 
 use std::path::Path;
 
+use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind};
-use crate::{Error, Result};
 
 /// The number of the file at `path` if its name is of the kind `want`
 /// picks (`FileKind::Wal`, `Table` or `Manifest`), else `InvalidArgument`

@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::keys::{ValueKind, parse_internal_key};
 use crate::sst::{FOOTER_LEN, Footer, Table, TableProperties, TableReadOptions};
-use crate::{Error, Result};
 
 /// One entry of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]

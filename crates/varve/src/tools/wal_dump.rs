@@ -6,9 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::batch::BatchOp;
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::wal::{self, TailStatus};
-use crate::{Error, Result, WriteBatch};
 
 /// One operation of a write batch.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,10 +14,10 @@
 use std::path::{Path, PathBuf};
 
 use super::edit::VersionEdit;
+use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::util::coding::decode_fixed32;
 use crate::wal::{self, LogWriter, TailStatus};
-use crate::{Error, Result};
 
 /// Name of the file naming the live manifest.
 pub(crate) const CURRENT: &str = "CURRENT";

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::FileMetaData;
-use crate::Result;
+use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::level::LevelIterator;

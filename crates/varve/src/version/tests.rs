@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::manifest::{self, ManifestWriter};
 use super::*;
-use crate::Error;
+use crate::error::Error;
 use crate::io::{FaultInjectingFs, FileSystem, PosixFs};
 use crate::keys::{ValueKind, make_internal_key};
 use crate::wal::{self, LogWriter};

@@ -24,11 +24,11 @@ use super::edit::VersionEdit;
 use super::file_meta::FileMetaData;
 use super::manifest::{self, ManifestWriter};
 use super::version::Version;
+use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind};
 use crate::io::FileSystem;
 use crate::keys::MAX_SEQUENCE;
 use crate::wal::TailStatus;
-use crate::{Error, Result};
 
 /// Default size at which the manifest is rolled over to a new one.
 pub(crate) const DEFAULT_MAX_MANIFEST_SIZE: u64 = 64 << 20;

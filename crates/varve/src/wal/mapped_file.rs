@@ -32,8 +32,8 @@ use std::ptr::NonNull;
 
 use parking_lot::Mutex;
 
+use crate::error::{Error, Result};
 use crate::io::{LogFile, WritableFile};
-use crate::{Error, Result};
 
 /// Granularity of the mapping and of growth.
 const GROW_STEP: usize = 1 << 20;

@@ -34,7 +34,7 @@ pub(crate) use writer::LogWriter;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::Result;
+use crate::error::Result;
 use crate::io::{FileSystem, LogFile};
 
 /// Space a mapped log starts with; it grows as records arrive. Small, so a

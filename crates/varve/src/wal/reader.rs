@@ -14,9 +14,9 @@ use std::path::Path;
 use super::format::{
     self, FileHeaderError, HEADER_SIZE, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, RecordType,
 };
+use crate::error::{Error, Result};
 use crate::io::{FileSystem, SequentialFile};
 use crate::util::checksum::unmask;
-use crate::{Error, Result};
 
 /// How a replayed log ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

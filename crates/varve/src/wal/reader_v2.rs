@@ -16,9 +16,9 @@ use std::path::Path;
 use super::format::{self, FILE_HEADER_RECORD_LEN, HEADER_SIZE, RecordType};
 use super::reader::{ReplayOutcome, TailStatus, replay_with_block_size};
 use super::record::{self, WAL_FORMAT_V2};
+use crate::error::{Error, Result};
 use crate::io::FileSystem;
 use crate::util::checksum::unmask;
-use crate::{Error, Result};
 
 /// Reads every record of log `log_number` at `path` in order, calling
 /// `f(payload, offset)`; version 1 and version 2 files are both read.

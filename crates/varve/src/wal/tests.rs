@@ -11,8 +11,8 @@ use std::time::Instant;
 use super::format::{self, BLOCK_SIZE, HEADER_SIZE, RecordType};
 use super::reader::{ReplayOutcome, replay_with_block_size};
 use super::*;
+use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem, PosixFs, RandomAccessFile, SequentialFile, WritableFile};
-use crate::{Error, Result};
 
 const FH_END: u64 = (HEADER_SIZE + format::FILE_HEADER_PAYLOAD_LEN) as u64;
 

@@ -32,8 +32,8 @@ use std::thread::JoinHandle;
 use io_uring::{IoUring, opcode, squeue, types};
 use parking_lot::Mutex;
 
+use crate::error::{Error, Result};
 use crate::io::LogFile;
-use crate::{Error, Result};
 
 /// Submission queue entries of the ring (and most requests per batch).
 const RING_ENTRIES: u32 = 64;

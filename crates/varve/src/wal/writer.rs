@@ -13,8 +13,8 @@
 use super::format::{
     self, FORMAT_VERSION, HEADER_SIZE, MAX_BLOCK_SIZE, MIN_BLOCK_SIZE, RecordType,
 };
+use crate::error::{Error, Result};
 use crate::io::WritableFile;
-use crate::{Error, Result};
 
 /// Scratch buffers larger than this are released after use.
 const KEEP_BUF_CAPACITY: usize = 1 << 20;

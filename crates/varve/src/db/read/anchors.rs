@@ -52,9 +52,9 @@
 //! Thread-safety: pure functions over a pinned read state; safe to call from
 //! any number of threads while writes, flushes and compactions run.
 
-use crate::Result;
 use crate::db::DbInner;
 use crate::db::memtables::SuperVersion;
+use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE};
 use crate::version::{FileMetaData, NUM_LEVELS};

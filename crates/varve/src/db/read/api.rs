@@ -9,7 +9,9 @@ use super::anchors::{self, Anchors, KeyRange};
 use super::multi_get;
 use super::par_scan::{self, ChunkInfo};
 use crate::db::Db;
-use crate::{DbIterator, Error, ReadOptions, Result, Snapshot};
+use crate::db::{DbIterator, Snapshot};
+use crate::error::{Error, Result};
+use crate::options::ReadOptions;
 
 impl Db {
     /// The value of `key`, or `None`.

@@ -20,8 +20,8 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Sibling;
-use crate::Result;
 use crate::db::memtables::SuperVersion;
+use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
 use crate::snapshot::Snapshot;
@@ -60,7 +60,7 @@ pub struct DbIterator {
     positioned: bool,
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
-    error: Option<crate::Error>,
+    error: Option<crate::error::Error>,
     /// An `Err` item was yielded (or the two ends met): the Rust iterator
     /// is finished.
     done: bool,
@@ -477,8 +477,8 @@ impl DbIterator {
     }
 }
 
-fn malformed_key() -> crate::Error {
-    crate::Error::corruption(
+fn malformed_key() -> crate::error::Error {
+    crate::error::Error::corruption(
         "<memtable or table>",
         0,
         "malformed internal key in iterator",

@@ -23,13 +23,15 @@ use std::sync::Arc;
 
 use super::DbInner;
 use super::memtables::{MemLookup, SuperVersion};
+use crate::db::DbIterator;
+use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::io::IoEngine;
 use crate::iter::merging::MergingIterator;
 use crate::keys::{SequenceNumber, ValueKind};
+use crate::options::{ReadOptions, ScanPrefetch};
 use crate::version::ScanOptions;
 use crate::version::{NUM_LEVELS, Version};
-use crate::{DbIterator, ReadOptions, Result, ScanPrefetch};
 
 pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     let seq = read_sequence(db, opts);

@@ -28,9 +28,10 @@ use super::multi_get_cached::{Plan, resolve_cached};
 use super::{get_from_version, get_from_version_after, read_sequence};
 use crate::db::DbInner;
 use crate::db::memtables::MemLookup;
+use crate::error::Result;
 use crate::io::fiber;
 use crate::keys::{MAX_SEQUENCE, ValueKind, lookup_key};
-use crate::{ReadOptions, Result};
+use crate::options::ReadOptions;
 
 /// One key's result.
 type Lookup = Result<Option<Vec<u8>>>;

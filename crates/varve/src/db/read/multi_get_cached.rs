@@ -24,8 +24,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::Result;
 use crate::db::DbInner;
+use crate::error::Result;
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key};
 use crate::sst::{BlockHandle, PointPlan, Table};
 use crate::version::Version;

@@ -36,7 +36,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use parking_lot::{Condvar, Mutex};
 
 use super::anchors::{self, KeyRange};
-use crate::{Db, DbIterator, Error, ReadOptions, Result, ScanPrefetch, Snapshot};
+use crate::db::{Db, DbIterator, Snapshot};
+use crate::error::{Error, Result};
+use crate::options::{ReadOptions, ScanPrefetch};
 
 /// Chunks per thread when the range is small enough.
 pub(crate) const CHUNKS_PER_THREAD: usize = 8;

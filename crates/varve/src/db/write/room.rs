@@ -22,11 +22,11 @@ use super::super::DbInner;
 use super::super::memtables::{Mem, SuperVersion};
 use super::super::stats::Counters;
 use super::wal_log::WalLog;
+use crate::error::{Error, Result};
 use crate::filenames::wal_path;
 use crate::internal_iter::InternalIterator;
 use crate::keys::parse_internal_key;
 use crate::memtable::MemTable;
-use crate::{Error, Result};
 
 /// Longest `restart_log` waits for the writers of a failed log to report
 /// their lost records (they are only finishing their error path).

@@ -35,8 +35,8 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::error::{Error, Result};
 use crate::keys::MAX_SEQUENCE;
-use crate::{Error, Result};
 
 /// Sequence assignment and in-order publication.
 #[derive(Debug)]

@@ -37,7 +37,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::super::DbInner;
 use super::super::stats::Counters;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 #[derive(Debug, Default)]
 struct Flags {

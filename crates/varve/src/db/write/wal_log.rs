@@ -46,12 +46,12 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::error::{Error, Result};
 use crate::io::{FileSystem, LogFile};
 use crate::memtable::MemTable;
 use crate::wal::format::{self, FILE_HEADER_RECORD_LEN};
 use crate::wal::record::{self, RECORD_HEADER_SIZE, WAL_FORMAT_V2};
 use crate::wal::slots::{DirectReservation, Join, SlotConfig, SlotPool, SlotSink, WriteJob};
-use crate::{Error, Result};
 
 /// Slots in each log's ring.
 pub(crate) const SLOTS: usize = 8;

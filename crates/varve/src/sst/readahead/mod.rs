@@ -74,8 +74,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, mpsc};
 
+use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
-use crate::{Error, Result};
 
 use super::block_bytes::BlockBytes;
 use super::format::{BlockHandle, check_handle, decode_block, decode_block_in, read_block};
@@ -90,7 +90,7 @@ use run_history::RunHistory;
 pub(crate) const MIN_READAHEAD: usize = 16 << 10;
 
 /// Default largest read-ahead chunk of a user iterator
-/// ([`ReadOptions::readahead_size`](crate::ReadOptions::readahead_size)).
+/// (`ReadOptions::readahead_size`).
 pub(crate) const DEFAULT_READAHEAD: usize = 2 << 20;
 
 /// Read-ahead chunk of compaction inputs, which are read whole and in order.

@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread::JoinHandle;
 
 use super::chunk_check::{Progress, Verified};
-use crate::Result;
+use crate::error::Result;
 use crate::io::{AlignedBuf, IoEngine, RandomAccessFile};
 
 /// Most jobs read concurrently in one batch.
@@ -158,7 +158,7 @@ pub(crate) fn default_reader_threads() -> usize {
 }
 
 /// Threads that read scans' read-ahead chunks in the background
-/// ([`Options::reader_pool`](crate::Options::reader_pool)). Threads start
+/// (`Options::reader_pool`). Threads start
 /// on the first job and stop when the pool is dropped: when the last
 /// database and iterator holding it are gone.
 pub struct ReaderPool {

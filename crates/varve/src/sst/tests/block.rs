@@ -121,7 +121,7 @@ fn malformed_blocks_are_rejected_or_harmless() {
                 }
                 Err(e) => {
                     assert!(
-                        matches!(e, crate::Error::Corruption { offset: 9, .. }),
+                        matches!(e, crate::error::Error::Corruption { offset: 9, .. }),
                         "{e}"
                     );
                     rejected += 1;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Entry, MemFile, Rng, model_get, random_entries, write_table};
-use crate::Error;
+use crate::error::Error;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{MAX_SEQUENCE, parse_internal_key};
 use crate::sst::BlockCache;

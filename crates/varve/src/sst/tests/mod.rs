@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::Result;
+use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::io::{FileSystem, PosixFs, RandomAccessFile};
 use crate::keys::{

@@ -7,7 +7,7 @@ use super::{
     Entry, MemFile, Rng, check_seeks, collect_backward, collect_forward, model_get, open_table,
     random_entries, write_table,
 };
-use crate::Error;
+use crate::error::Error;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{
     MAX_SEQUENCE, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,

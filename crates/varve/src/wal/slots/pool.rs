@@ -23,8 +23,8 @@ use super::shim::{Lock, spin};
 use super::sink::SlotSink;
 use super::slot::{CloseAttempt, JoinAttempt, Slot};
 use super::state::{self, MAX_CAPACITY, Phase};
+use crate::error::{Error, Result};
 use crate::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::{Error, Result};
 
 /// Shape of a [`SlotPool`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
