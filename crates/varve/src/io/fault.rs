@@ -30,41 +30,42 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use super::fault_files::{CountingRandomAccess, FaultyLog, FaultyWritable, injected};
 use super::fault_read::{FaultyRandomAccess, ReadFault, ReadFaults};
 use super::fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
 
 #[derive(Debug)]
-struct Switches {
+pub(super) struct Switches {
     /// Appends still allowed before every append fails with EIO (u64::MAX: never).
-    appends_left: AtomicU64,
-    fail_syncs: AtomicBool,
+    pub(super) appends_left: AtomicU64,
+    pub(super) fail_syncs: AtomicBool,
     /// Bytes that may still be appended before ENOSPC (u64::MAX: unlimited).
-    space_left: AtomicU64,
+    pub(super) space_left: AtomicU64,
     /// When set, only files whose name contains this count against
     /// `space_left` (and only they can run out of space).
-    space_scope: Mutex<Option<String>>,
+    pub(super) space_scope: Mutex<Option<String>>,
     /// A write that does not fit writes the part that fits, then fails.
-    short_writes: AtomicBool,
-    appends: AtomicU64,
-    syncs: AtomicU64,
-    crashed: AtomicBool,
-    refuse_direct: AtomicBool,
+    pub(super) short_writes: AtomicBool,
+    pub(super) appends: AtomicU64,
+    pub(super) syncs: AtomicU64,
+    pub(super) crashed: AtomicBool,
+    pub(super) refuse_direct: AtomicBool,
     /// Microseconds every append to a table file (`.sst`) sleeps first.
-    sst_append_delay_micros: AtomicU64,
-    reads: AtomicU64,
-    read_bytes: AtomicU64,
+    pub(super) sst_append_delay_micros: AtomicU64,
+    pub(super) reads: AtomicU64,
+    pub(super) read_bytes: AtomicU64,
     /// Every positional read, while recording is on.
-    read_log: Mutex<Option<Vec<ReadRecord>>>,
+    pub(super) read_log: Mutex<Option<Vec<ReadRecord>>>,
     /// Durability of every file created through the wrapper.
-    tracked: Mutex<HashMap<PathBuf, Durability>>,
+    pub(super) tracked: Mutex<HashMap<PathBuf, Durability>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-struct Durability {
-    len: u64,
-    synced_len: u64,
-    entry_durable: bool,
+pub(super) struct Durability {
+    pub(super) len: u64,
+    pub(super) synced_len: u64,
+    pub(super) entry_durable: bool,
 }
 
 /// Wraps a [`FileSystem`] and injects failures into writable files.
@@ -323,235 +324,6 @@ pub struct ReadRecord {
     pub offset: u64,
     /// Bytes asked for.
     pub len: usize,
-}
-
-/// A random-access file that counts (and maybe logs) its reads.
-#[derive(Debug)]
-struct CountingRandomAccess {
-    inner: Arc<dyn RandomAccessFile>,
-    switches: Arc<Switches>,
-}
-
-impl RandomAccessFile for CountingRandomAccess {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        let n = self.inner.read_at(buf, offset)?;
-        let s = &self.switches;
-        s.reads.fetch_add(1, Ordering::SeqCst);
-        s.read_bytes.fetch_add(n as u64, Ordering::SeqCst);
-        if let Some(log) = s.read_log.lock().as_mut() {
-            log.push(ReadRecord {
-                path: self.inner.path().to_path_buf(),
-                offset,
-                len: buf.len(),
-            });
-        }
-        Ok(n)
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-
-    fn direct_alignment(&self) -> Option<usize> {
-        self.inner.direct_alignment()
-    }
-}
-
-#[derive(Debug)]
-struct FaultyWritable {
-    inner: Box<dyn WritableFile>,
-    switches: Arc<Switches>,
-}
-
-fn injected(path: &Path, kind: std::io::ErrorKind, what: &str) -> Error {
-    Error::io(
-        path,
-        std::io::Error::new(kind, format!("injected fault: {what}")),
-    )
-}
-
-/// What a write may do when it does not fit the free space.
-#[derive(Debug)]
-struct Refused {
-    /// Bytes of the write to pass on before failing (short writes).
-    fit: u64,
-    error: Error,
-}
-
-impl From<Error> for Refused {
-    fn from(error: Error) -> Self {
-        Refused { fit: 0, error }
-    }
-}
-
-impl Switches {
-    /// The checks every write (append or positional) passes: crash, EIO
-    /// after the set number of writes, ENOSPC. On refusal, the caller
-    /// writes the first `fit` bytes and returns the error.
-    fn admit(&self, path: &Path, len: u64) -> std::result::Result<(), Refused> {
-        if self.crashed.load(Ordering::SeqCst) {
-            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash").into());
-        }
-        let delay = self.sst_append_delay_micros.load(Ordering::SeqCst);
-        if delay > 0 && path.extension().is_some_and(|e| e == "sst") {
-            std::thread::sleep(std::time::Duration::from_micros(delay));
-        }
-        let allowed = self
-            .appends_left
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
-                u64::MAX => Some(n),
-                0 => None,
-                n => Some(n - 1),
-            })
-            .is_ok();
-        if !allowed {
-            return Err(injected(path, std::io::ErrorKind::Other, "append failed (EIO)").into());
-        }
-        let scoped = match self.space_scope.lock().as_deref() {
-            None => true,
-            Some(pattern) => path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(pattern)),
-        };
-        if !scoped {
-            return Ok(());
-        }
-        let short = self.short_writes.load(Ordering::SeqCst);
-        let mut fit = 0;
-        let fits = self
-            .space_left
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| match left {
-                u64::MAX => Some(left),
-                left => match left.checked_sub(len) {
-                    Some(rest) => Some(rest),
-                    None if short && left > 0 => {
-                        fit = left;
-                        Some(0)
-                    }
-                    None => None,
-                },
-            })
-            .is_ok();
-        if !fits || fit > 0 {
-            return Err(Refused {
-                fit,
-                error: injected(
-                    path,
-                    std::io::ErrorKind::StorageFull,
-                    "no space left on device (ENOSPC)",
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// The checks of an fdatasync.
-    fn admit_sync(&self, path: &Path) -> Result<()> {
-        if self.crashed.load(Ordering::SeqCst) {
-            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
-        }
-        if self.fail_syncs.load(Ordering::SeqCst) {
-            return Err(injected(
-                path,
-                std::io::ErrorKind::Other,
-                "fdatasync failed (EIO)",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Records a successful write that ends at `end`.
-    fn wrote(&self, path: &Path, end: u64) {
-        self.appends.fetch_add(1, Ordering::SeqCst);
-        if let Some(d) = self.tracked.lock().get_mut(path) {
-            d.len = d.len.max(end);
-        }
-    }
-
-    /// Records a successful fdatasync.
-    fn synced(&self, path: &Path) {
-        self.syncs.fetch_add(1, Ordering::SeqCst);
-        if let Some(d) = self.tracked.lock().get_mut(path) {
-            d.synced_len = d.len;
-        }
-    }
-}
-
-/// A WAL file of the wrapper: positional writes and syncs obey the switches
-/// and are tracked for power loss like appends.
-#[derive(Debug)]
-struct FaultyLog {
-    inner: Arc<dyn LogFile>,
-    switches: Arc<Switches>,
-}
-
-impl LogFile for FaultyLog {
-    fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
-        let s = &self.switches;
-        if let Err(Refused { fit, error }) = s.admit(self.inner.path(), data.len() as u64) {
-            if fit > 0 {
-                let part = &data[..fit as usize];
-                self.inner.write_at(offset, part)?;
-                s.wrote(self.inner.path(), offset + fit);
-            }
-            return Err(error);
-        }
-        self.inner.write_at(offset, data)?;
-        s.wrote(self.inner.path(), offset + data.len() as u64);
-        Ok(())
-    }
-
-    fn sync_data(&self) -> Result<()> {
-        // Whatever was written when the sync starts is durable after it.
-        let s = &self.switches;
-        s.admit_sync(self.inner.path())?;
-        let len_before = s.tracked.lock().get(self.inner.path()).map(|d| d.len);
-        self.inner.sync_data()?;
-        s.syncs.fetch_add(1, Ordering::SeqCst);
-        if let (Some(len), Some(d)) = (len_before, s.tracked.lock().get_mut(self.inner.path())) {
-            d.synced_len = d.synced_len.max(len);
-        }
-        Ok(())
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-}
-
-impl WritableFile for FaultyWritable {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        let s = &self.switches;
-        let len = data.len() as u64;
-        if let Err(Refused { fit, error }) = s.admit(self.inner.path(), len) {
-            if fit > 0 {
-                let end = self.inner.len() + fit;
-                self.inner.append(&data[..fit as usize])?;
-                s.wrote(self.inner.path(), end);
-            }
-            return Err(error);
-        }
-        let end = self.inner.len() + len;
-        self.inner.append(data)?;
-        s.wrote(self.inner.path(), end);
-        Ok(())
-    }
-
-    fn sync_data(&mut self) -> Result<()> {
-        let s = &self.switches;
-        s.admit_sync(self.inner.path())?;
-        self.inner.sync_data()?;
-        s.synced(self.inner.path());
-        Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
 }
 
 impl FileSystem for FaultInjectingFs {

@@ -11,6 +11,8 @@ mod direct;
 #[cfg(any(test, feature = "testing"))]
 mod fault;
 #[cfg(any(test, feature = "testing"))]
+mod fault_files;
+#[cfg(any(test, feature = "testing"))]
 mod fault_read;
 pub(crate) mod fiber;
 mod fs;

@@ -22,6 +22,7 @@ mod readahead;
 mod table;
 mod table_builder;
 mod table_iter;
+mod verify;
 
 #[cfg(test)]
 mod tests;
@@ -40,8 +41,9 @@ pub use properties::TableProperties;
 pub use readahead::ReaderPool;
 pub(crate) use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, Readahead};
 pub(crate) use table::PointPlan;
-pub(crate) use table::{Table, TableReadOptions, verify_table};
+pub(crate) use table::{Table, TableReadOptions};
 pub(crate) use table_builder::{TableBuilder, TableBuilderOptions};
 pub(crate) use table_iter::TableIterOptions;
 #[cfg(test)]
 pub(crate) use table_iter::TableIterator;
+pub(crate) use verify::verify_table;

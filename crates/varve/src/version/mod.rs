@@ -16,6 +16,7 @@ mod builder;
 mod edit;
 mod file_meta;
 pub(crate) mod manifest;
+mod recover;
 mod table_cache;
 #[allow(clippy::module_inception)]
 mod version;

@@ -34,10 +34,13 @@
 //! changed for it. Thread-safety: any number of threads may call
 //! [`write`] at once.
 
+mod events;
+mod ordered_sink;
 mod room;
 mod sequencer;
 mod syncer;
 mod wal_log;
+mod wal_lost;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;

@@ -38,10 +38,13 @@
 //! after an fdatasync failure, to every writer still waiting for
 //! durability); after it nothing more reaches the file.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use super::events::Events;
+use super::ordered_sink::OrderedSink;
+use super::wal_lost::Lost;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -51,7 +54,7 @@ use crate::io::{FileSystem, LogFile};
 use crate::memtable::MemTable;
 use crate::wal::format::{self, FILE_HEADER_RECORD_LEN};
 use crate::wal::record::{self, RECORD_HEADER_SIZE, WAL_FORMAT_V2};
-use crate::wal::slots::{DirectReservation, Join, SlotConfig, SlotPool, SlotSink, WriteJob};
+use crate::wal::slots::{DirectReservation, Join, SlotConfig, SlotPool, WriteJob};
 
 /// Slots in each log's ring.
 pub(crate) const SLOTS: usize = 8;
@@ -63,122 +66,6 @@ pub(crate) const SLOT_CAPACITY: usize = 256 << 10;
 /// Slot buffer size for a memtable of `mem_capacity` bytes.
 fn slot_capacity(mem_capacity: usize) -> usize {
     (mem_capacity / 8).clamp(4 << 10, SLOT_CAPACITY)
-}
-
-/// Park/notify for position changes (written, durable, failure).
-///
-/// Built on `std::sync::Condvar`, whose `notify_all` wakes every parked
-/// thread with one futex call, not on `parking_lot`'s, which requeues them
-/// onto the mutex and wakes them one after another as each releases it: with
-/// 64 sync writers parked, that chain of hand-offs took longer than the
-/// fdatasync it followed.
-#[derive(Debug, Default)]
-pub(crate) struct Events {
-    lock: std::sync::Mutex<()>,
-    cv: std::sync::Condvar,
-    waiters: AtomicUsize,
-    /// Bumped by every notify, so a waiter can tell that something happened
-    /// since it last looked.
-    epoch: AtomicU64,
-}
-
-impl Events {
-    /// The current notify count.
-    pub(crate) fn epoch(&self) -> u64 {
-        self.epoch.load(Ordering::SeqCst)
-    }
-
-    /// Wakes every parked waiter (cheap when nobody waits).
-    pub(crate) fn notify(&self) {
-        self.epoch.fetch_add(1, Ordering::SeqCst);
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) > 0 {
-            // Taking the lock orders this notify after any waiter's check of
-            // `ready` (it checks under the lock), so no wake-up is lost.
-            drop(self.lock.lock().unwrap_or_else(|e| e.into_inner()));
-            self.cv.notify_all();
-        }
-    }
-
-    /// Parks until notified (or `max` passes) unless `ready()` already holds.
-    pub(crate) fn park(&self, ready: impl Fn() -> bool, max: Duration) {
-        let g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let g = if ready() {
-            g
-        } else {
-            match self.cv.wait_timeout(g, max) {
-                Ok((g, _)) => g,
-                Err(e) => e.into_inner().0,
-            }
-        };
-        self.waiters.fetch_sub(1, Ordering::SeqCst);
-        drop(g);
-    }
-}
-
-/// The pool's IO boundary: `pwrite` in log order.
-#[derive(Debug)]
-struct OrderedSink {
-    file: Arc<dyn LogFile>,
-    /// The log offset the next write must start at.
-    next: Mutex<u64>,
-    cv: Condvar,
-    /// Writes in progress or waiting for their turn.
-    busy: AtomicUsize,
-    /// The first failure (kept for every waiter).
-    failure: Mutex<Option<Error>>,
-    failed: AtomicBool,
-    /// The log offset from which nothing reaches the file (`u64::MAX`
-    /// while the log works): `next` when the first failure was recorded.
-    stopped_at: AtomicU64,
-}
-
-impl OrderedSink {
-    /// Records the first failure. `at` is the value of `next`, which the
-    /// caller holds locked, so no write is in progress or can start.
-    fn fail_at(&self, at: u64, e: &Error) {
-        let mut f = self.failure.lock();
-        if f.is_none() {
-            *f = Some(e.duplicate());
-        }
-        drop(f);
-        // Only the first failure sets it: `next` never moves after it.
-        let _ = self
-            .stopped_at
-            .compare_exchange(u64::MAX, at, Ordering::AcqRel, Ordering::Acquire);
-        self.failed.store(true, Ordering::Release);
-    }
-
-    /// Where the log stopped, if it did.
-    fn stopped_at(&self) -> Option<u64> {
-        let at = self.stopped_at.load(Ordering::Acquire);
-        (at != u64::MAX).then_some(at)
-    }
-}
-
-impl SlotSink for OrderedSink {
-    fn write_at_log_offset(&self, log_offset: u64, bytes: &[u8]) -> io::Result<()> {
-        self.busy.fetch_add(1, Ordering::SeqCst);
-        let result = (|| {
-            let mut next = self.next.lock();
-            while *next != log_offset && !self.failed.load(Ordering::Acquire) {
-                self.cv.wait(&mut next);
-            }
-            if self.failed.load(Ordering::Acquire) {
-                return Err(io::Error::other("an earlier WAL write failed"));
-            }
-            let r = self.file.write_at(log_offset, bytes);
-            match r {
-                Ok(()) => *next += bytes.len() as u64,
-                Err(ref e) => self.fail_at(*next, e),
-            }
-            self.cv.notify_all();
-            r.map_err(|e| io::Error::other(e.to_string()))
-        })();
-        self.busy.fetch_sub(1, Ordering::SeqCst);
-        result
-    }
 }
 
 /// A record placed in the log whose bytes may still have to be written by
@@ -201,36 +88,27 @@ pub(crate) struct WalLog {
     /// Memtable bytes writers may reserve (entry charges are upper bounds,
     /// so reserved inserts never fail). The memtable is always fresh when
     /// its log is created.
-    budget: usize,
-    reserved: AtomicUsize,
-    pool: SlotPool,
-    sink: OrderedSink,
+    pub(super) budget: usize,
+    pub(super) reserved: AtomicUsize,
+    pub(super) pool: SlotPool,
+    pub(super) sink: OrderedSink,
     /// Largest end offset of any record placed so far.
-    end: AtomicU64,
-    durable: AtomicU64,
+    pub(super) end: AtomicU64,
+    pub(super) durable: AtomicU64,
     /// Notified after every sink write and on failure (write waiters).
     pub(crate) events: Events,
     /// Notified when the durable position advances and on failure (sync
     /// waiters), so they are not woken by every slot write.
-    durable_events: Events,
+    pub(super) durable_events: Events,
     /// An fdatasync failed (see the module docs: not resumable).
-    sync_failed: AtomicBool,
+    pub(super) sync_failed: AtomicBool,
     /// What the writers whose records were lost reported (error path only).
-    lost: Mutex<Lost>,
-    lost_cv: Condvar,
+    pub(super) lost: Mutex<Lost>,
+    pub(super) lost_cv: Condvar,
     /// Set by `Db::resume` when it replaced this log: failures still
     /// reported on it no longer poison the database.
-    retired: AtomicBool,
-    path: PathBuf,
-}
-
-/// The writes whose records ended past the stop point.
-#[derive(Debug, Default)]
-struct Lost {
-    /// Their sequence ranges, `first..=last`.
-    ranges: Vec<(u64, u64)>,
-    /// The sum of their record lengths.
-    bytes: u64,
+    pub(super) retired: AtomicBool,
+    pub(super) path: PathBuf,
 }
 
 impl WalLog {
@@ -311,59 +189,10 @@ impl WalLog {
         charge <= self.budget
     }
 
-    /// The first IO failure, if any.
-    pub(crate) fn failure(&self) -> Option<Error> {
-        if !self.sink.failed.load(Ordering::Acquire) && !self.pool.is_poisoned() {
-            return None;
-        }
-        Some(self.sink.failure.lock().as_ref().map_or_else(
-            || Error::Poisoned(format!("WAL {} failed earlier", self.path.display())),
-            Error::duplicate,
-        ))
-    }
-
-    /// An fdatasync failed: stops the log where the sink is (nothing more
-    /// is written; what was written may or may not be durable).
-    fn fail_sync(&self, e: &Error) {
-        self.sync_failed.store(true, Ordering::Release);
-        {
-            let next = self.sink.next.lock();
-            self.sink.fail_at(*next, e);
-        }
-        self.wake_after_failure();
-    }
-
-    /// Poisons the pool (no more joins) and wakes every kind of waiter.
-    fn wake_after_failure(&self) {
-        self.pool.poison();
-        self.sink.cv.notify_all();
-        self.events.notify();
-        self.durable_events.notify();
-    }
-
-    /// The error for a writer whose record ends at `end`, if it can never
-    /// be written: it ends past the stop point, or the pool was poisoned
-    /// without one (a handle dropped unwritten).
-    fn lost_at(&self, end: u64) -> Option<Error> {
-        match self.sink.stopped_at() {
-            Some(at) if end > at => Some(self.failure().unwrap_or_else(|| self.poisoned())),
-            Some(_) => None,
-            None if self.pool.is_poisoned() => {
-                Some(self.failure().unwrap_or_else(|| self.poisoned()))
-            }
-            None => None,
-        }
-    }
-
     /// The log offset from which nothing reaches the file, once the log
     /// failed.
     pub(crate) fn stopped_at(&self) -> Option<u64> {
         self.sink.stopped_at()
-    }
-
-    /// Whether an fdatasync of this log failed.
-    pub(crate) fn sync_failed(&self) -> bool {
-        self.sync_failed.load(Ordering::Acquire)
     }
 
     /// The log file.
@@ -379,51 +208,6 @@ impl WalLog {
     /// Whether `Db::resume` replaced this log.
     pub(crate) fn is_retired(&self) -> bool {
         self.retired.load(Ordering::Acquire)
-    }
-
-    /// Called (error path only) by a writer whose write failed: if its
-    /// record — sequences `first..=last`, `len` bytes ending at `end` —
-    /// lies past the stop point, it never reached the file, and resume must
-    /// drop those sequences from the memtable.
-    pub(crate) fn record_lost(&self, first: u64, last: u64, end: u64, len: u64) {
-        if self.sink.stopped_at().is_some_and(|at| end > at) {
-            let mut lost = self.lost.lock();
-            lost.ranges.push((first, last));
-            lost.bytes += len;
-            self.lost_cv.notify_all();
-        }
-    }
-
-    /// Waits (at most `max`) until every writer whose record lies past the
-    /// stop point has reported it, then returns their sequence ranges.
-    /// Call with the write gate held exclusively (no record is being
-    /// placed) on a log that stopped.
-    pub(crate) fn lost_ranges(&self, max: Duration) -> Result<Vec<(u64, u64)>> {
-        let Some(at) = self.sink.stopped_at() else {
-            return Ok(Vec::new());
-        };
-        // Records tile the log, so the bytes past the stop point are
-        // exactly the lost records.
-        let expected = self.placed_end().saturating_sub(at);
-        let until = std::time::Instant::now() + max;
-        let mut lost = self.lost.lock();
-        loop {
-            debug_assert!(
-                lost.bytes <= expected,
-                "more bytes lost than placed past the stop point"
-            );
-            if lost.bytes >= expected {
-                return Ok(lost.ranges.clone());
-            }
-            if self.lost_cv.wait_until(&mut lost, until).timed_out() && lost.bytes < expected {
-                return Err(Error::Poisoned(format!(
-                    "writers of {} are still finishing their failed writes ({} of {expected} \
-                     bytes reported); try Db::resume again",
-                    self.path.display(),
-                    lost.bytes
-                )));
-            }
-        }
     }
 
     /// Joins the log with `payload` framed as one record (lock-free; call
@@ -469,7 +253,7 @@ impl WalLog {
         Ok(placed)
     }
 
-    fn poisoned(&self) -> Error {
+    pub(super) fn poisoned(&self) -> Error {
         Error::Poisoned(format!("WAL {} failed earlier", self.path.display()))
     }
 
@@ -654,6 +438,8 @@ impl LogFile for DiscardLog {
 
 #[cfg(test)]
 mod tests {
+    use std::io;
+
     use super::*;
 
     /// A log file in memory with room for `room` bytes: a write that would
