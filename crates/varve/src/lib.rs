@@ -73,6 +73,7 @@ pub mod fs {
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::io::fiber::in_flight_reads;
+    pub use crate::io::uring::{require_uring, skip_or_fail};
     pub use crate::io::{FaultInjectingFs, ReadFault, ReadRecord};
     pub use crate::wal::UringLog;
 

@@ -143,7 +143,10 @@ fn concurrent_seeks_match_plain_positioning_direct() {
             .is_ok()
     };
     if !direct_ok {
-        eprintln!("skipping: O_DIRECT is not supported under the temp dir");
+        varve::testing::skip_or_fail(
+            "the O_DIRECT seek test",
+            "O_DIRECT is refused under the temp dir",
+        );
         return;
     }
     let opts = Options {

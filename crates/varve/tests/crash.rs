@@ -124,6 +124,7 @@ fn child_main(dir: &Path, sync: bool, run: u64, lsm_stress: bool) {
 
 /// Child entry point: the parent runs this test binary filtered to this test.
 #[test]
+#[ignore = "child-process entry point: the crash tests run it in the processes they kill"]
 fn crash_child_entry() {
     let Ok(dir) = std::env::var(CHILD_ENV) else {
         return;
@@ -142,6 +143,7 @@ fn spawn_child(dir: &Path, sync: bool, run: u64, lsm_stress: bool) -> Child {
     Command::new(std::env::current_exe().expect("current exe"))
         .args([
             "--exact",
+            "--ignored",
             "crash_child_entry",
             "--nocapture",
             "--test-threads=1",

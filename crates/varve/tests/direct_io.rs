@@ -41,7 +41,7 @@ fn direct_io_reads_and_writes_the_same_data() {
         let db = match Db::open(dir.path(), direct_options()) {
             Ok(db) => db,
             Err(e) => {
-                eprintln!("skipping: this disk refuses O_DIRECT: {e}");
+                varve::testing::skip_or_fail("the O_DIRECT test", &e.to_string());
                 return;
             }
         };

@@ -100,7 +100,7 @@ fn multi_get_equals_get_on(dir: &Path, options: Options, seed: u64) {
     let db = match Db::open(dir, options.clone()) {
         Ok(db) => db,
         Err(e) if options.use_direct_reads => {
-            eprintln!("skipping O_DIRECT run: {e}");
+            varve::testing::skip_or_fail("the O_DIRECT multi_get run", &e.to_string());
             return;
         }
         Err(e) => panic!("open: {e}"),
@@ -284,7 +284,7 @@ fn a_panicking_lookup_with_reads_in_flight_leaves_none_in_flight() {
         .unwrap_or_default();
     assert!(msg.contains("injected panic"), "{msg}");
     assert_eq!(in_flight_reads(), 0, "no read left in flight");
-    if io_uring_available() {
+    if varve::testing::require_uring("reads in flight when a lookup panics") {
         assert!(
             fs.in_flight_at_last_read_fault() > 0,
             "other lookups had reads in flight when the panic fired"

@@ -362,7 +362,10 @@ fn direct_reads_same_results_through_aligned_reads() {
             .is_ok()
     };
     if !direct_ok {
-        eprintln!("skipping: O_DIRECT is not supported under the temp dir");
+        varve::testing::skip_or_fail(
+            "the O_DIRECT read-ahead test",
+            "O_DIRECT is refused under the temp dir",
+        );
         return;
     }
     let (db, fs) = logged_db(dir.path(), 3000, true);

@@ -21,10 +21,6 @@ fn uring_threads() -> usize {
         .count()
 }
 
-fn io_uring_works() -> bool {
-    varve::io_uring_available()
-}
-
 #[test]
 fn every_wal_io_mode_keeps_every_write() {
     for writer in [
@@ -41,7 +37,7 @@ fn every_wal_io_mode_keeps_every_write() {
             ..Options::default()
         };
         let db = Arc::new(Db::open(dir.path(), opts()).expect("open"));
-        if uring && io_uring_works() {
+        if uring && varve::testing::require_uring("the io_uring WAL writer") {
             assert!(
                 uring_threads() >= 1,
                 "WalWriter::IoUring is chosen but no ring thread runs"

@@ -336,7 +336,7 @@ mod tests {
         match UringLog::new(file, &path) {
             Ok(l) => Some(l),
             Err(e) => {
-                eprintln!("skipping: io_uring unavailable here: {e}");
+                crate::io::uring::skip_or_fail("the io_uring WAL test", &e.to_string());
                 None
             }
         }
@@ -380,7 +380,7 @@ mod tests {
         let log = match UringLog::new(file, &path) {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("skipping: io_uring unavailable here: {e}");
+                crate::io::uring::skip_or_fail("the io_uring WAL failure test", &e.to_string());
                 return;
             }
         };

@@ -67,7 +67,7 @@ fn many_tasks_deeper_than_the_ring_read_correctly() {
         assert_eq!(*g.borrow(), want, "task {t}");
     }
     assert_eq!(in_flight_reads(), 0);
-    if io_uring_available() {
+    if crate::io::uring::require_uring("fiber reads in flight together") {
         assert!(
             max_in_flight.get() > 1,
             "reads of different fibers were in flight together"
@@ -120,8 +120,7 @@ fn a_panicking_task_with_reads_in_flight_drains_before_unwinding() {
 
 #[test]
 fn dropping_a_batch_with_reads_in_flight_waits_for_them() {
-    if !io_uring_available() {
-        eprintln!("skipping: io_uring unavailable");
+    if !crate::io::uring::require_uring("dropping_a_batch_with_reads_in_flight_waits_for_them") {
         return;
     }
     let (_d, f, data) = data_file(1 << 20);
@@ -153,8 +152,7 @@ fn dropping_a_batch_with_reads_in_flight_waits_for_them() {
 
 #[test]
 fn steps_that_submit_between_fibers_read_correctly() {
-    if !io_uring_available() {
-        eprintln!("skipping: io_uring unavailable");
+    if !crate::io::uring::require_uring("steps_that_submit_between_fibers_read_correctly") {
         return;
     }
     // `step` submits between fibers (4 queued reads at a time) and picks up

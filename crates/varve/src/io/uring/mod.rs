@@ -30,6 +30,29 @@ pub fn io_uring_available() -> bool {
     *AVAILABLE.get_or_init(probe)
 }
 
+/// For tests that need io_uring (or O_DIRECT): true if it may be used.
+/// Where it may not, the test must not pass silently: with the environment
+/// variable `VARVE_REQUIRE_URING=1` (CI sets it) this panics, naming `what`;
+/// otherwise it prints that `what` was skipped and returns false.
+#[cfg(any(test, feature = "testing"))]
+pub fn require_uring(what: &str) -> bool {
+    if io_uring_available() {
+        return true;
+    }
+    skip_or_fail(what, "io_uring is unavailable here (or VARVE_IO=sync)");
+    false
+}
+
+/// For tests: reports that `what` could not run because of `why` — a panic
+/// with `VARVE_REQUIRE_URING=1`, else a printed "skipped" line.
+#[cfg(any(test, feature = "testing"))]
+pub fn skip_or_fail(what: &str, why: &str) {
+    if std::env::var("VARVE_REQUIRE_URING").as_deref() == Ok("1") {
+        panic!("{what}: {why}, and VARVE_REQUIRE_URING=1 requires it");
+    }
+    eprintln!("SKIPPED {what}: {why} (set VARVE_REQUIRE_URING=1 to make this a failure)");
+}
+
 fn probe() -> bool {
     if std::env::var_os("VARVE_IO").is_some_and(|v| v == "sync") {
         return false;
