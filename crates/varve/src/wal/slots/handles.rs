@@ -59,7 +59,7 @@ impl<'p> Reservation<'p> {
     }
 
     /// Always false: empty records do not join (see [`super::Join::Empty`]).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -137,13 +137,13 @@ impl<'p> WriteJob<'p> {
     }
 
     /// Where the slot's bytes go in the log.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn log_offset(&self) -> u64 {
         self.log_offset
     }
 
     /// How many bytes the slot holds.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         self.len as usize
     }
@@ -212,7 +212,7 @@ impl<'p> DirectReservation<'p> {
     }
 
     /// The record's length in bytes.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> u64 {
         self.len
     }

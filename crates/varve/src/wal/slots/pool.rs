@@ -19,7 +19,7 @@
 use super::handles::{DirectReservation, Reservation, WriteJob};
 use super::order::LogOrder;
 use super::shim::{Lock, spin};
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 use super::sink::SlotSink;
 use super::slot::{CloseAttempt, JoinAttempt, Slot};
 use super::state::{self, MAX_CAPACITY, Phase};
@@ -293,7 +293,7 @@ impl SlotPool {
     /// write (or the direct record), performs it through `sink`. Returns the
     /// record's log offset (`None` for an empty record). A sink error poisons
     /// the pool; a poisoned pool fails every later call.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn append<S: SlotSink + ?Sized>(
         &self,
         sink: &S,
