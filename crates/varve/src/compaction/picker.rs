@@ -6,7 +6,10 @@
 //! highest score `>= 1` is compacted into the next one. L0 takes all its
 //! files (they overlap); a deeper level takes one file, round-robin after the
 //! level's compact pointer. Files already being compacted are never picked
-//! twice. Pure functions over a `Version`; thread-safe.
+//! twice. Pure functions over a `Version`; thread-safe. Invariants (checked
+//! by `debug_check_plan` in debug builds): a plan reads one level and the
+//! next, takes every next-level file overlapping its range, and no busy
+//! file.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -104,11 +107,52 @@ fn with_next_level(
     if busy(&first, being_compacted) || busy(&second, being_compacted) {
         return None;
     }
-    Some(CompactionPlan {
+    let plan = CompactionPlan {
         level,
         inputs: [first, second],
         reason,
-    })
+    };
+    debug_check_plan(v, &plan, being_compacted);
+    Some(plan)
+}
+
+/// The invariants of a picked plan (debug builds): it moves data down one
+/// level, every input is in the level it is listed for, no input is busy,
+/// and the next level's inputs are exactly the files overlapping the first
+/// level's range (so the output level stays non-overlapping); an L0 plan
+/// takes every L0 file overlapping its range.
+fn debug_check_plan(v: &Version, plan: &CompactionPlan, being_compacted: &HashSet<u64>) {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    debug_assert!(plan.level + 1 < NUM_LEVELS, "the last level never compacts");
+    debug_assert!(!plan.inputs[0].is_empty(), "a plan without input");
+    for (i, files) in plan.inputs.iter().enumerate() {
+        for f in files {
+            debug_assert!(
+                v.files(plan.level + i).iter().any(|g| g.number == f.number),
+                "input {} is not in L{}",
+                f.number,
+                plan.level + i
+            );
+            debug_assert!(!being_compacted.contains(&f.number), "input {} is busy", f.number);
+        }
+    }
+    if let Some((lo, hi)) = user_range(&plan.inputs[0]) {
+        let below = v.overlapping_files(plan.level + 1, Some(&lo), Some(&hi));
+        debug_assert!(
+            below.len() == plan.inputs[1].len()
+                && below.iter().zip(&plan.inputs[1]).all(|(a, b)| a.number == b.number),
+            "the next level's inputs are not the files overlapping the range"
+        );
+        if plan.level == 0 {
+            let l0 = v.overlapping_files(0, Some(&lo), Some(&hi));
+            debug_assert!(
+                l0.iter().all(|f| plan.inputs[0].iter().any(|g| g.number == f.number)),
+                "an L0 plan left out an overlapping L0 file"
+            );
+        }
+    }
 }
 
 /// The most needed compaction, if any level scores `>= 1`.

@@ -88,7 +88,7 @@ impl VersionSet {
             .map_err(|why| Error::InvalidArgument(format!("initial files rejected: {why}")))?;
         let cps = vec![None; NUM_LEVELS];
         let manifest = start_manifest(&*fs, dir, number, &snapshot(&current, counters, &cps))?;
-        Ok(VersionSet {
+        let set = VersionSet {
             fs,
             dir: dir.to_path_buf(),
             current: Arc::new(current),
@@ -100,7 +100,9 @@ impl VersionSet {
             failed: None,
             recovered_tail: None,
             clean_close: None,
-        })
+        };
+        set.debug_check_counters();
+        Ok(set)
     }
 
     /// Recovers the version state of `dir`: `CURRENT` → manifest → every
@@ -219,7 +221,7 @@ impl VersionSet {
                 reason,
             }),
         };
-        Ok(VersionSet {
+        let set = VersionSet {
             fs,
             dir: dir.to_path_buf(),
             current: Arc::new(current),
@@ -231,7 +233,9 @@ impl VersionSet {
             failed: None,
             recovered_tail,
             clean_close,
-        })
+        };
+        set.debug_check_counters();
+        Ok(set)
     }
 }
 

@@ -174,9 +174,7 @@ impl VersionSet {
         }
 
         let Some(writer) = self.manifest.as_ref() else {
-            return Err(Error::InvalidArgument(
-                "the database is open read-only".into(),
-            ));
+            return Err(Error::ReadOnly(self.dir.clone()));
         };
         let roll = writer.file_size() >= self.max_manifest_size;
         let number = if roll { self.new_file_number() } else { 0 };
@@ -192,9 +190,7 @@ impl VersionSet {
         } else {
             match self.manifest.as_mut() {
                 Some(w) => w.append(&edit),
-                None => Err(Error::InvalidArgument(
-                    "the database is open read-only".into(),
-                )),
+                None => Err(Error::ReadOnly(self.dir.clone())),
             }
         };
         if let Err(e) = r {
@@ -204,10 +200,39 @@ impl VersionSet {
             });
             return Err(e);
         }
+        debug_assert!(
+            counters.log_number >= self.counters.log_number
+                && counters.last_sequence >= self.counters.last_sequence
+                && counters.next_file_number >= self.counters.next_file_number,
+            "the log number, last sequence and next file number never go back"
+        );
         self.current = Arc::new(version);
         self.counters = counters;
         self.compact_pointers = cps;
+        self.debug_check_counters();
         Ok(())
+    }
+
+    /// The counter invariants (debug builds): no live table, log or
+    /// manifest number is at or past the next file number, so a number
+    /// handed out never names an existing file.
+    pub(super) fn debug_check_counters(&self) {
+        debug_assert!(
+            self.current
+                .live_file_numbers()
+                .all(|n| n < self.counters.next_file_number),
+            "a live table number is not below the next file number"
+        );
+        debug_assert!(
+            self.counters.log_number < self.counters.next_file_number,
+            "the log number {} is not below the next file number {}",
+            self.counters.log_number,
+            self.counters.next_file_number
+        );
+        debug_assert!(
+            self.manifest_number() < self.counters.next_file_number,
+            "the manifest number is not below the next file number"
+        );
     }
 
     /// After a failed manifest write that was a full disk: starts a new
@@ -236,9 +261,7 @@ impl VersionSet {
             )));
         }
         if self.manifest.is_none() {
-            return Err(Error::InvalidArgument(
-                "the database is open read-only".into(),
-            ));
+            return Err(Error::ReadOnly(self.dir.clone()));
         }
         let number = self.new_file_number();
         let snap = snapshot(&self.current, self.counters, &self.compact_pointers);
@@ -270,6 +293,7 @@ impl VersionSet {
     /// Allocates a new file number.
     pub(crate) fn new_file_number(&mut self) -> u64 {
         let n = self.counters.next_file_number;
+        debug_assert!(n < u64::MAX, "file numbers exhausted");
         self.counters.next_file_number += 1;
         n
     }
@@ -299,6 +323,7 @@ impl VersionSet {
     /// Sets the largest sequence number in use (made durable by the next
     /// edit; the WALs hold it until then). Never moves backwards.
     pub(crate) fn set_last_sequence(&mut self, s: u64) {
+        debug_assert!(s <= crate::keys::MAX_SEQUENCE, "sequence {s} past the largest");
         self.counters.last_sequence = self.counters.last_sequence.max(s);
     }
 

@@ -69,7 +69,12 @@ impl Sequencer {
     /// range is still completed (so later publishing does not stall) and an
     /// error returned.
     pub(crate) fn assign(&self, published: &AtomicU64, count: u64) -> Result<u64> {
+        debug_assert!(count >= 1, "a write takes at least one sequence number");
         let first = self.next.fetch_add(count, Ordering::Relaxed);
+        debug_assert!(
+            first > published.load(Ordering::Relaxed),
+            "a number handed out ({first}) is never already published"
+        );
         if first.saturating_add(count - 1) > MAX_SEQUENCE {
             self.complete(published, first, first + count - 1);
             return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
@@ -80,16 +85,33 @@ impl Sequencer {
     /// Marks `first..=last` inserted and publishes whatever became
     /// contiguous.
     pub(crate) fn complete(&self, published: &AtomicU64, first: u64, last: u64) {
+        debug_assert!(first <= last, "an empty range {first}..={last}");
+        debug_assert!(
+            last < self.next.load(Ordering::Relaxed),
+            "completing numbers {first}..={last} that were never handed out"
+        );
         let mut pending = self.pending.lock();
         let current = published.load(Ordering::Relaxed);
+        debug_assert!(
+            first > current,
+            "range {first}..={last} completed twice (published is {current})"
+        );
         if first != current + 1 {
-            pending.insert(first, last);
+            let again = pending.insert(first, last);
+            debug_assert!(again.is_none(), "range starting at {first} completed twice");
             return;
         }
         let mut top = last;
         while let Some(end) = pending.remove(&(top + 1)) {
+            debug_assert!(end > top, "pending ranges are disjoint and ordered");
             top = end;
         }
+        debug_assert!(
+            pending.keys().next().is_none_or(|&k| k > top + 1),
+            "a pending range contiguous with the published sequence was left behind"
+        );
+        // Published only grows (under this lock).
+        debug_assert!(top >= current);
         published.store(top, Ordering::Release);
         drop(pending);
         std::sync::atomic::fence(Ordering::SeqCst);
@@ -115,7 +137,9 @@ impl Sequencer {
             return now;
         }
         self.wait_published(published, floor);
-        published.load(Ordering::Acquire)
+        let seen = published.load(Ordering::Acquire);
+        debug_assert!(seen >= floor, "visible() returned below the acknowledged floor");
+        seen
     }
 
     /// Waits until `published >= seq` (spin briefly, then park).
