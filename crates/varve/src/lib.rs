@@ -7,7 +7,7 @@
 //! calls has reached the operating system and survives a crash of the
 //! process; with [`WriteOptions::sync`] it also survives power loss.
 //!
-//! The data path (see `DESIGN.md`): a write goes to the write-ahead log
+//! The data path (see `ARCHITECTURE.md`): a write goes to the write-ahead log
 //! (`wal`), then to the memtable (`memtable`); reads merge memtables
 //! (`iter`) and apply snapshot visibility (`db`).
 

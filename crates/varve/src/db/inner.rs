@@ -41,7 +41,8 @@ pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {
     }
 }
 
-/// State shared by the database handle (and, later, background threads).
+/// State shared by the database handle, its background threads and its
+/// iterators.
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,

@@ -1,5 +1,5 @@
 //! A WAL file appended through a shared memory mapping instead of one
-//! `write(2)` per record (the contest engine's trick, seed 001).
+//! `write(2)` per record (a trick of the PolarDB contest engines).
 //!
 //! The file is preallocated with `fallocate` (or, when asked, by writing
 //! zeros: see [`Preallocate`]) and mapped `MAP_SHARED`; an

@@ -5,7 +5,9 @@
 //! submission in arrival order — a write is an `IORING_OP_WRITE` of an owned
 //! copy of the bytes, a sync an `IORING_OP_FSYNC` with `DATASYNC` — and links
 //! each write to the entry after it with `IO_LINK`, so writes and the
-//! fdatasync behind them go to the kernel as one chain (seed 003).
+//! fdatasync behind them go to the kernel as one chain (the
+//! `IOSQE_IO_LINK` write + fsync pattern of the io_uring-in-RocksDB
+//! experiments).
 //! It then reaps exactly as many completions as it submitted (every CQE is
 //! consumed) and only then answers the callers and frees the buffers: a
 //! buffer lives until its completion is reaped. A short write (part of the

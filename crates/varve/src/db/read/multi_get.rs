@@ -1,5 +1,5 @@
 //! `Db::multi_get`: many point reads as of one sequence number, with IO
-//! concurrency from fibers (seed 000).
+//! concurrency from fibers (after ToplingDB's fiber-based MultiGet).
 //!
 //! One sequence number and one read state (`SuperVersion`) serve the whole
 //! batch, so the batch sees one consistent state. Memtable lookups run

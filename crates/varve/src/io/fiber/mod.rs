@@ -1,5 +1,5 @@
 //! Stackful fibers that give IO concurrency to unchanged synchronous code
-//! (seed 000, ToplingDB's MultiGet).
+//! (after ToplingDB's fiber-based MultiGet).
 //!
 //! `pool` runs a batch of tasks (e.g. the table lookups of `multi_get`)
 //! on at most `async_queue_depth` fibers of the calling thread; each fiber

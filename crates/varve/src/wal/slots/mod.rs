@@ -1,4 +1,4 @@
-//! WAL log slots (WiredTiger's wait-free log consolidation, seed 004): many
+//! WAL log slots (WiredTiger's wait-free log consolidation): many
 //! writers place their records into a shared buffer with no lock, and one of
 //! them writes the whole buffer to the log in one call.
 //!

@@ -1,6 +1,6 @@
 //! The slot state word: pure functions that pack and unpack one `u64`
 //! holding a slot's lifecycle state, its JOINED byte count and its RELEASED
-//! byte count (WiredTiger's `slot_state`, seed 004).
+//! byte count (WiredTiger's `slot_state`, from its log slots).
 //!
 //! Layout, most significant bit first:
 //!
