@@ -1,11 +1,12 @@
-//! File access behind a trait, so that tests can inject faults and later
-//! issues can swap in O_DIRECT and io_uring without touching the engine.
-//!
-//! [`FileSystem`] is what the engine calls; [`PosixFs`] is the real one;
-//! [`FaultInjectingFs`] wraps either to fail on command in tests.
-//! Every method returns errors that name the path. [`uring`] is the
-//! per-thread io_uring reactor that `crate::io::fiber::fiber_aio_read` uses
-//! inside `multi_get` fibers.
+//! File access: the [`FileSystem`] trait the engine calls, [`PosixFs`]
+//! (plain files and O_DIRECT ones, `direct.rs`), and for tests the
+//! fault-injecting file system (`fault.rs`, feature `testing`). Every method
+//! returns errors that name the path. Below the file layer: [`uring`], the
+//! per-thread io_uring reactor, and [`fiber`], the fibers whose reads
+//! (`fiber_aio_read`) go through it, with `pread` as the fallback.
+//! [`IoEngine`] says whether a database may use io_uring for reads.
+//! Thread-safety: file handles are `Send + Sync` where the trait says so;
+//! the reactor and fibers are per thread.
 
 mod direct;
 #[cfg(any(test, feature = "testing"))]
