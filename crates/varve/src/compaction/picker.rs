@@ -135,20 +135,28 @@ fn debug_check_plan(v: &Version, plan: &CompactionPlan, being_compacted: &HashSe
                 f.number,
                 plan.level + i
             );
-            debug_assert!(!being_compacted.contains(&f.number), "input {} is busy", f.number);
+            debug_assert!(
+                !being_compacted.contains(&f.number),
+                "input {} is busy",
+                f.number
+            );
         }
     }
     if let Some((lo, hi)) = user_range(&plan.inputs[0]) {
         let below = v.overlapping_files(plan.level + 1, Some(&lo), Some(&hi));
         debug_assert!(
             below.len() == plan.inputs[1].len()
-                && below.iter().zip(&plan.inputs[1]).all(|(a, b)| a.number == b.number),
+                && below
+                    .iter()
+                    .zip(&plan.inputs[1])
+                    .all(|(a, b)| a.number == b.number),
             "the next level's inputs are not the files overlapping the range"
         );
         if plan.level == 0 {
             let l0 = v.overlapping_files(0, Some(&lo), Some(&hi));
             debug_assert!(
-                l0.iter().all(|f| plan.inputs[0].iter().any(|g| g.number == f.number)),
+                l0.iter()
+                    .all(|f| plan.inputs[0].iter().any(|g| g.number == f.number)),
                 "an L0 plan left out an overlapping L0 file"
             );
         }

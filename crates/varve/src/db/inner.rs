@@ -70,7 +70,7 @@ pub(crate) struct DbInner {
     pub(crate) poisoned: Mutex<Option<Poison>>,
     pub(crate) is_poisoned: AtomicBool,
     pub(crate) closed: AtomicBool,
-    /// Opened with [`Db::open_read_only`]: every write is refused.
+    /// Opened with [`Db::open_read_only`](crate::Db::open_read_only): every write is refused.
     pub(crate) read_only: bool,
     pub(crate) info_log: InfoLog,
     pub(crate) recovery: RecoveryReport,
@@ -83,7 +83,7 @@ pub(crate) struct DbInner {
 pub(crate) struct Poison {
     /// What failed, with the error (which names the file).
     pub(crate) why: String,
-    /// The failure was a full disk ([`Error::is_no_space`]): [`Db::resume`]
+    /// The failure was a full disk ([`Error::is_no_space`]): [`Db::resume`](crate::Db::resume)
     /// may bring writes back once space is freed.
     pub(crate) resumable: bool,
 }
@@ -103,7 +103,7 @@ impl Poison {
 
 impl DbInner {
     /// Marks the database unwritable until reopen (a failure
-    /// [`Db::resume`] does not recover from: a bug, a broken invariant).
+    /// [`Db::resume`](crate::Db::resume) does not recover from: a bug, a broken invariant).
     pub(crate) fn poison(&self, why: String) {
         self.poison_with(why, false, || true);
     }
@@ -115,7 +115,7 @@ impl DbInner {
     }
 
     /// [`poison_err`](Self::poison_err) for a failure of WAL `log`: ignored
-    /// once [`Db::resume`] replaced that log (a writer of the old log may
+    /// once [`Db::resume`](crate::Db::resume) replaced that log (a writer of the old log may
     /// report its failure late). The check and resume's clearing happen
     /// under the same lock.
     pub(crate) fn poison_wal(&self, log: &WalLog, what: &str, e: &Error) {
@@ -141,7 +141,7 @@ impl DbInner {
         self.poisoned.lock().clone()
     }
 
-    /// Accepts writes again ([`Db::resume`], with the write gate held
+    /// Accepts writes again ([`Db::resume`](crate::Db::resume), with the write gate held
     /// exclusively and `old`, the log that failed, already replaced).
     pub(crate) fn clear_poison(&self, old: &WalLog) {
         let mut p = self.poisoned.lock();

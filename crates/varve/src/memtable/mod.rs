@@ -4,7 +4,7 @@
 //! accounting) holding a lock-free skiplist: `arena` (bump allocator, `u32`
 //! offsets, the only raw memory access), `skiplist` (node layout, CAS-linked
 //! concurrent inserts, Acquire/Release publication, searches) and `table`
-//! (the engine-facing [`MemTable`] and its [`MemTableIterator`]).
+//! (the engine-facing [`MemTable`] and its `MemTableIterator`).
 //!
 //! Thread-safety: many threads may `add` concurrently while any number of
 //! `get`s and iterators run, with no locks. Invariants: entries are never

@@ -3,8 +3,8 @@
 //!
 //! Plain data; cloned freely. Choices with more than two answers are
 //! enums defined where they take effect and re-exported at the root
-//! ([`WalWriter`](crate::WalWriter), [`Compression`](crate::Compression),
-//! [`IoEngine`](crate::IoEngine)). [`Options::validate`] rejects nonsense
+//! ([`WalWriter`], [`Compression`],
+//! [`IoEngine`]). [`Options::validate`] rejects nonsense
 //! at open with `InvalidArgument` rather than failing later. This module
 //! sits just below `db/`: nothing beneath reads it (each layer takes its
 //! own small settings struct).

@@ -2,7 +2,7 @@
 //!
 //! A table is written once by [`TableBuilder`] and then read by many threads
 //! through an open [`Table`]: point lookups ([`Table::get`], bloom filter
-//! first) and ordered cursors ([`TableIterator`], an
+//! first) and ordered cursors (`TableIterator`, an
 //! [`InternalIterator`](crate::internal_iter::InternalIterator)). Data blocks hold
 //! prefix-compressed internal keys with restart points; every block carries a
 //! CRC32C, so damage on disk surfaces as `Error::Corruption`, never as a

@@ -112,14 +112,14 @@ impl VersionSet {
     /// `Error::Corruption` naming the file and offset.
     ///
     /// This checks the manifest alone; a database open uses
-    /// [`VersionSet::recover_checked`], which also checks the directory.
+    /// `VersionSet::recover_checked`, which also checks the directory.
     #[cfg(test)]
     pub(crate) fn recover(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
         Self::load(fs, dir, false, false)
     }
 
-    /// [`VersionSet::recover`] (or, with `read_only`,
-    /// [`VersionSet::recover_read_only`]) for opening a database: before
+    /// `VersionSet::recover` (or, with `read_only`,
+    /// `VersionSet::recover_read_only`) for opening a database: before
     /// anything is written it also checks that the directory holds what
     /// the recovered version needs (every table at its recorded size, and
     /// the WAL its log number names), so that a manifest that lost edits
@@ -133,7 +133,7 @@ impl VersionSet {
         Self::load(fs, dir, read_only, true)
     }
 
-    /// Like [`VersionSet::recover`] but writes nothing: no new manifest, no
+    /// Like `VersionSet::recover` but writes nothing: no new manifest, no
     /// `CURRENT` switch. Every [`VersionSet::log_and_apply`] fails.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn recover_read_only(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {

@@ -323,7 +323,10 @@ impl VersionSet {
     /// Sets the largest sequence number in use (made durable by the next
     /// edit; the WALs hold it until then). Never moves backwards.
     pub(crate) fn set_last_sequence(&mut self, s: u64) {
-        debug_assert!(s <= crate::keys::MAX_SEQUENCE, "sequence {s} past the largest");
+        debug_assert!(
+            s <= crate::keys::MAX_SEQUENCE,
+            "sequence {s} past the largest"
+        );
         self.counters.last_sequence = self.counters.last_sequence.max(s);
     }
 

@@ -163,7 +163,7 @@ impl MappedLogFile {
         Self::create_with(path, capacity, Preallocate::Fallocate)
     }
 
-    /// [`create`](Self::create), preallocating the way `how` says.
+    /// `create`, preallocating the way `how` says.
     pub(crate) fn create_with(path: &Path, capacity: usize, how: Preallocate) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)

@@ -1,4 +1,4 @@
-//! Recovery: [`replay`] streams one WAL file block by block, reassembles
+//! Recovery: `replay` streams one WAL file block by block, reassembles
 //! fragmented records, verifies every checksum, and decides whether a bad
 //! record is a torn tail (truncate) or mid-log corruption (error).
 //!
@@ -33,7 +33,7 @@ pub enum TailStatus {
     },
 }
 
-/// What [`replay`](super::replay) found.
+/// What `replay`(super::replay) found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReplayOutcome {
     /// Good records delivered.

@@ -1,7 +1,7 @@
 //! The write path: WiredTiger-style log slots (`wal::slots`) in front of
 //! the concurrent memtable, with no leader and no queue.
 //!
-//! A write (see [`write`]): validate; one short delay if a stall is near
+//! A write (see [`write()`]): validate; one short delay if a stall is near
 //! (`room`); take the *write gate* shared and reserve the batch's memtable
 //! charge in the current log (else switch memtables, `room`); take a
 //! sequence range with one `fetch_add` (`sequencer`); encode the batch with
@@ -32,7 +32,7 @@
 //! reopen) a read may see a write that then failed; it never becomes
 //! durable. The error path adds only branches: nothing on the success path
 //! changed for it. Thread-safety: any number of threads may call
-//! [`write`] at once.
+//! [`write()`] at once.
 
 mod events;
 mod ordered_sink;

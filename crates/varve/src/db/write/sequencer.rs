@@ -138,7 +138,10 @@ impl Sequencer {
         }
         self.wait_published(published, floor);
         let seen = published.load(Ordering::Acquire);
-        debug_assert!(seen >= floor, "visible() returned below the acknowledged floor");
+        debug_assert!(
+            seen >= floor,
+            "visible() returned below the acknowledged floor"
+        );
         seen
     }
 

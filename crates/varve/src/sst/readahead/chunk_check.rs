@@ -32,7 +32,7 @@
 //! `done` flag in order. Atomics come from `crate::sync` (loom under
 //! `--cfg loom`).
 //!
-//! [`IndexSearch::bounds`]: super::index_search::IndexSearch::bounds
+//! [`IndexSearch::bounds`]: crate::sst::index_search::IndexSearch::bounds
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

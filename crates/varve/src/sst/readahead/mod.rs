@@ -239,7 +239,7 @@ impl Readahead {
         Readahead::with_prefetch(max, None)
     }
 
-    /// Like [`new`](Self::new); with a `pool`, once the chunks have grown
+    /// Like `new`; with a `pool`, once the chunks have grown
     /// to `max` (at least `PREFETCH_MIN` (256 KiB)), the pool reads the
     /// next chunk while the current one is consumed.
     pub(crate) fn with_prefetch(max: usize, pool: Option<Arc<ReaderPool>>) -> Readahead {
