@@ -22,20 +22,7 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// A tiny-LSM database over several levels and L0 files, with overwrites
 /// and deletes, and its model.
 fn multi_level_db(dir: &Path, opts: Options) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>) {
-    let db = Db::open(dir, opts).expect("open");
-    let model = common::fill_rounds(&db, 0xc0c0_5eed, false);
-    let sources = db
-        .debug()
-        .live_tables()
-        .iter()
-        .filter(|l| !l.is_empty())
-        .count();
-    assert!(
-        sources >= 2,
-        "want several levels: {:?}",
-        db.debug().live_tables()
-    );
-    (db, model)
+    common::multi_level_db(dir, opts, 0xc0c0_5eed, false)
 }
 
 fn steps(it: &mut DbIterator, forward: bool, max: usize) -> Entries {

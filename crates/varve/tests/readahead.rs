@@ -27,20 +27,7 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 /// A tiny-LSM database spread over several levels, with overwrites and
 /// deletes, and its model.
 fn multi_level_db(dir: &Path, opts: Options) -> (Db, Model) {
-    let db = Db::open(dir, opts).expect("open");
-    let model = common::fill_rounds(&db, 0x5eed_1234, true);
-    let levels = db
-        .debug()
-        .live_tables()
-        .iter()
-        .filter(|l| !l.is_empty())
-        .count();
-    assert!(
-        levels >= 2,
-        "want several levels: {:?}",
-        db.debug().live_tables()
-    );
-    (db, model)
+    common::multi_level_db(dir, opts, 0x5eed_1234, true)
 }
 
 /// Read-ahead without background prefetch (exact read patterns).

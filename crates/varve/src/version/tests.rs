@@ -361,20 +361,26 @@ fn current_errors_name_the_file() {
     assert!(e.to_string().contains("CURRENT"), "{e}");
 }
 
-#[test]
-fn unknown_format_version_rejected() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let d = dir.path();
+/// Writes `MANIFEST-000003` in `d` with a header of format `version` and
+/// `snapshot` as its one edit, and points `CURRENT` at it.
+fn write_manifest_of_version(d: &Path, version: u32, snapshot: &VersionEdit) {
     let file = PosixFs
         .create_writable(&manifest::manifest_path(d, 3))
         .expect("create");
     let mut w = LogWriter::new(file, 3).expect("writer");
     let mut header = manifest::MANIFEST_MAGIC.to_vec();
-    header.extend_from_slice(&3u32.to_le_bytes());
+    header.extend_from_slice(&version.to_le_bytes());
     w.add_record(&header).expect("header");
-    w.add_record(&VersionEdit::default().encode())
-        .expect("edit");
+    w.add_record(&snapshot.encode()).expect("edit");
+    w.sync().expect("sync");
     manifest::write_current(&PosixFs, d, 3).expect("CURRENT");
+}
+
+#[test]
+fn unknown_format_version_rejected() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    write_manifest_of_version(d, 3, &VersionEdit::default());
     match VersionSet::recover(posix(), d) {
         Err(Error::UnsupportedVersion {
             found: 3,
@@ -392,22 +398,13 @@ fn unknown_format_version_rejected() {
 fn version_1_manifests_are_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    let file = PosixFs
-        .create_writable(&manifest::manifest_path(d, 3))
-        .expect("create");
-    let mut w = LogWriter::new(file, 3).expect("writer");
-    let mut header = manifest::MANIFEST_MAGIC.to_vec();
-    header.extend_from_slice(&1u32.to_le_bytes());
-    w.add_record(&header).expect("header");
     let snap = VersionEdit {
         log_number: Some(4),
         next_file_number: Some(5),
         last_sequence: Some(9),
         ..VersionEdit::default()
     };
-    w.add_record(&snap.encode()).expect("edit");
-    w.sync().expect("sync");
-    manifest::write_current(&PosixFs, d, 3).expect("CURRENT");
+    write_manifest_of_version(d, 1, &snap);
     let vs = VersionSet::recover(posix(), d).expect("a version 1 manifest opens");
     assert_eq!(vs.log_number(), 4);
     assert_eq!(vs.last_sequence(), 9);

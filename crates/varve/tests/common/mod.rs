@@ -172,3 +172,20 @@ pub fn close_as_if_crashed(db: Db) {
         .expect("open manifest");
     f.set_len(before).expect("cut the clean-close edit");
 }
+
+/// A database over several levels and L0 files (`fill_rounds` with `seed`
+/// and `settle_each_round`), asserting that at least two levels hold
+/// tables; with its model.
+pub fn multi_level_db(
+    dir: &Path,
+    opts: Options,
+    seed: u64,
+    settle_each_round: bool,
+) -> (Db, std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
+    let db = Db::open(dir, opts).expect("open");
+    let model = fill_rounds(&db, seed, settle_each_round);
+    let levels = db.debug().live_tables();
+    let used = levels.iter().filter(|l| !l.is_empty()).count();
+    assert!(used >= 2, "want several levels: {levels:?}");
+    (db, model)
+}
