@@ -164,6 +164,19 @@ fn a_block_cache_is_shared_by_databases() {
     }
 }
 
+/// Polls `reader_threads()` for up to 10 s until `want` holds; a spawned
+/// thread names itself only once it runs, which a loaded machine delays.
+fn reader_threads_become(want: impl Fn(usize) -> bool) -> usize {
+    let start = std::time::Instant::now();
+    loop {
+        let n = reader_threads();
+        if want(n) || start.elapsed() > std::time::Duration::from_secs(10) {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn reader_threads() -> usize {
     std::fs::read_dir("/proc/self/task")
         .expect("tasks")
@@ -208,7 +221,10 @@ fn reader_pool_threads_stop_when_the_last_database_closes() {
     db.compact_range(None, None).expect("compact");
     assert_eq!(reader_threads(), 0, "no thread before a scan");
     long_scan(&db);
-    assert!(reader_threads() > 0, "the scan started the pool");
+    assert!(
+        reader_threads_become(|n| n > 0) > 0,
+        "the scan started the pool"
+    );
     db.close().expect("close");
     assert_eq!(reader_threads(), 0, "the database's own pool stopped");
 
@@ -222,7 +238,7 @@ fn reader_pool_threads_stop_when_the_last_database_closes() {
     let b = Db::open(dir_b.path(), shared()).expect("open b");
     long_scan(&a);
     assert_eq!(
-        reader_threads(),
+        reader_threads_become(|n| n == 3),
         3,
         "the shared pool is sized by its creator"
     );
