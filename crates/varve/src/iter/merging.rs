@@ -132,7 +132,10 @@ impl MergingIterator {
     }
 
     /// Records the error of child `i` if it turned invalid by failing;
-    /// true if the merge is now (or was already) failed.
+    /// true if the merge is now (or was already) failed (and `current` is
+    /// then `None`). Off the hot path: called only for invalid children.
+    #[cold]
+    #[inline(never)]
     fn child_failed(&mut self, i: usize) -> bool {
         if self.error.is_some() {
             return true;
@@ -159,22 +162,18 @@ impl MergingIterator {
 
     /// Points `current` at the smallest (`Less`) or largest (`Greater`)
     /// valid child. `moved` is the child that just stepped: if it turned
-    /// invalid by failing, the merge fails (read from the validity check
-    /// the scan does anyway, so a step costs no extra call).
+    /// invalid by failing, the merge fails. The status is read only on that
+    /// branch (from the validity check the scan does anyway), so a step
+    /// that stays valid costs no extra call.
+    #[inline]
     fn pick(&mut self, want: Ordering, moved: Option<usize>) {
-        if self.error.is_some() {
-            self.current = None;
-            return;
-        }
+        debug_assert!(self.error.is_none(), "a failed merge picks nothing");
         let mut best: Option<usize> = None;
-        let mut failure = None;
-        for (i, child) in self.children.iter().enumerate() {
+        for i in 0..self.children.len() {
+            let child = &self.children[i];
             if !child.valid() {
-                if moved == Some(i)
-                    && let Err(e) = child.status()
-                {
-                    failure = Some(e);
-                    break;
+                if moved == Some(i) && self.child_failed(i) {
+                    return;
                 }
                 continue;
             }
@@ -184,10 +183,6 @@ impl MergingIterator {
                 }
                 _ => Some(i),
             };
-        }
-        if let Some(e) = failure {
-            self.error = Some(e);
-            best = None;
         }
         self.current = best;
     }
@@ -212,7 +207,9 @@ impl InternalIterator for MergingIterator {
         }
         self.position_all(&|c| c.seek_to_first());
         self.direction = Direction::Forward;
-        self.any_child_failed();
+        if self.any_child_failed() {
+            return;
+        }
         self.find_smallest(None);
     }
 
@@ -222,7 +219,9 @@ impl InternalIterator for MergingIterator {
         }
         self.position_all(&|c| c.seek_to_last());
         self.direction = Direction::Reverse;
-        self.any_child_failed();
+        if self.any_child_failed() {
+            return;
+        }
         self.find_largest(None);
     }
 
@@ -232,7 +231,9 @@ impl InternalIterator for MergingIterator {
         }
         self.position_all(&|c| c.seek(target));
         self.direction = Direction::Forward;
-        self.any_child_failed();
+        if self.any_child_failed() {
+            return;
+        }
         self.find_smallest(None);
     }
 
@@ -242,7 +243,9 @@ impl InternalIterator for MergingIterator {
         }
         self.position_all(&|c| c.seek_for_prev(target));
         self.direction = Direction::Reverse;
-        self.any_child_failed();
+        if self.any_child_failed() {
+            return;
+        }
         self.find_largest(None);
     }
 
