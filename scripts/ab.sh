@@ -114,12 +114,20 @@ done
 # (run() keeps the last pass of a multi-pass run: the warm one).
 python3 - "$OUT" <<'PY'
 import re, statistics, sys, collections
+# ops/s per run; for a one-operation step (waitforcompaction) its time in
+# microseconds instead (lower is better), since its ops/s means nothing.
 per_run = collections.defaultdict(list)
+single = set()
 for line in open(sys.argv[1]):
-    m = re.match(r"(.*) (old|new) \| (\w+) +:.*?([0-9.]+) ops/sec", line)
+    m = re.match(r"(.*) (old|new) \| (\w+) +: +([0-9.]+) micros/op ([0-9.]+) ops/sec.*? ([0-9]+) operations", line)
     if m:
-        per_run[(m.group(1), m.group(3), m.group(2))].append(float(m.group(4)))
-print("\nmedians (ops/s; the last pass of each run) and new/old:")
+        label, ver, name = m.group(1), m.group(2), m.group(3)
+        if m.group(6) == "1":
+            single.add(name)
+            per_run[(label, name, ver)].append(float(m.group(4)))
+        else:
+            per_run[(label, name, ver)].append(float(m.group(5)))
+print("\nmedians (ops/s, or µs for one-operation steps; the last pass of each run) and new/old:")
 labels = sorted({(k[0], k[1]) for k in per_run})
 for label, name in labels:
     o = per_run.get((label, name, "old"), [])
@@ -127,7 +135,8 @@ for label, name in labels:
     if not o or not n:
         continue
     mo, mn = statistics.median(o), statistics.median(n)
-    print(f"  {label:24} {name:14} old {mo:14,.0f}  new {mn:14,.0f}  new/old {mn / mo:6.3f}  (n={len(o)}/{len(n)})")
+    unit = "µs (lower is better)" if name in single else "ops/s"
+    print(f"  {label:24} {name:18} old {mo:14,.0f}  new {mn:14,.0f}  new/old {mn / mo:6.3f}  {unit}  (n={len(o)}/{len(n)})")
 PY
 rm -f "$OUT"
 if [ "${KEEP:-0}" != 1 ]; then
