@@ -858,3 +858,22 @@ fn a_manifest_io_error_that_is_not_a_full_disk_is_not_restarted() {
     );
     assert!(vs.has_failed());
 }
+
+/// A read-only version set refuses an edit before doing anything: the
+/// error is `ReadOnly` and no counter moved.
+#[test]
+fn read_only_edits_are_refused_before_any_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    drop(VersionSet::create(posix(), d).expect("create"));
+    let mut vs = VersionSet::recover_read_only(posix(), d).expect("read-only");
+    let next = vs.next_file_number();
+    let mut e = VersionEdit::default();
+    e.add_file(0, meta(next + 10, "a", "b", 1));
+    assert!(matches!(vs.log_and_apply(e), Err(Error::ReadOnly(_))));
+    assert_eq!(
+        vs.next_file_number(),
+        next,
+        "the refused edit moved no counter"
+    );
+}

@@ -133,6 +133,10 @@ impl VersionSet {
     /// not be durable, so the caller must keep (not delete) both its new
     /// files and the files it deletes.
     pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        // Refused before any work, and before the counters move.
+        let Some(manifest_size) = self.manifest.as_ref().map(|w| w.file_size()) else {
+            return Err(Error::ReadOnly(self.dir.clone()));
+        };
         if let Some(f) = &self.failed {
             return Err(Error::Poisoned(format!(
                 "manifest writes refused after an earlier failure: {}",
@@ -173,10 +177,7 @@ impl VersionSet {
             cps[*level] = Some(key.clone());
         }
 
-        let Some(writer) = self.manifest.as_ref() else {
-            return Err(Error::ReadOnly(self.dir.clone()));
-        };
-        let roll = writer.file_size() >= self.max_manifest_size;
+        let roll = manifest_size >= self.max_manifest_size;
         let number = if roll { self.new_file_number() } else { 0 };
         let counters = Counters {
             log_number,

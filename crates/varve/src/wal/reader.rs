@@ -33,7 +33,7 @@ pub enum TailStatus {
     },
 }
 
-/// What `replay`(super::replay) found.
+/// What `replay` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReplayOutcome {
     /// Good records delivered.
