@@ -21,7 +21,7 @@ import sys
 LAYERS = [
     ("ground", ["error", "keys", "filenames", "internal_iter", "snapshot", "sync", "util"]),
     ("io", ["io"]),
-    ("formats and stores", ["batch", "wal", "memtable", "sst"]),
+    ("formats and stores", ["batch", "wal", "memtable", "sst", "blob"]),
     ("merging", ["iter"]),
     ("versions", ["version"]),
     ("compaction", ["compaction"]),

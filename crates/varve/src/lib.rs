@@ -29,6 +29,7 @@ mod io;
 mod batch;
 mod wal;
 
+mod blob;
 mod memtable;
 mod sst;
 

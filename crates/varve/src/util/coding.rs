@@ -9,7 +9,6 @@ pub(crate) fn put_fixed32(dst: &mut Vec<u8>, v: u32) {
 }
 
 /// Appends `v` as 8 little-endian bytes.
-#[cfg(test)]
 pub(crate) fn put_fixed64(dst: &mut Vec<u8>, v: u64) {
     dst.extend_from_slice(&v.to_le_bytes());
 }
