@@ -256,8 +256,6 @@ pub(crate) struct ChunkEntry {
     pub value_len: u32,
     /// [`value_crc`] of the value.
     pub crc: u32,
-    /// Sequence number of the write that stored the value.
-    pub sequence: u64,
 }
 
 /// Builds one chunk: values back to back, then their entries and the
@@ -288,7 +286,7 @@ impl ChunkBuilder {
     /// The size of the finished chunk if one more value of `key_len` and
     /// `value_len` bytes were added.
     pub(crate) fn size_with(&self, key_len: usize, value_len: usize) -> usize {
-        let entry = 5 + key_len + 5 + 4 + 8;
+        let entry = 5 + key_len + 5 + 4;
         padded(self.values.len() + value_len + self.entries.len() + entry + TRAILER_LEN)
     }
 
@@ -298,7 +296,7 @@ impl ChunkBuilder {
     }
 
     /// Adds a value; returns its offset inside the chunk and its CRC.
-    pub(crate) fn add(&mut self, key: &[u8], value: &[u8], sequence: u64) -> (u32, u32) {
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> (u32, u32) {
         let offset = self.values.len() as u32;
         let crc = value_crc(value);
         self.values.extend_from_slice(value);
@@ -306,7 +304,6 @@ impl ChunkBuilder {
         self.entries.extend_from_slice(key);
         put_varint32(&mut self.entries, value.len() as u32);
         put_fixed32(&mut self.entries, crc);
-        put_fixed64(&mut self.entries, sequence);
         self.count += 1;
         (offset, crc)
     }
@@ -366,7 +363,7 @@ pub(crate) fn parse_chunk(chunk: &[u8], path: &Path, offset: u64) -> Result<Vec<
     if padded(values_len + entries_len + TRAILER_LEN) != chunk.len() {
         return Err(bad("trailer lengths do not fill the chunk"));
     }
-    let mut out = Vec::with_capacity(count.min(entries_len / 18));
+    let mut out = Vec::with_capacity(count.min(entries_len / 6));
     let mut pos = 0usize;
     let mut value_offset = 0usize;
     for _ in 0..count {
@@ -378,20 +375,18 @@ pub(crate) fn parse_chunk(chunk: &[u8], path: &Path, offset: u64) -> Result<Vec<
             .ok_or_else(|| bad("key past the entries"))?;
         let (value_len, b) = decode_varint32(rest.get(key_end..).unwrap_or(&[]))
             .ok_or_else(|| bad("bad value length"))?;
-        let tail = rest
-            .get(key_end + b..key_end + b + 12)
+        let crc = rest
+            .get(key_end + b..)
+            .and_then(decode_fixed32)
             .ok_or_else(|| bad("entry cut short"))?;
-        let crc = decode_fixed32(tail).ok_or_else(|| bad("entry cut short"))?;
-        let sequence = decode_fixed64(&tail[4..]).ok_or_else(|| bad("entry cut short"))?;
         out.push(ChunkEntry {
             key: key.to_vec(),
             value_offset: value_offset as u32,
             value_len,
             crc,
-            sequence,
         });
         value_offset += value_len as usize;
-        pos += key_end + b + 12;
+        pos += key_end + b + 4;
     }
     if pos != entries_len || value_offset != values_len {
         return Err(bad("entries do not match the trailer"));

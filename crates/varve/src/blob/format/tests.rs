@@ -119,7 +119,7 @@ fn chunk_round_trip_keeps_page_sized_values_aligned() {
     ];
     for (i, (k, v)) in values.iter().enumerate() {
         let predicted = b.size_with(k.len(), v.len());
-        let (off, crc) = b.add(k, v, 100 + i as u64);
+        let (off, crc) = b.add(k, v);
         assert!(b.size() <= predicted, "size_with never undershoots");
         assert_eq!(crc, value_crc(v));
         if i < 2 {
@@ -132,10 +132,9 @@ fn chunk_round_trip_keeps_page_sized_values_aligned() {
     assert_eq!(chunk.len() % PAGE, 0);
     let entries = parse_chunk(&chunk, path(), 4096).expect("parses");
     assert_eq!(entries.len(), values.len());
-    for (i, (e, (k, v))) in entries.iter().zip(&values).enumerate() {
+    for (e, (k, v)) in entries.iter().zip(&values) {
         assert_eq!(&e.key, k);
         assert_eq!(e.value_len as usize, v.len());
-        assert_eq!(e.sequence, 100 + i as u64);
         let at = e.value_offset as usize;
         assert_eq!(&chunk[at..at + v.len()], &v[..]);
     }
@@ -169,7 +168,7 @@ fn chunk_round_trip_keeps_page_sized_values_aligned() {
 fn damaged_chunk_is_corruption_never_other_entries() {
     let mut b = ChunkBuilder::new();
     for i in 0..20u64 {
-        b.add(format!("key{i:04}").as_bytes(), &vec![i as u8; 300], i);
+        b.add(format!("key{i:04}").as_bytes(), &vec![i as u8; 300]);
     }
     let chunk = b.finish();
     let good = parse_chunk(&chunk, path(), 0).expect("parses");
@@ -198,9 +197,9 @@ proptest! {
         (proptest::collection::vec(any::<u8>(), 0..40),
          proptest::collection::vec(any::<u8>(), 0..9000)), 1..12)) {
         let mut b = ChunkBuilder::new();
-        for (i, (k, v)) in items.iter().enumerate() {
+        for (k, v) in &items {
             let predicted = b.size_with(k.len(), v.len());
-            b.add(k, v, i as u64);
+            b.add(k, v);
             prop_assert!(b.size() <= predicted);
         }
         let chunk = b.finish();
