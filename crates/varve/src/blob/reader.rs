@@ -1,0 +1,196 @@
+//! [`BlobReader`]: reads values of one blob file by pointer (one aligned
+//! read each), and walks its chunks for `check`, `dump-blob` and repair.
+//!
+//! Thread-safe (`&self`, positional reads). Invariants: a value is returned
+//! only if it matches its pointer's CRC; every failure names the file and
+//! offset.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::format::{
+    BlobFooter, BlobHeader, BlobPointer, ChunkEntry, PAGE, TRAILER_LEN, check_values, parse_chunk,
+    value_from_span,
+};
+use crate::error::{Error, Result};
+use crate::io::{AlignedBuf, FileSystem, RandomAccessFile};
+use crate::util::coding::decode_fixed32;
+
+/// An open blob file.
+#[derive(Debug)]
+pub(crate) struct BlobReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    header: BlobHeader,
+    size: u64,
+}
+
+/// One chunk found by [`BlobReader::chunks`].
+#[derive(Debug)]
+pub(crate) struct ChunkInfo {
+    /// File offset of the chunk.
+    pub offset: u64,
+    /// Its length (whole pages).
+    pub len: u64,
+    /// Its values' entries.
+    pub entries: Vec<ChunkEntry>,
+}
+
+/// What [`BlobReader::chunks`] found.
+#[derive(Debug)]
+pub(crate) struct ChunkWalk {
+    /// The whole chunks, in file order.
+    pub chunks: Vec<ChunkInfo>,
+    /// The footer, when the file was sealed.
+    pub footer: Option<BlobFooter>,
+    /// Bytes after the last whole chunk that are neither a chunk nor the
+    /// footer (a file cut while being written).
+    pub tail: u64,
+}
+
+impl BlobReader {
+    /// Opens blob file `path` (`size` bytes) through `file` and checks its
+    /// header.
+    pub(crate) fn new(file: Arc<dyn RandomAccessFile>, path: &Path, size: u64) -> Result<Self> {
+        let page = read_exact(file.as_ref(), path, 0, PAGE)?;
+        let header = BlobHeader::decode(page.as_slice(), path)?;
+        Ok(BlobReader {
+            file,
+            path: path.to_path_buf(),
+            header,
+            size,
+        })
+    }
+
+    /// Opens `path` on `fs` (with O_DIRECT when `direct`).
+    pub(crate) fn open(fs: &dyn FileSystem, path: &Path, direct: bool) -> Result<Self> {
+        let size = fs.file_size(path)?;
+        let file = if direct {
+            fs.open_random_access_direct(path)?
+        } else {
+            fs.open_random_access(path)?
+        };
+        BlobReader::new(file, path, size)
+    }
+
+    /// The file's header.
+    pub(crate) fn header(&self) -> &BlobHeader {
+        &self.header
+    }
+
+    /// The file's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The value `p` points to, read with one aligned read and checked.
+    pub(crate) fn get(&self, p: &BlobPointer) -> Result<Vec<u8>> {
+        if p.file_number != self.header.file_number {
+            return Err(Error::corruption(
+                &self.path,
+                p.offset,
+                format!("pointer names blob file {} instead", p.file_number),
+            ));
+        }
+        if p.offset < PAGE as u64 || p.offset + u64::from(p.length) > self.size {
+            return Err(Error::corruption(
+                &self.path,
+                p.offset,
+                format!("blob value of {} bytes lies outside the file", p.length),
+            ));
+        }
+        if p.length == 0 {
+            return Ok(Vec::new());
+        }
+        let (start, len) = p.aligned_span();
+        let len = len.min((self.size - start) as usize);
+        let span = read_exact(self.file.as_ref(), &self.path, start, len)?;
+        Ok(value_from_span(p, span.as_slice(), start, &self.path)?.to_vec())
+    }
+
+    /// Walks the file's chunks front to back, checking each trailer and,
+    /// with `values`, each value's CRC. Stops at the footer or at the first
+    /// bytes that are not a whole chunk (`tail`).
+    pub(crate) fn chunks(&self, values: bool) -> Result<ChunkWalk> {
+        let mut chunks = Vec::new();
+        let mut start = PAGE as u64;
+        let mut footer = None;
+        'outer: while start + PAGE as u64 <= self.size {
+            let first = read_exact(self.file.as_ref(), &self.path, start, PAGE)?;
+            if let Some(f) = BlobFooter::decode(first.as_slice(), &self.path, start)? {
+                footer = Some(f);
+                start += PAGE as u64;
+                break;
+            }
+            // A chunk ends at the first page end whose trailer's lengths
+            // fill exactly the pages from `start` to it.
+            let mut end = start + PAGE as u64;
+            while end <= self.size {
+                let last = read_exact(self.file.as_ref(), &self.path, end - PAGE as u64, PAGE)?;
+                let t = &last.as_slice()[PAGE - TRAILER_LEN..];
+                let field = |i: usize| u64::from(decode_fixed32(&t[4 * i..]).unwrap_or(0));
+                let need = field(0) + field(2) + TRAILER_LEN as u64;
+                if need.div_ceil(PAGE as u64) * PAGE as u64 == end - start {
+                    let len = (end - start) as usize;
+                    let bytes = read_exact(self.file.as_ref(), &self.path, start, len)?;
+                    if let Ok(entries) = parse_chunk(bytes.as_slice(), &self.path, start) {
+                        if values {
+                            check_values(bytes.as_slice(), &entries, &self.path, start)?;
+                        }
+                        chunks.push(ChunkInfo {
+                            offset: start,
+                            len: end - start,
+                            entries,
+                        });
+                        start = end;
+                        continue 'outer;
+                    }
+                }
+                end += PAGE as u64;
+            }
+            break;
+        }
+        let tail = self.size.saturating_sub(start);
+        if let Some(f) = &footer {
+            if tail != 0 || f.chunk_count != chunks.len() as u64 {
+                return Err(Error::corruption(
+                    &self.path,
+                    start,
+                    format!(
+                        "blob footer counts {} chunks, the file holds {} and {tail} bytes after",
+                        f.chunk_count,
+                        chunks.len()
+                    ),
+                ));
+            }
+        }
+        Ok(ChunkWalk {
+            chunks,
+            footer,
+            tail,
+        })
+    }
+}
+
+/// Reads exactly `len` bytes at `offset` (aligned buffer, so direct files
+/// work); a short read is corruption (the file is shorter than it says).
+fn read_exact(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    offset: u64,
+    len: usize,
+) -> Result<AlignedBuf> {
+    let mut buf = AlignedBuf::new(len);
+    let got = file.read_at(buf.as_mut_slice(), offset)?;
+    if got < len {
+        return Err(Error::corruption(
+            path,
+            offset,
+            format!("blob file ends early: {got} of {len} bytes"),
+        ));
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests;
