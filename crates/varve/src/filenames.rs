@@ -47,6 +47,11 @@ pub(crate) fn table_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.sst"))
 }
 
+/// Path of blob file number `n`.
+pub(crate) fn blob_file_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n:06}.blob"))
+}
+
 /// Recognises a file name of the database; `None` for foreign files.
 pub(crate) fn parse(name: &str) -> Option<FileKind> {
     match name {

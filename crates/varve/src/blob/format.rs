@@ -258,21 +258,17 @@ pub(crate) struct ChunkEntry {
     pub crc: u32,
 }
 
-/// Builds one chunk: values back to back, then their entries and the
-/// trailer, padded to whole pages.
+/// The bookkeeping of one chunk whose values are stored elsewhere (a
+/// mapped file they were appended to): their entries and total length, and
+/// the bytes that close the chunk.
 #[derive(Debug, Default)]
-pub(crate) struct ChunkBuilder {
-    values: Vec<u8>,
+pub(crate) struct ChunkEntries {
     entries: Vec<u8>,
+    values_len: usize,
     count: u32,
 }
 
-impl ChunkBuilder {
-    /// An empty builder.
-    pub(crate) fn new() -> ChunkBuilder {
-        ChunkBuilder::default()
-    }
-
+impl ChunkEntries {
     /// True when no value was added.
     pub(crate) fn is_empty(&self) -> bool {
         self.count == 0
@@ -283,49 +279,102 @@ impl ChunkBuilder {
         self.count
     }
 
-    /// The size of the finished chunk if one more value of `key_len` and
+    /// Bytes of values added so far: the offset the next value gets.
+    pub(crate) fn values_len(&self) -> usize {
+        self.values_len
+    }
+
+    /// The size of the closed chunk if one more value of `key_len` and
     /// `value_len` bytes were added.
     pub(crate) fn size_with(&self, key_len: usize, value_len: usize) -> usize {
         let entry = 5 + key_len + 5 + 4;
-        padded(self.values.len() + value_len + self.entries.len() + entry + TRAILER_LEN)
+        padded(self.values_len + value_len + self.entries.len() + entry + TRAILER_LEN)
     }
 
-    /// The size the chunk has if finished now.
+    /// The size the chunk has if closed now.
     pub(crate) fn size(&self) -> usize {
-        padded(self.values.len() + self.entries.len() + TRAILER_LEN)
+        padded(self.values_len + self.entries.len() + TRAILER_LEN)
+    }
+
+    /// Records a value of `value_len` bytes with CRC `crc` written for
+    /// `key`; returns its offset inside the chunk.
+    pub(crate) fn add(&mut self, key: &[u8], value_len: usize, crc: u32) -> u32 {
+        let offset = self.values_len as u32;
+        self.values_len += value_len;
+        put_varint32(&mut self.entries, key.len() as u32);
+        self.entries.extend_from_slice(key);
+        put_varint32(&mut self.entries, value_len as u32);
+        put_fixed32(&mut self.entries, crc);
+        self.count += 1;
+        offset
+    }
+
+    /// The bytes that follow the values to close the chunk (padding,
+    /// entries, trailer); empty afterwards.
+    pub(crate) fn close(&mut self) -> Vec<u8> {
+        let size = self.size();
+        let mut tail = vec![0u8; size - self.values_len - self.entries.len() - TRAILER_LEN];
+        tail.extend_from_slice(&self.entries);
+        let mut trailer = Vec::with_capacity(TRAILER_LEN);
+        put_fixed32(&mut trailer, self.entries.len() as u32);
+        put_fixed32(&mut trailer, self.count);
+        put_fixed32(&mut trailer, self.values_len as u32);
+        let crc = crc32c_of(&self.entries, &trailer);
+        put_fixed32(&mut trailer, crc);
+        tail.extend_from_slice(&trailer);
+        debug_assert_eq!((self.values_len + tail.len()) % PAGE, 0);
+        *self = ChunkEntries::default();
+        tail
+    }
+}
+
+/// Builds one chunk in memory: values back to back, then their entries and
+/// the trailer, padded to whole pages.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkBuilder {
+    values: Vec<u8>,
+    entries: ChunkEntries,
+}
+
+impl ChunkBuilder {
+    /// An empty builder.
+    pub(crate) fn new() -> ChunkBuilder {
+        ChunkBuilder::default()
+    }
+
+    /// True when no value was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Values added so far.
+    pub(crate) fn count(&self) -> u32 {
+        self.entries.count()
+    }
+
+    /// See [`ChunkEntries::size_with`].
+    pub(crate) fn size_with(&self, key_len: usize, value_len: usize) -> usize {
+        self.entries.size_with(key_len, value_len)
+    }
+
+    /// See [`ChunkEntries::size`].
+    pub(crate) fn size(&self) -> usize {
+        self.entries.size()
     }
 
     /// Adds a value; returns its offset inside the chunk and its CRC.
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) -> (u32, u32) {
-        let offset = self.values.len() as u32;
         let crc = value_crc(value);
         self.values.extend_from_slice(value);
-        put_varint32(&mut self.entries, key.len() as u32);
-        self.entries.extend_from_slice(key);
-        put_varint32(&mut self.entries, value.len() as u32);
-        put_fixed32(&mut self.entries, crc);
-        self.count += 1;
-        (offset, crc)
+        (self.entries.add(key, value.len(), crc), crc)
     }
 
     /// The finished chunk (a whole number of pages); the builder is empty
     /// afterwards.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
-        let size = self.size();
         let mut chunk = std::mem::take(&mut self.values);
-        let values_len = chunk.len();
-        chunk.resize(size - self.entries.len() - TRAILER_LEN, 0);
-        chunk.extend_from_slice(&self.entries);
-        let mut trailer = Vec::with_capacity(TRAILER_LEN);
-        put_fixed32(&mut trailer, self.entries.len() as u32);
-        put_fixed32(&mut trailer, self.count);
-        put_fixed32(&mut trailer, values_len as u32);
-        let crc = crc32c_of(&self.entries, &trailer);
-        put_fixed32(&mut trailer, crc);
-        chunk.extend_from_slice(&trailer);
+        chunk.extend_from_slice(&self.entries.close());
         debug_assert_eq!(chunk.len() % PAGE, 0);
-        self.entries.clear();
-        self.count = 0;
         chunk
     }
 }
@@ -345,7 +394,7 @@ fn crc32c_of(entries: &[u8], trailer_fields: &[u8]) -> u32 {
 /// Does not read or check the values themselves (see [`check_values`]).
 pub(crate) fn parse_chunk(chunk: &[u8], path: &Path, offset: u64) -> Result<Vec<ChunkEntry>> {
     let bad = |why: &str| Error::corruption(path, offset, format!("blob chunk: {why}"));
-    if chunk.len() < PAGE || chunk.len() % PAGE != 0 {
+    if chunk.len() < PAGE || !chunk.len().is_multiple_of(PAGE) {
         return Err(bad("not a whole number of pages"));
     }
     let t = &chunk[chunk.len() - TRAILER_LEN..];

@@ -151,18 +151,18 @@ impl BlobReader {
             break;
         }
         let tail = self.size.saturating_sub(start);
-        if let Some(f) = &footer {
-            if tail != 0 || f.chunk_count != chunks.len() as u64 {
-                return Err(Error::corruption(
-                    &self.path,
-                    start,
-                    format!(
-                        "blob footer counts {} chunks, the file holds {} and {tail} bytes after",
-                        f.chunk_count,
-                        chunks.len()
-                    ),
-                ));
-            }
+        if let Some(f) = &footer
+            && (tail != 0 || f.chunk_count != chunks.len() as u64)
+        {
+            return Err(Error::corruption(
+                &self.path,
+                start,
+                format!(
+                    "blob footer counts {} chunks, the file holds {} and {tail} bytes after",
+                    f.chunk_count,
+                    chunks.len()
+                ),
+            ));
         }
         Ok(ChunkWalk {
             chunks,

@@ -1,0 +1,228 @@
+//! [`BlobLane`]: one write lane of the blob write path
+//! (`docs/blob-files.md`, "mapped append"). Writers append each value
+//! straight into a shared mapping of the lane's open blob file and get a
+//! [`BlobPointer`] back; at a chunk's end the lane appends the chunk's
+//! entries and trailer; at `file_size` it seals the file (footer, fdatasync)
+//! and opens the next one.
+//!
+//! Thread-safety: `Send + Sync`; one mutex per lane, held for the copy of
+//! one value. `fdatasync` of the open file runs on a second handle, outside
+//! the mutex ([`BlobLane::sync`]). Invariants: a pointer is returned only
+//! after its value was copied into the mapping (so it is in the page cache
+//! and survives `kill -9`); the open file always holds its header, whole
+//! chunks and the values of the current chunk, in that order; a file's
+//! number is registered (through [`BlobFiles`]) before any pointer into it
+//! is handed out.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+
+use super::file_writer::BlobFileMeta;
+use super::format::{BlobFooter, BlobHeader, BlobPointer, ChunkEntries, Creator, PAGE, value_crc};
+use crate::error::{Error, Result};
+use crate::filenames::blob_file_path;
+use crate::io::WritableFile;
+use crate::wal::{MappedLogFile, Preallocate};
+
+/// Where a lane gets file numbers and reports sealed files (the version
+/// set, in the engine).
+pub(crate) trait BlobFiles: Send + Sync {
+    /// A fresh file number, recorded as an open blob file before it is
+    /// returned.
+    fn open_blob_file(&self) -> Result<u64>;
+    /// A lane sealed a file: it is complete and durable.
+    fn sealed_blob_file(&self, meta: BlobFileMeta) -> Result<()>;
+}
+
+/// Sizes of a lane's chunks and files.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaneOptions {
+    /// A chunk is closed before a value would make it larger (whole pages).
+    pub chunk_size: usize,
+    /// A file is sealed once it reaches this size.
+    pub file_size: u64,
+}
+
+impl Default for LaneOptions {
+    fn default() -> Self {
+        LaneOptions {
+            chunk_size: 64 << 10,
+            file_size: 256 << 20,
+        }
+    }
+}
+
+/// One write lane.
+#[derive(Debug)]
+pub(crate) struct BlobLane {
+    dir: PathBuf,
+    opts: LaneOptions,
+    open: Mutex<Option<OpenFile>>,
+}
+
+#[derive(Debug)]
+struct OpenFile {
+    file: MappedLogFile,
+    number: u64,
+    chunk: ChunkEntries,
+    /// File offset of the current chunk.
+    chunk_start: u64,
+    chunks: u64,
+    values: u64,
+    value_bytes: u64,
+}
+
+impl OpenFile {
+    fn create(dir: &Path, number: u64, opts: &LaneOptions) -> Result<OpenFile> {
+        let path = blob_file_path(dir, number);
+        let capacity = (opts.file_size as usize).min(16 << 20);
+        let mut file = MappedLogFile::create_with(&path, capacity, Preallocate::Fallocate)?;
+        let header = BlobHeader {
+            file_number: number,
+            chunk_size: opts.chunk_size as u32,
+            creator: Creator::WriteLane,
+        };
+        file.append(&header.encode())?;
+        Ok(OpenFile {
+            file,
+            number,
+            chunk: ChunkEntries::default(),
+            chunk_start: PAGE as u64,
+            chunks: 0,
+            values: 0,
+            value_bytes: 0,
+        })
+    }
+
+    fn close_chunk(&mut self) -> Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let tail = self.chunk.close();
+        self.file.append(&tail)?;
+        self.chunks += 1;
+        self.chunk_start = self.file.len();
+        debug_assert_eq!(self.chunk_start % PAGE as u64, 0);
+        Ok(())
+    }
+
+    /// Closes the last chunk, appends the footer, makes the file durable at
+    /// exactly its length.
+    fn seal(mut self) -> Result<BlobFileMeta> {
+        self.close_chunk()?;
+        let footer = BlobFooter {
+            chunk_count: self.chunks,
+            value_count: self.values,
+            value_bytes: self.value_bytes,
+        };
+        self.file.append(&footer.encode())?;
+        self.file.sync_data()?;
+        let size = self.file.len();
+        let path = self.file.path().to_path_buf();
+        // Dropping the mapping cuts the preallocated space after the footer;
+        // the cut must be durable too, or a reopened file would end in zeros.
+        drop(self.file);
+        let f = File::options()
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        f.set_len(size).map_err(|e| Error::io(&path, e))?;
+        f.sync_all().map_err(|e| Error::io(&path, e))?;
+        Ok(BlobFileMeta {
+            number: self.number,
+            size,
+            value_count: self.values,
+            value_bytes: self.value_bytes,
+        })
+    }
+}
+
+impl BlobLane {
+    /// A lane writing blob files into `dir`. It opens its first file on
+    /// the first value.
+    pub(crate) fn new(dir: &Path, opts: LaneOptions) -> BlobLane {
+        BlobLane {
+            dir: dir.to_path_buf(),
+            opts,
+            open: Mutex::new(None),
+        }
+    }
+
+    /// Appends `value` (written for `key`); returns its pointer once the
+    /// value is in the page cache of its blob file.
+    pub(crate) fn put(
+        &self,
+        files: &dyn BlobFiles,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<BlobPointer> {
+        let mut open = self.open.lock();
+        let full = open.as_ref().is_some_and(|f| {
+            f.values > 0
+                && f.chunk_start + (f.chunk.size_with(key.len(), value.len()) as u64)
+                    > self.opts.file_size
+        });
+        if full && let Some(f) = open.take() {
+            files.sealed_blob_file(f.seal()?)?;
+        }
+        let f = match open.as_mut() {
+            Some(f) => f,
+            None => open.insert(OpenFile::create(
+                &self.dir,
+                files.open_blob_file()?,
+                &self.opts,
+            )?),
+        };
+        if !f.chunk.is_empty() && f.chunk.size_with(key.len(), value.len()) > self.opts.chunk_size {
+            f.close_chunk()?;
+        }
+        let crc = value_crc(value);
+        debug_assert_eq!(f.file.len(), f.chunk_start + f.chunk.values_len() as u64);
+        f.file.append(value)?;
+        let offset = f.chunk.add(key, value.len(), crc);
+        f.values += 1;
+        f.value_bytes += value.len() as u64;
+        Ok(BlobPointer {
+            file_number: f.number,
+            offset: f.chunk_start + u64::from(offset),
+            length: value.len() as u32,
+            crc,
+        })
+    }
+
+    /// Makes every value appended so far durable (the open file's
+    /// `fdatasync`, run outside the lane's mutex). Sealed files are durable
+    /// already.
+    pub(crate) fn sync(&self) -> Result<()> {
+        let handle = match self.open.lock().as_ref() {
+            Some(f) => Some((f.file.sync_handle()?, f.file.path().to_path_buf())),
+            None => None,
+        };
+        if let Some((h, path)) = handle {
+            h.sync_data().map_err(|e| Error::io(&path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Seals the open file (at close); `None` when the lane has none.
+    pub(crate) fn seal(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
+        match self.open.lock().take() {
+            Some(f) => {
+                let meta = f.seal()?;
+                files.sealed_blob_file(meta)?;
+                Ok(Some(meta))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The number of the open file, if any.
+    pub(crate) fn open_file(&self) -> Option<u64> {
+        self.open.lock().as_ref().map(|f| f.number)
+    }
+}
+
+#[cfg(test)]
+mod tests;
