@@ -141,6 +141,20 @@ pub enum Command {
         #[arg(long)]
         no_entries: bool,
     },
+    /// Decode and verify a blob file (nnnnnn.blob): header, chunks, the
+    /// key, offset, length and checksum of every value, footer. Values are
+    /// checked, not printed.
+    #[command(
+        name = "dump-blob",
+        after_help = concat!("Example:\n  varve dump-blob /data/db/000031.blob --limit 20", exits!())
+    )]
+    DumpBlob {
+        /// The blob file.
+        file: PathBuf,
+        /// Print at most this many values (all are still verified).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
     /// Decode a manifest: every version edit. Without FILE, the live
     /// manifest of --db (named by CURRENT).
     #[command(

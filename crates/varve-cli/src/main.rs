@@ -63,6 +63,7 @@ fn run(cli: &Cli) -> anyhow::Result<Outcome> {
             limit,
             no_entries,
         } => dump::sst(cli, file, if *no_entries { Some(0) } else { *limit }),
+        Command::DumpBlob { file, limit } => dump::blob(cli, file, *limit),
         Command::DumpManifest { file } => dump::manifest(cli, file.as_deref()),
         Command::Compact { from, to } => admin::compact(cli, from.as_deref(), to.as_deref()),
         Command::Checkpoint { dir } => admin::checkpoint(cli, dir),

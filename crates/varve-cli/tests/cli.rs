@@ -461,3 +461,68 @@ fn scan_stops_at_a_damaged_table() {
         }
     }
 }
+
+/// `dump-blob` lists every value of a blob file (key, offset, length) and
+/// verifies each; a flipped value byte exits with the corruption code and
+/// names the file; a file that is not a blob file is refused.
+#[test]
+fn dump_blob_lists_values_and_refuses_damage() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = &tmp.path().join("db");
+    std::fs::create_dir_all(db).expect("mkdir");
+    let path = db.join("000031.blob");
+    let values: Vec<(Vec<u8>, Vec<u8>)> = (0..40)
+        .map(|i| {
+            (
+                format!("key{i:03}").into_bytes(),
+                vec![i as u8; 100 * i + 1],
+            )
+        })
+        .collect();
+    let borrowed: Vec<(&[u8], &[u8])> = values
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.as_slice()))
+        .collect();
+    let offsets = varve::testing::write_blob_file(&varve::fs::PosixFs, &path, 31, 8192, &borrowed)
+        .expect("write blob file");
+    let p = path.to_str().expect("utf-8 path");
+
+    let d = json(db, &["dump-blob", p]);
+    assert_eq!(d["file_number"], 31);
+    assert_eq!(d["sealed"], true);
+    assert_eq!(d["values_verified"], 40);
+    assert_eq!(d["footer"]["values"], 40);
+    let listed = d["values"].as_array().expect("values");
+    assert_eq!(listed.len(), 40);
+    for (i, v) in listed.iter().enumerate() {
+        assert_eq!(v["key"], format!("key{i:03}"));
+        assert_eq!(v["offset"], offsets[i]);
+        assert_eq!(v["len"], 100 * i as u64 + 1);
+    }
+    let text = ok(db, &["dump-blob", p, "--limit", "3"]);
+    assert!(
+        text.contains("40 values, every checksum verified"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" @")).count(),
+        3,
+        "{text}"
+    );
+
+    flip(&path, offsets[20] as usize + 5);
+    let bad = varve(db, &["dump-blob", p]);
+    assert_eq!(
+        bad.status.code(),
+        Some(1),
+        "damage exits with the corruption code"
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("000031.blob"), "{err}");
+
+    let not_blob = db.join("000032.blob");
+    std::fs::write(&not_blob, vec![7u8; 8192]).expect("write");
+    let refused = varve(db, &["dump-blob", not_blob.to_str().expect("utf-8")]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("not a blob file"));
+}

@@ -90,6 +90,28 @@ pub mod testing {
         crate::wal::write_log(file.as_mut(), number, records)?;
         file.sync_data()
     }
+
+    /// Writes a sealed blob file numbered `number` at `path` holding
+    /// `values` (key, value) in chunks of about `chunk_size` bytes; returns
+    /// each value's file offset.
+    pub fn write_blob_file(
+        fs: &dyn crate::fs::FileSystem,
+        path: &std::path::Path,
+        number: u64,
+        chunk_size: usize,
+        values: &[(&[u8], &[u8])],
+    ) -> crate::Result<Vec<u64>> {
+        use crate::blob::file_writer::BlobFileWriter;
+        use crate::blob::format::Creator;
+        let mut w =
+            BlobFileWriter::create(fs, path, number, chunk_size, Creator::Compaction, false)?;
+        let mut offsets = Vec::with_capacity(values.len());
+        for (k, v) in values {
+            offsets.push(w.add(k, v)?.offset);
+        }
+        w.finish()?;
+        Ok(offsets)
+    }
 }
 
 /// The README's examples, compiled as doctests so they stay true.

@@ -1,4 +1,5 @@
-//! `dump-wal`, `dump-sst`, `dump-manifest`: decode one file, read-only.
+//! `dump-wal`, `dump-sst`, `dump-blob`, `dump-manifest`: decode one file,
+//! read-only.
 
 use std::path::Path;
 
@@ -6,7 +7,7 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use varve::fs::PosixFs;
 use varve::tools::{
-    BlockHandle, TailStatus, current_manifest, dump_manifest, dump_sst, dump_wal,
+    BlockHandle, TailStatus, current_manifest, dump_blob, dump_manifest, dump_sst, dump_wal,
     parse_internal_key,
 };
 
@@ -89,6 +90,69 @@ pub fn wal(cli: &Cli, file: &Path) -> Result<Outcome> {
             }
         }
         println!("{} records; tail {}", d.records.len(), tail_text(&d.tail));
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `dump-blob FILE`.
+pub fn blob(cli: &Cli, file: &Path, limit: Option<usize>) -> Result<Outcome> {
+    let d = with_path(dump_blob(&PosixFs, file), "reading blob file", file)?;
+    let h = cli.hex;
+    let limit = limit.unwrap_or(usize::MAX);
+    let values: usize = d.chunks.iter().map(|c| c.entries.len()).sum();
+    if cli.json {
+        let chunks: Vec<_> = d
+            .chunks
+            .iter()
+            .map(|c| json!({"offset": c.offset, "len": c.len, "values": c.entries.len()}))
+            .collect();
+        let entries: Vec<_> = d
+            .chunks
+            .iter()
+            .flat_map(|c| c.entries.iter())
+            .take(limit)
+            .map(
+                |e| json!({"key": show(&e.key, h), "offset": e.offset, "len": e.len, "crc": e.crc}),
+            )
+            .collect();
+        print_json(&json!({
+            "file": d.file.display().to_string(),
+            "file_number": d.file_number,
+            "creator": d.creator,
+            "chunk_size": d.chunk_size,
+            "chunks": chunks,
+            "values": entries,
+            "values_verified": values,
+            "sealed": d.footer.is_some(),
+            "footer": d.footer.map(|(n, b)| json!({"values": n, "value_bytes": b})),
+            "tail_bytes": d.tail_bytes,
+        }));
+    } else {
+        println!("Blob file {}", d.file.display());
+        println!(
+            "  number {}, written by {}, chunk size {}",
+            d.file_number, d.creator, d.chunk_size
+        );
+        match d.footer {
+            Some((n, b)) => println!("  sealed: {n} values, {b} value bytes"),
+            None => println!(
+                "  not sealed (being written, or cut by a crash): {} bytes after the last whole chunk",
+                d.tail_bytes
+            ),
+        }
+        println!(
+            "  {} chunks, {values} values, every checksum verified",
+            d.chunks.len()
+        );
+        for e in d.chunks.iter().flat_map(|c| c.entries.iter()).take(limit) {
+            println!(
+                "  {} @{} len {} crc {:08x}",
+                show(&e.key, h),
+                e.offset,
+                e.len,
+                e.crc
+            );
+        }
     }
     Ok(Outcome::Ok)
 }

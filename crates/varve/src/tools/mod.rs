@@ -1,6 +1,6 @@
 //! Read-only inspection of database files, for operators and the `varve`
 //! command-line tool: decode a WAL ([`dump_wal`]), a table ([`dump_sst`]),
-//! a manifest ([`dump_manifest`]), and verify every checksum of every file
+//! a blob file ([`dump_blob`]), a manifest ([`dump_manifest`]), and verify every checksum of every file
 //! of a database directory ([`check_db`]).
 //!
 //! Nothing here opens the database, takes `LOCK` or writes a byte, so these
@@ -9,11 +9,13 @@
 //! its file handles; all are thread-safe. Results are plain data; errors
 //! name the file and, for damage, the offset.
 
+mod blob_dump;
 mod check;
 mod manifest_dump;
 mod sst_dump;
 mod wal_dump;
 
+pub use blob_dump::{BlobChunk, BlobDump, BlobEntry, dump_blob};
 pub use check::{CheckedFile, FileCheckKind, Problem, check_db, check_file};
 pub use manifest_dump::{ManifestDump, ManifestRecord, dump_manifest};
 pub use sst_dump::{SstDump, SstEntry, dump_sst};
