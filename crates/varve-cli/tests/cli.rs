@@ -469,7 +469,9 @@ fn scan_stops_at_a_damaged_table() {
 fn dump_blob_lists_values_and_refuses_damage() {
     let tmp = tempfile::tempdir().expect("tmp");
     let db = &tmp.path().join("db");
-    std::fs::create_dir_all(db).expect("mkdir");
+    Db::open(db, Options::default())
+        .and_then(|d| d.close())
+        .expect("create a database");
     let path = db.join("000031.blob");
     let values: Vec<(Vec<u8>, Vec<u8>)> = (0..40)
         .map(|i| {
@@ -510,7 +512,18 @@ fn dump_blob_lists_values_and_refuses_damage() {
         "{text}"
     );
 
+    let report = json(db, &["check"]);
+    assert_eq!(report["damaged"], 0, "{report}");
+
     flip(&path, offsets[20] as usize + 5);
+    let checked = varve(db, &["check", "--json"]);
+    assert_eq!(
+        checked.status.code(),
+        Some(1),
+        "check finds the damaged value"
+    );
+    let report: Value = serde_json::from_slice(&checked.stdout).expect("JSON");
+    assert_eq!(report["damaged"], 1, "{report}");
     let bad = varve(db, &["dump-blob", p]);
     assert_eq!(
         bad.status.code(),

@@ -18,6 +18,7 @@ fn kind_name(k: FileCheckKind) -> &'static str {
         FileCheckKind::Manifest => "manifest",
         FileCheckKind::Table => "table",
         FileCheckKind::Wal => "wal",
+        FileCheckKind::Blob => "blob",
     }
 }
 

@@ -27,6 +27,8 @@ pub enum FileCheckKind {
     Table,
     /// `nnnnnn.log`.
     Wal,
+    /// `nnnnnn.blob`.
+    Blob,
 }
 
 /// Where a file is damaged and how.
@@ -93,6 +95,14 @@ pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> Chec
             Ok(d) => tail_problem(d.tail),
             Err(e) => Some(problem(e)),
         },
+        // Every whole chunk and every value in it. A file that is not
+        // sealed (a lane's open file, or one a crash cut) ends in the values
+        // of a chunk not yet closed and preallocated zeros: normal, and the
+        // values there are checked through the pointers that name them.
+        FileCheckKind::Blob => super::file_number(path, super::blob, "nnnnnn.blob")
+            .and_then(|_| super::dump_blob(fs, path).map(|_| ()))
+            .err()
+            .map(problem),
         FileCheckKind::Current => path
             .parent()
             .map(|dir| read_current(fs, dir))
@@ -158,6 +168,7 @@ pub fn check_db(
         let kind = match crate::filenames::parse(name) {
             Some(crate::filenames::FileKind::Table(_)) => FileCheckKind::Table,
             Some(crate::filenames::FileKind::Wal(_)) => FileCheckKind::Wal,
+            Some(crate::filenames::FileKind::Blob(_)) => FileCheckKind::Blob,
             _ => continue,
         };
         progress(&path);

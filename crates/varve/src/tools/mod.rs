@@ -59,6 +59,14 @@ pub(crate) fn file_number(
         })
 }
 
+/// `Some(n)` for `nnnnnn.blob`.
+pub(crate) fn blob(kind: FileKind) -> Option<u64> {
+    match kind {
+        FileKind::Blob(n) => Some(n),
+        _ => None,
+    }
+}
+
 /// `Some(n)` for `nnnnnn.log`.
 pub(crate) fn wal(k: FileKind) -> Option<u64> {
     if let FileKind::Wal(n) = k {
