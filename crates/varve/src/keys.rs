@@ -25,20 +25,31 @@ pub enum ValueKind {
     Deletion = 0,
     /// A value.
     Value = 1,
+    /// A value kept in a blob file: the entry's value is a pointer to it
+    /// (`docs/blob-files.md`). Written by the engine, never by users.
+    BlobIndex = 2,
 }
 
 impl ValueKind {
     /// The kind used in seek targets: the highest kind, so that a seek for
-    /// `(key, seq)` lands on the first entry with sequence `<= seq`.
-    pub(crate) const FOR_SEEK: ValueKind = ValueKind::Value;
+    /// `(key, seq)` lands on the first entry with sequence `<= seq`. (It
+    /// was `Value` before `BlobIndex` existed; a target sorting earlier
+    /// than before keeps every older index separator correct.)
+    pub(crate) const FOR_SEEK: ValueKind = ValueKind::BlobIndex;
 
     /// Decodes a kind byte; `None` for unknown kinds.
     pub(crate) fn from_u8(b: u8) -> Option<ValueKind> {
         match b {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
+            2 => Some(ValueKind::BlobIndex),
             _ => None,
         }
+    }
+
+    /// True for the kinds that carry a value (inline or by pointer).
+    pub(crate) fn has_value(self) -> bool {
+        matches!(self, ValueKind::Value | ValueKind::BlobIndex)
     }
 }
 

@@ -83,21 +83,26 @@ pub fn scan(cli: &Cli, a: &ScanArgs) -> Result<Outcome> {
     let mut n = 0u64;
     let mut rows = Vec::new();
     while it.valid() && n < limit {
-        n += 1;
         if !a.count {
             let k = show(it.key(), cli.hex);
-            if cli.json {
-                rows.push(if a.keys_only {
-                    json!({"key": k})
-                } else {
-                    json!({"key": k, "value": show(it.value(), cli.hex)})
-                });
-            } else if a.keys_only {
-                println!("{k}");
+            // A value kept in a blob file is read here; if that fails the
+            // iterator turns invalid and nothing of this entry is printed.
+            let v = if a.keys_only {
+                None
             } else {
-                println!("{k} => {}", show(it.value(), cli.hex));
+                Some(show(it.value(), cli.hex))
+            };
+            if !it.valid() {
+                break;
+            }
+            match (cli.json, v) {
+                (true, None) => rows.push(json!({"key": k})),
+                (true, Some(v)) => rows.push(json!({"key": k, "value": v})),
+                (false, None) => println!("{k}"),
+                (false, Some(v)) => println!("{k} => {v}"),
             }
         }
+        n += 1;
         if a.reverse {
             it.move_prev();
         } else {

@@ -23,6 +23,7 @@ use super::memtables::SuperVersion;
 use super::recovery::RecoveryReport;
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
+use crate::blob::cache::BlobReaders;
 use crate::compaction::picker::LevelTargets;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem};
@@ -57,6 +58,8 @@ pub(crate) struct DbInner {
     /// Table numbers being written by flushes and compactions.
     pub(crate) pending_outputs: Mutex<HashSet<u64>>,
     pub(crate) table_cache: Arc<TableCache>,
+    /// The blob files values are read from (`docs/blob-files.md`).
+    pub(crate) blobs: Arc<BlobReaders>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     /// Reads scans' read-ahead chunks in the background (the database's
     /// own, or the one `Options::reader_pool` shares).

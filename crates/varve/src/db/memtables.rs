@@ -43,6 +43,8 @@ pub(crate) struct SuperVersion {
 pub(crate) enum MemLookup {
     /// The newest visible entry is a value.
     Value(Vec<u8>),
+    /// The newest visible entry is a value in a blob file (its pointer).
+    Pointer(Vec<u8>),
     /// The newest visible entry is a tombstone.
     Deleted,
     /// No memtable has the key.
@@ -56,6 +58,7 @@ impl SuperVersion {
             if let Some((kind, value)) = m.table.get(user_key, seq) {
                 return match kind {
                     ValueKind::Value => MemLookup::Value(value.to_vec()),
+                    ValueKind::BlobIndex => MemLookup::Pointer(value.to_vec()),
                     ValueKind::Deletion => MemLookup::Deleted,
                 };
             }
@@ -104,6 +107,7 @@ pub(super) fn batch_charge(batch: &WriteBatch) -> usize {
         .map(|op| match op {
             BatchOp::Put { key, value } => MemTable::entry_charge(key.len(), value.len()),
             BatchOp::Delete { key } => MemTable::entry_charge(key.len(), 0),
+            BatchOp::PutBlob { key, pointer } => MemTable::entry_charge(key.len(), pointer.len()),
         })
         .sum()
 }
@@ -118,6 +122,9 @@ pub(super) fn insert_batch(
         match op {
             BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value)?,
             BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[])?,
+            BatchOp::PutBlob { key, pointer } => {
+                mem.add(seq, ValueKind::BlobIndex, key, pointer)?
+            }
         }
     }
     Ok(())

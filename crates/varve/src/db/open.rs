@@ -22,6 +22,7 @@ use super::memtables::{Mem, SuperVersion};
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
+use crate::blob::cache::BlobReaders;
 use crate::compaction::flush::build_table;
 use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, LOCK, LOST_DIR, wal_path};
@@ -202,6 +203,11 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         live_versions: Mutex::new(vec![Arc::downgrade(&version)]),
         pending_outputs: Mutex::new(HashSet::new()),
         table_cache: a.table_cache,
+        blobs: Arc::new(BlobReaders::new(
+            Arc::clone(&a.options.fs),
+            a.dir,
+            a.options.use_direct_reads,
+        )),
         block_cache: a.block_cache,
         reader_pool: a
             .options

@@ -140,6 +140,9 @@ pub fn write_batch(data: &[u8]) {
                 MemTable::entry_charge(key.len(), value.len())
             }
             crate::batch::BatchOp::Delete { key } => MemTable::entry_charge(key.len(), 0),
+            crate::batch::BatchOp::PutBlob { key, pointer } => {
+                MemTable::entry_charge(key.len(), pointer.len())
+            }
         })
         .sum();
     let mem = MemTable::new(charge);
@@ -147,6 +150,9 @@ pub fn write_batch(data: &[u8]) {
         let added = match *op {
             crate::batch::BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
             crate::batch::BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[]),
+            crate::batch::BatchOp::PutBlob { key, pointer } => {
+                mem.add(seq, ValueKind::BlobIndex, key, pointer)
+            }
         };
         assert!(
             added.is_ok(),

@@ -106,6 +106,11 @@ impl fmt::Debug for Table {
 }
 
 impl Table {
+    /// The table's file.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     /// Opens the table in `file` of `file_size` bytes: reads and verifies
     /// the footer, properties, index and filter, and pins them in memory.
     pub(crate) fn open(

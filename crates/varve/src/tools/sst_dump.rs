@@ -20,6 +20,8 @@ pub struct SstEntry {
     pub seq: u64,
     /// True for a value, false for a tombstone.
     pub put: bool,
+    /// The value lives in a blob file and `value` is the pointer to it.
+    pub in_blob_file: bool,
     /// The value (empty for a tombstone).
     pub value: Vec<u8>,
 }
@@ -64,7 +66,8 @@ pub fn dump_sst(fs: &dyn FileSystem, path: &Path, limit: Option<usize>) -> Resul
             entries.push(SstEntry {
                 key: k.user_key.to_vec(),
                 seq: k.seq,
-                put: k.kind == ValueKind::Value,
+                put: k.kind.has_value(),
+                in_blob_file: k.kind == ValueKind::BlobIndex,
                 value: it.value().to_vec(),
             });
         }

@@ -18,8 +18,11 @@ pub struct WalOp {
     pub put: bool,
     /// The key.
     pub key: Vec<u8>,
-    /// The value (empty for a delete).
+    /// The value (empty for a delete; the encoded pointer when
+    /// `in_blob_file`).
     pub value: Vec<u8>,
+    /// The value lives in a blob file and `value` points to it.
+    pub in_blob_file: bool,
 }
 
 /// One WAL record: a write batch.
@@ -61,11 +64,19 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
                     put: true,
                     key: key.to_vec(),
                     value: value.to_vec(),
+                    in_blob_file: false,
+                },
+                BatchOp::PutBlob { key, pointer } => WalOp {
+                    put: true,
+                    key: key.to_vec(),
+                    value: pointer.to_vec(),
+                    in_blob_file: true,
                 },
                 BatchOp::Delete { key } => WalOp {
                     put: false,
                     key: key.to_vec(),
                     value: Vec::new(),
+                    in_blob_file: false,
                 },
             })
             .collect();

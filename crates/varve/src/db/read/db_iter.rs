@@ -16,10 +16,12 @@
 //! cursor's next key, and the other way round, so the two meet without a
 //! copy of any key. An error of either ends both.
 
+use std::cell::OnceCell;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Sibling;
+use crate::blob::cache::BlobReaders;
 use crate::db::memtables::SuperVersion;
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
@@ -69,6 +71,15 @@ pub struct DbIterator {
     /// The backward cursor of the double-ended iterator, made on the first
     /// `next_back` and positioned at the last key.
     back: Option<Box<DbIterator>>,
+    /// The current entry's value lives in a blob file (its raw value is a
+    /// pointer).
+    blob: bool,
+    /// The current entry's blob value, read on the first `value()` at this
+    /// position (a key-only walk reads none); an `Err` makes the iterator
+    /// invalid with that error.
+    loaded: OnceCell<Result<Vec<u8>>>,
+    /// Where blob values are read from.
+    blobs: Arc<BlobReaders>,
     _snapshot: Snapshot,
     /// Keeps the memtables and table files the iterator reads alive.
     pin: Arc<SuperVersion>,
@@ -91,6 +102,7 @@ impl DbIterator {
         upper: Option<Vec<u8>>,
         pin: Arc<SuperVersion>,
         sibling: Sibling,
+        blobs: Arc<BlobReaders>,
     ) -> Self {
         DbIterator {
             iter,
@@ -106,14 +118,18 @@ impl DbIterator {
             done: false,
             sibling,
             back: None,
+            blob: false,
+            loaded: OnceCell::new(),
+            blobs,
             _snapshot: snapshot,
             pin,
         }
     }
 
-    /// True when the cursor is on an entry.
+    /// True when the cursor is on an entry (false once reading its blob
+    /// value failed: see [`status`](Self::status)).
     pub fn valid(&self) -> bool {
-        self.valid
+        self.valid && !matches!(self.loaded.get(), Some(Err(_)))
     }
 
     /// The current key. Empty when not [`valid`](Self::valid).
@@ -127,14 +143,27 @@ impl DbIterator {
         }
     }
 
-    /// The current value. Empty when not [`valid`](Self::valid).
+    /// The current value. Empty when not [`valid`](Self::valid). A value
+    /// kept in a blob file is read here, on the first call at a position;
+    /// if that read fails the value is empty, the iterator turns invalid
+    /// and [`status`](Self::status) has the error.
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
         }
-        match self.direction {
+        let raw = match self.direction {
             Direction::Forward => self.iter.value(),
             Direction::Reverse => &self.saved_value,
+        };
+        if !self.blob {
+            return raw;
+        }
+        match self
+            .loaded
+            .get_or_init(|| self.blobs.value(raw, self.blobs.dir()))
+        {
+            Ok(v) => v,
+            Err(_) => &[],
         }
     }
 
@@ -143,14 +172,29 @@ impl DbIterator {
     /// new iterator). As an [`Iterator`] it yields the error as its next
     /// item and nothing after it.
     pub fn status(&self) -> Result<()> {
+        if let Some(Err(e)) = self.loaded.get() {
+            return Err(e.duplicate());
+        }
         match &self.error {
             None => self.iter.status(),
             Some(e) => Err(e.duplicate()),
         }
     }
 
+    /// Forgets the blob value read at the previous position. Every move
+    /// starts with it; a failed blob read is kept as the iterator's error.
+    fn moving(&mut self) {
+        if let Some(Err(e)) = self.loaded.take()
+            && self.error.is_none()
+        {
+            self.error = Some(e);
+        }
+        self.blob = false;
+    }
+
     /// Moves to the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
+        self.moving();
         self.positioned = true;
         self.direction = Direction::Forward;
         self.saved_key.clear();
@@ -163,6 +207,7 @@ impl DbIterator {
 
     /// Moves to the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
+        self.moving();
         self.positioned = true;
         self.direction = Direction::Reverse;
         self.saved_key.clear();
@@ -191,6 +236,7 @@ impl DbIterator {
             target = lower;
         }
         let t = keys::lookup_key(target, self.seq);
+        self.moving();
         self.positioned = true;
         self.direction = Direction::Forward;
         self.saved_key.clear();
@@ -207,6 +253,7 @@ impl DbIterator {
             self.seek_to_last();
             return;
         }
+        self.moving();
         self.positioned = true;
         self.direction = Direction::Reverse;
         self.saved_key.clear();
@@ -219,9 +266,10 @@ impl DbIterator {
 
     /// Moves to the next key. Does nothing when not valid.
     pub fn move_next(&mut self) {
-        if !self.valid {
+        if !self.valid() {
             return;
         }
+        self.moving();
         if self.direction == Direction::Reverse {
             self.direction = Direction::Forward;
             // The internal iterator is just before every entry of the
@@ -248,9 +296,10 @@ impl DbIterator {
 
     /// Moves to the previous key. Does nothing when not valid.
     pub fn move_prev(&mut self) {
-        if !self.valid {
+        if !self.valid() {
             return;
         }
+        self.moving();
         if self.direction == Direction::Forward {
             self.saved_key.clear();
             self.saved_key
@@ -298,7 +347,7 @@ impl DbIterator {
                             self.saved_key.extend_from_slice(p.user_key);
                             skipping = true;
                         }
-                        ValueKind::Value => {
+                        ValueKind::Value | ValueKind::BlobIndex => {
                             let hidden = skipping && p.user_key <= self.saved_key.as_slice();
                             if !hidden {
                                 if let Some(upper) = &self.upper
@@ -306,6 +355,7 @@ impl DbIterator {
                                 {
                                     break;
                                 }
+                                self.blob = p.kind == ValueKind::BlobIndex;
                                 self.valid = true;
                                 self.saved_key.clear();
                                 return;
@@ -354,11 +404,12 @@ impl DbIterator {
                         self.saved_key.clear();
                         self.saved_value.clear();
                     }
-                    ValueKind::Value => {
+                    ValueKind::Value | ValueKind::BlobIndex => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(p.user_key);
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.iter.value());
+                        self.blob = p.kind == ValueKind::BlobIndex;
                     }
                 }
             }
@@ -389,6 +440,7 @@ impl DbIterator {
         let sibling = Arc::clone(&self.sibling);
         let (seq, lower, upper) = (self.seq, self.lower.clone(), self.upper.clone());
         let (snapshot, pin) = (self._snapshot.clone(), Arc::clone(&self.pin));
+        let blobs = Arc::clone(&self.blobs);
         self.back.get_or_insert_with(|| {
             let mut b = Box::new(DbIterator {
                 iter: sibling(),
@@ -404,6 +456,9 @@ impl DbIterator {
                 done: false,
                 sibling: Arc::clone(&sibling),
                 back: None,
+                blob: false,
+                loaded: OnceCell::new(),
+                blobs,
                 _snapshot: snapshot,
                 pin,
             });
@@ -444,6 +499,9 @@ impl Iterator for DbIterator {
             return self.finish();
         }
         let item = (self.key().to_vec(), self.value().to_vec());
+        if !self.valid() {
+            return self.finish(); // the blob value could not be read
+        }
         self.move_next();
         Some(Ok(item))
     }
@@ -466,6 +524,9 @@ impl DoubleEndedIterator for DbIterator {
         }
         let back = self.back_cursor();
         let item = (back.key().to_vec(), back.value().to_vec());
+        if !back.valid() {
+            return self.finish(); // the blob value could not be read
+        }
         back.move_prev();
         Some(Ok(item))
     }

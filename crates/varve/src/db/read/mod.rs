@@ -38,6 +38,7 @@ pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option
     let sv = db.super_version();
     match sv.get_from_memtables(key, seq) {
         MemLookup::Value(v) => Ok(Some(v)),
+        MemLookup::Pointer(p) => db.blobs.value(&p, &db.dir).map(Some),
         MemLookup::Deleted => Ok(None),
         MemLookup::Missing => get_from_version(db, &sv.version, key, seq),
     }
@@ -80,6 +81,7 @@ pub(crate) fn get_from_version_after(
         let table = db.table_cache.get(file)?;
         match table.get(key, seq)? {
             Some((ValueKind::Value, v)) => return Ok(Some(v)),
+            Some((ValueKind::BlobIndex, p)) => return db.blobs.value(&p, table.path()).map(Some),
             Some((ValueKind::Deletion, _)) => return Ok(None),
             None => {}
         }
@@ -106,6 +108,7 @@ pub(crate) fn iter(db: &Arc<DbInner>, opts: &ReadOptions) -> DbIterator {
         opts.iterate_upper_bound.clone(),
         sv,
         sibling,
+        Arc::clone(&db.blobs),
     )
 }
 
@@ -146,3 +149,6 @@ fn merged_iterator(
         opts.concurrent_seeks && db.options.io_engine == IoEngine::IoUring,
     ))
 }
+
+#[cfg(test)]
+mod blob_tests;

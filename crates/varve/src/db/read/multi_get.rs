@@ -53,6 +53,8 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     for (i, key) in keys.iter().enumerate() {
         results.push(match sv.get_from_memtables(key.as_ref(), seq) {
             MemLookup::Value(v) => Ok(Some(v)),
+            // Read here, not on the fibers below: those search the tables.
+            MemLookup::Pointer(p) => db.blobs.value(&p, &db.dir).map(Some),
             MemLookup::Deleted => Ok(None),
             MemLookup::Missing => {
                 misses.push(i);
@@ -87,6 +89,8 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
         let target = lookup_key(key, seq.min(MAX_SEQUENCE));
         match table.get_in_block(*handle, &target, key)? {
             Some(Some((ValueKind::Value, v))) => Ok(Some(v)),
+            // On a fiber when async: the blob read goes out on io_uring.
+            Some(Some((ValueKind::BlobIndex, p))) => db.blobs.value(&p, table.path()).map(Some),
             Some(Some((ValueKind::Deletion, _))) => Ok(None),
             Some(None) => get_from_version_after(db, &sv.version, key, seq, pos + 1),
             None => get_from_version_after(db, &sv.version, key, seq, *pos),

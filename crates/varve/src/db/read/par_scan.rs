@@ -211,7 +211,11 @@ where
     let plan = Plan::new(db, opts, range, threads)?;
     run_unordered(db, &plan, threads, |chunk, it, stop| {
         while it.valid() && !stop.load(Ordering::Relaxed) {
-            f(chunk, it.key(), it.value())?;
+            let value = it.value();
+            if !it.valid() {
+                break; // its blob value could not be read: `status` has why
+            }
+            f(chunk, it.key(), value)?;
             it.move_next();
         }
         Ok(())
@@ -336,7 +340,11 @@ where
             let mut it = plan.open(db, chunk);
             let mut buf = ChunkBuf::default();
             while it.valid() && !quick_stop.load(Ordering::Relaxed) {
-                buf.push(it.key(), it.value());
+                let value = it.value();
+                if !it.valid() {
+                    break; // its blob value could not be read
+                }
+                buf.push(it.key(), value);
                 it.move_next();
             }
             if let Err(e) = it.status() {

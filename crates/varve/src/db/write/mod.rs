@@ -170,6 +170,7 @@ fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
         let value_len = match op {
             BatchOp::Put { value, .. } => value.len(),
             BatchOp::Delete { .. } => 0,
+            BatchOp::PutBlob { pointer, .. } => pointer.len(),
         };
         if value_len > o.max_value_size {
             return Err(Error::InvalidArgument(format!(

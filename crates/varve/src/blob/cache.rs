@@ -1,0 +1,70 @@
+//! [`BlobReaders`]: the open blob files of a database, by number, and the
+//! lookup of a value by its encoded pointer.
+//!
+//! Thread-safe: a mutex around the map, held only to find or insert a
+//! reader (files are opened outside it). Invariants: a reader is for the
+//! file its number names; a value is returned only after its CRC matched
+//! the pointer's. Blob files are few (hundreds of MiB each), so every file
+//! read stays open until [`BlobReaders::forget`].
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::format::BlobPointer;
+use super::reader::BlobReader;
+use crate::error::{Error, Result};
+use crate::filenames::blob_file_path;
+use crate::io::FileSystem;
+
+/// The blob files of one database directory, opened on first use.
+#[derive(Debug)]
+pub(crate) struct BlobReaders {
+    fs: Arc<dyn FileSystem>,
+    dir: PathBuf,
+    direct: bool,
+    open: Mutex<HashMap<u64, Arc<BlobReader>>>,
+}
+
+impl BlobReaders {
+    /// Readers of the blob files in `dir` (with O_DIRECT when `direct`).
+    pub(crate) fn new(fs: Arc<dyn FileSystem>, dir: &Path, direct: bool) -> BlobReaders {
+        BlobReaders {
+            fs,
+            dir: dir.to_path_buf(),
+            direct,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The reader of blob file `number`.
+    pub(crate) fn reader(&self, number: u64) -> Result<Arc<BlobReader>> {
+        if let Some(r) = self.open.lock().get(&number) {
+            return Ok(Arc::clone(r));
+        }
+        let path = blob_file_path(&self.dir, number);
+        let r = Arc::new(BlobReader::open(self.fs.as_ref(), &path, self.direct)?);
+        Ok(Arc::clone(self.open.lock().entry(number).or_insert(r)))
+    }
+
+    /// The value `pointer` (an encoded [`BlobPointer`] read from `source`,
+    /// a memtable or table) names.
+    pub(crate) fn value(&self, pointer: &[u8], source: &Path) -> Result<Vec<u8>> {
+        let p = BlobPointer::decode(pointer)
+            .ok_or_else(|| Error::corruption(source, 0, "malformed blob pointer"))?;
+        self.reader(p.file_number)?.get(&p)
+    }
+
+    /// The database directory (the source named when a pointer read from
+    /// an unknown place is malformed).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Drops the reader of a deleted file.
+    pub(crate) fn forget(&self, number: u64) {
+        self.open.lock().remove(&number);
+    }
+}
