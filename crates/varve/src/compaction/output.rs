@@ -175,6 +175,7 @@ fn file_meta(number: u64, props: &TableProperties) -> FileMetaData {
         smallest_seq: props.smallest_seq,
         largest_seq: props.largest_seq,
         num_entries: props.num_entries,
+        oldest_blob_file: 0,
     }
 }
 

@@ -68,6 +68,7 @@ pub(super) fn file_meta(number: u64, a: &str, b: &str, seq: u64) -> FileMetaData
         smallest_seq: seq,
         largest_seq: seq,
         num_entries: 10,
+        oldest_blob_file: 0,
     }
 }
 

@@ -25,7 +25,7 @@ pub use wal_dump::{WalDump, WalOp, WalRecord, dump_wal};
 // tool prints table entries with.
 pub use crate::keys::{ParsedInternalKey, ValueKind, parse_internal_key};
 pub use crate::sst::{BlockHandle, Footer, TableProperties};
-pub use crate::version::{FileMetaData, VersionEdit};
+pub use crate::version::{BlobFileEdit, FileMetaData, VersionEdit};
 pub use crate::wal::TailStatus;
 
 /// The manifest that `CURRENT` in `dir` names (read through `fs`).

@@ -135,6 +135,7 @@ mod tests {
             smallest_seq: seq,
             largest_seq: seq,
             num_entries: 1,
+            oldest_blob_file: 0,
         }
     }
 

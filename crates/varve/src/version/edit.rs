@@ -33,6 +33,32 @@ pub(crate) mod tag {
     /// The database closed cleanly: the live WAL's number and the bytes it
     /// held, both varint64 (manifest format version 2).
     pub(crate) const CLEAN_CLOSE: u64 = 7;
+    /// A blob file: number, state (0 open, 1 sealed), size, value count,
+    /// value bytes, all varint64 (version 3).
+    pub(crate) const BLOB_FILE: u64 = 8;
+    /// Garbage found in a blob file: number, values, bytes (version 3).
+    pub(crate) const BLOB_GARBAGE: u64 = 9;
+    /// A blob file leaves the version: number (version 3).
+    pub(crate) const DELETED_BLOB_FILE: u64 = 10;
+    /// A new file that points into blob files: NEW_FILE's fields, then
+    /// `oldest_blob_file` varint64 (version 3).
+    pub(crate) const NEW_FILE_WITH_BLOBS: u64 = 11;
+}
+
+/// What an edit says about one blob file (`docs/blob-files.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlobFileEdit {
+    /// The file number (`nnnnnn.blob`).
+    pub number: u64,
+    /// False while a write lane still appends to it; true once its footer
+    /// is written and durable.
+    pub sealed: bool,
+    /// Its size in bytes when sealed (0 while open).
+    pub size: u64,
+    /// Values in it (when sealed).
+    pub value_count: u64,
+    /// Bytes of values in it (when sealed).
+    pub value_bytes: u64,
 }
 
 /// One change to the set of files and counters; every field is optional.
@@ -55,6 +81,13 @@ pub struct VersionEdit {
     /// requires that log to be readable up to that offset, so a log cut
     /// (or damaged) after a clean close is `Corruption`, not a silent loss.
     pub clean_close: Option<(u64, u64)>,
+    /// Blob files created or sealed.
+    pub blob_files: Vec<BlobFileEdit>,
+    /// Garbage found in blob files: `(number, values, bytes)`, added to what
+    /// the file had.
+    pub blob_garbage: Vec<(u64, u64, u64)>,
+    /// Blob files that leave the version.
+    pub deleted_blob_files: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -97,8 +130,35 @@ impl VersionEdit {
             put_varint64(&mut dst, *level as u64);
             put_varint64(&mut dst, *number);
         }
+        for b in &self.blob_files {
+            put_varint64(&mut dst, tag::BLOB_FILE);
+            for v in [
+                b.number,
+                u64::from(b.sealed),
+                b.size,
+                b.value_count,
+                b.value_bytes,
+            ] {
+                put_varint64(&mut dst, v);
+            }
+        }
+        for &(number, count, bytes) in &self.blob_garbage {
+            put_varint64(&mut dst, tag::BLOB_GARBAGE);
+            for v in [number, count, bytes] {
+                put_varint64(&mut dst, v);
+            }
+        }
+        for &number in &self.deleted_blob_files {
+            put_varint64(&mut dst, tag::DELETED_BLOB_FILE);
+            put_varint64(&mut dst, number);
+        }
         for (level, f) in &self.new_files {
-            put_varint64(&mut dst, tag::NEW_FILE);
+            let t = if f.oldest_blob_file == 0 {
+                tag::NEW_FILE
+            } else {
+                tag::NEW_FILE_WITH_BLOBS
+            };
+            put_varint64(&mut dst, t);
             put_varint64(&mut dst, *level as u64);
             put_varint64(&mut dst, f.number);
             put_varint64(&mut dst, f.file_size);
@@ -107,6 +167,9 @@ impl VersionEdit {
             put_varint64(&mut dst, f.smallest_seq);
             put_varint64(&mut dst, f.largest_seq);
             put_varint64(&mut dst, f.num_entries);
+            if f.oldest_blob_file != 0 {
+                put_varint64(&mut dst, f.oldest_blob_file);
+            }
         }
         dst
     }
@@ -148,9 +211,9 @@ impl VersionEdit {
                     let number = r.varint("deleted file number")?;
                     edit.deleted_files.push((level, number));
                 }
-                tag::NEW_FILE => {
+                tag::NEW_FILE | tag::NEW_FILE_WITH_BLOBS => {
                     let level = r.level()?;
-                    let f = FileMetaData {
+                    let mut f = FileMetaData {
                         number: r.varint("new file number")?,
                         file_size: r.varint("new file size")?,
                         smallest: r.bytes("new file smallest key")?,
@@ -158,7 +221,14 @@ impl VersionEdit {
                         smallest_seq: r.varint("new file smallest seq")?,
                         largest_seq: r.varint("new file largest seq")?,
                         num_entries: r.varint("new file entry count")?,
+                        oldest_blob_file: 0,
                     };
+                    if t == tag::NEW_FILE_WITH_BLOBS {
+                        f.oldest_blob_file = r.varint("new file oldest blob file")?;
+                        if f.oldest_blob_file == 0 {
+                            return Err(format!("new file at byte {at} points into blob file 0"));
+                        }
+                    }
                     edit.new_files.push((level, f));
                 }
                 tag::CLEAN_CLOSE => {
@@ -168,6 +238,31 @@ impl VersionEdit {
                     let wal = r.varint("clean close WAL number")?;
                     let bytes = r.varint("clean close WAL bytes")?;
                     edit.clean_close = Some((wal, bytes));
+                }
+                tag::BLOB_FILE => {
+                    let number = r.varint("blob file number")?;
+                    let sealed = match r.varint("blob file state")? {
+                        0 => false,
+                        1 => true,
+                        s => return Err(format!("blob file state {s} at byte {at}")),
+                    };
+                    edit.blob_files.push(BlobFileEdit {
+                        number,
+                        sealed,
+                        size: r.varint("blob file size")?,
+                        value_count: r.varint("blob file value count")?,
+                        value_bytes: r.varint("blob file value bytes")?,
+                    });
+                }
+                tag::BLOB_GARBAGE => {
+                    let number = r.varint("blob garbage file number")?;
+                    let count = r.varint("blob garbage values")?;
+                    let bytes = r.varint("blob garbage bytes")?;
+                    edit.blob_garbage.push((number, count, bytes));
+                }
+                tag::DELETED_BLOB_FILE => {
+                    let number = r.varint("deleted blob file number")?;
+                    edit.deleted_blob_files.push(number);
                 }
                 other => return Err(format!("unknown field tag {other} at byte {at}")),
             }
@@ -232,9 +327,10 @@ mod tests {
             any::<u64>(),
             any::<u64>(),
             any::<u64>(),
+            prop_oneof![Just(0u64), any::<u64>()],
         )
             .prop_map(
-                |(number, file_size, smallest, largest, a, b, num_entries)| FileMetaData {
+                |(number, file_size, smallest, largest, a, b, num_entries, oldest)| FileMetaData {
                     number,
                     file_size,
                     smallest,
@@ -242,6 +338,7 @@ mod tests {
                     smallest_seq: a,
                     largest_seq: b,
                     num_entries,
+                    oldest_blob_file: oldest,
                 },
             )
     }
@@ -258,8 +355,29 @@ mod tests {
                 0..3,
             ),
             proptest::option::of((any::<u64>(), any::<u64>())),
+            proptest::collection::vec(
+                (
+                    any::<u64>(),
+                    any::<bool>(),
+                    any::<u64>(),
+                    any::<u64>(),
+                    any::<u64>(),
+                )
+                    .prop_map(
+                        |(number, sealed, size, value_count, value_bytes)| BlobFileEdit {
+                            number,
+                            sealed,
+                            size,
+                            value_count,
+                            value_bytes,
+                        },
+                    ),
+                0..3,
+            ),
+            proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>()), 0..3),
+            proptest::collection::vec(any::<u64>(), 0..3),
         )
-            .prop_map(|(l, n, s, d, f, c, cc)| VersionEdit {
+            .prop_map(|(l, n, s, d, f, c, cc, bf, bg, bd)| VersionEdit {
                 log_number: l,
                 next_file_number: n,
                 last_sequence: s,
@@ -267,6 +385,9 @@ mod tests {
                 new_files: f,
                 compact_pointers: c,
                 clean_close: cc,
+                blob_files: bf,
+                blob_garbage: bg,
+                deleted_blob_files: bd,
             })
     }
 

@@ -28,6 +28,9 @@ pub struct FileMetaData {
     pub largest_seq: u64,
     /// Number of entries in the file.
     pub num_entries: u64,
+    /// The smallest blob file number any of its entries points into; 0 when
+    /// it holds no blob pointers (`docs/blob-files.md`).
+    pub oldest_blob_file: u64,
 }
 
 impl FileMetaData {

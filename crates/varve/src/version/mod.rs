@@ -27,7 +27,7 @@ mod tests;
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use builder::Builder;
-pub use edit::VersionEdit;
+pub use edit::{BlobFileEdit, VersionEdit};
 pub use file_meta::FileMetaData;
 pub(crate) use table_cache::{ScanOptions, TableCache};
 pub(crate) use version::Version;

@@ -26,6 +26,7 @@ fn meta(number: u64, a: &str, b: &str, seq: u64) -> FileMetaData {
         smallest_seq: seq,
         largest_seq: seq + 9,
         num_entries: 10,
+        oldest_blob_file: 0,
     }
 }
 

@@ -185,6 +185,7 @@ mod tests {
             smallest_seq: seq,
             largest_seq: seq + 1,
             num_entries: 2,
+            oldest_blob_file: 0,
         })
     }
 
