@@ -347,8 +347,7 @@ fn move_unreferenced_to_lost(
     names.sort();
     for name in names {
         let unreferenced = match filenames::parse(&name) {
-            Some(FileKind::Table(n)) => !live.contains(&n),
-            Some(FileKind::Blob(_)) => true,
+            Some(FileKind::Table(n) | FileKind::Blob(n)) => !live.contains(&n),
             _ => false,
         };
         if unreferenced {

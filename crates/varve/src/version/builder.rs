@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::NUM_LEVELS;
 use super::edit::VersionEdit;
 use super::file_meta::FileMetaData;
-use super::version::Version;
+use super::version::{BlobFileState, Version};
 
 /// Accumulates edits on top of a version.
 #[derive(Debug, Default)]
@@ -27,6 +27,8 @@ pub(crate) struct Builder {
     deeper: Vec<BTreeMap<Vec<u8>, Arc<FileMetaData>>>,
     /// Level and metadata of every file in the builder, by number.
     level_of: HashMap<u64, (usize, Arc<FileMetaData>)>,
+    /// Live blob files.
+    blobs: BTreeMap<u64, BlobFileState>,
 }
 
 impl Builder {
@@ -36,6 +38,7 @@ impl Builder {
             l0: HashMap::new(),
             deeper: vec![BTreeMap::new(); NUM_LEVELS - 1],
             level_of: HashMap::new(),
+            blobs: base.blobs.clone(),
         };
         for (level, files) in base.files.iter().enumerate() {
             for f in files {
@@ -58,6 +61,56 @@ impl Builder {
         }
         for (level, f) in &edit.new_files {
             self.add(*level, f)?;
+        }
+        self.apply_blobs(edit)
+    }
+
+    /// The blob-file part of an edit: files created (open) or sealed,
+    /// garbage added, files removed.
+    fn apply_blobs(&mut self, edit: &VersionEdit) -> Result<(), String> {
+        for b in &edit.blob_files {
+            if self.level_of.contains_key(&b.number) {
+                return Err(format!("blob file {} has a table's number", b.number));
+            }
+            match self.blobs.get_mut(&b.number) {
+                None => {
+                    self.blobs.insert(
+                        b.number,
+                        BlobFileState {
+                            sealed: b.sealed,
+                            size: b.size,
+                            value_count: b.value_count,
+                            value_bytes: b.value_bytes,
+                            ..BlobFileState::default()
+                        },
+                    );
+                }
+                Some(s) if !s.sealed && b.sealed => {
+                    s.sealed = true;
+                    s.size = b.size;
+                    s.value_count = b.value_count;
+                    s.value_bytes = b.value_bytes;
+                }
+                Some(_) => {
+                    return Err(format!("blob file {} is added twice", b.number));
+                }
+            }
+        }
+        for &(number, count, bytes) in &edit.blob_garbage {
+            let s = self
+                .blobs
+                .get_mut(&number)
+                .ok_or_else(|| format!("garbage in blob file {number}, which is not live"))?;
+            s.garbage_count = s.garbage_count.saturating_add(count);
+            s.garbage_bytes = s.garbage_bytes.saturating_add(bytes);
+            if s.sealed && (s.garbage_count > s.value_count || s.garbage_bytes > s.value_bytes) {
+                return Err(format!("blob file {number} has more garbage than values"));
+            }
+        }
+        for number in &edit.deleted_blob_files {
+            if self.blobs.remove(number).is_none() {
+                return Err(format!("deleted blob file {number} is not live"));
+            }
         }
         Ok(())
     }
@@ -83,6 +136,9 @@ impl Builder {
         f.validate()?;
         if let Some((l, _)) = self.level_of.get(&f.number) {
             return Err(format!("added table {} is already in L{l}", f.number));
+        }
+        if self.blobs.contains_key(&f.number) {
+            return Err(format!("added table {} has a blob file's number", f.number));
         }
         let f = Arc::new(f.clone());
         self.level_of.insert(f.number, (level, Arc::clone(&f)));
@@ -111,6 +167,7 @@ impl Builder {
     /// The version holding every file of the builder.
     pub(crate) fn finish(self) -> Version {
         let mut v = Version::new();
+        v.blobs = self.blobs;
         let mut l0: Vec<Arc<FileMetaData>> = self.l0.into_values().collect();
         l0.sort_by_key(|f| std::cmp::Reverse((f.largest_seq, f.number)));
         v.files[0] = l0;
@@ -145,6 +202,71 @@ mod tests {
         let v = b.finish();
         v.check_invariants()?;
         Ok(v)
+    }
+
+    fn blob(number: u64, sealed: bool) -> crate::version::edit::BlobFileEdit {
+        crate::version::edit::BlobFileEdit {
+            number,
+            sealed,
+            size: if sealed { 8192 } else { 0 },
+            value_count: if sealed { 10 } else { 0 },
+            value_bytes: if sealed { 4000 } else { 0 },
+        }
+    }
+
+    #[test]
+    fn blob_files_open_seal_collect_garbage_and_leave() {
+        let open = VersionEdit {
+            blob_files: vec![blob(5, false)],
+            ..VersionEdit::default()
+        };
+        let v = build(&Version::new(), &open).expect("open");
+        assert!(!v.blob_files()[&5].sealed);
+        assert!(v.live_file_numbers().any(|n| n == 5));
+        let seal = VersionEdit {
+            blob_files: vec![blob(5, true)],
+            blob_garbage: vec![(5, 4, 1000)],
+            ..VersionEdit::default()
+        };
+        let v = build(&v, &seal).expect("seal");
+        let b = v.blob_files()[&5];
+        assert!(b.sealed);
+        assert_eq!((b.size, b.value_count, b.value_bytes), (8192, 10, 4000));
+        assert_eq!((b.garbage_count, b.garbage_bytes), (4, 1000));
+
+        // Broken edits are refused with a reason.
+        let twice = VersionEdit {
+            blob_files: vec![blob(5, true)],
+            ..VersionEdit::default()
+        };
+        assert!(build(&v, &twice).is_err(), "sealed twice");
+        let too_much = VersionEdit {
+            blob_garbage: vec![(5, 7, 10)],
+            ..VersionEdit::default()
+        };
+        assert!(build(&v, &too_much).is_err(), "more garbage than values");
+        let unknown = VersionEdit {
+            blob_garbage: vec![(6, 1, 1)],
+            ..VersionEdit::default()
+        };
+        assert!(
+            build(&v, &unknown).is_err(),
+            "garbage in a file that is not live"
+        );
+        let mut clash = VersionEdit::default();
+        clash.add_file(0, meta(5, "a", "b", 1));
+        assert!(
+            build(&v, &clash).is_err(),
+            "a table with a blob file's number"
+        );
+
+        let gone = VersionEdit {
+            deleted_blob_files: vec![5],
+            ..VersionEdit::default()
+        };
+        let v = build(&v, &gone).expect("delete");
+        assert!(v.blob_files().is_empty());
+        assert!(build(&v, &gone).is_err(), "deleted twice");
     }
 
     #[test]

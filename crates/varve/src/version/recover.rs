@@ -280,6 +280,48 @@ fn check_live_tables(fs: &dyn FileSystem, dir: &Path, manifest: &Path, v: &Versi
             }
         }
     }
+    check_live_blob_files(fs, dir, manifest, v)
+}
+
+/// Every blob file of the recovered version exists; a sealed one has its
+/// recorded size. (An open one is a lane's file from before the crash: its
+/// length is whatever the lane had appended, and the pointers replayed from
+/// the WAL are checked against it.)
+fn check_live_blob_files(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    manifest: &Path,
+    v: &Version,
+) -> Result<()> {
+    for (&number, b) in v.blob_files() {
+        let path = filenames::blob_file_path(dir, number);
+        let size = match fs.file_size(&path) {
+            Ok(size) => size,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!(
+                        "blob file {number} in {} is missing: the manifest has lost edits or \
+                         the file was removed (run `varve repair`)",
+                        manifest.display()
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        if b.sealed && size != b.size {
+            return Err(Error::corruption(
+                &path,
+                size.min(b.size),
+                format!(
+                    "blob file {number} is {size} bytes, {} records {} bytes",
+                    manifest.display(),
+                    b.size
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -185,6 +185,7 @@ fn obsolete_files_rules() {
         "000004.sst",
         "000005.sst",
         "000006.blob",
+        "000007.blob",
         "x.tmp",
         "CURRENT.000001.tmp",
         "CURRENT.000009.tmp",
@@ -193,7 +194,8 @@ fn obsolete_files_rules() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let pinned: HashSet<u64> = [5].into_iter().collect();
+    // A blob file goes like a table: when neither live nor pinned.
+    let pinned: HashSet<u64> = [5, 7].into_iter().collect();
     assert_eq!(
         vs.obsolete_files(&names, &pinned),
         vec![
@@ -203,6 +205,7 @@ fn obsolete_files_rules() {
             "MANIFEST-000000",
             "000001.log",
             "000004.sst",
+            "000006.blob",
         ]
     );
     assert_eq!(vs.live_files(), [t].into_iter().collect());
@@ -381,11 +384,11 @@ fn write_manifest_of_version(d: &Path, version: u32, snapshot: &VersionEdit) {
 fn unknown_format_version_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    write_manifest_of_version(d, 3, &VersionEdit::default());
+    write_manifest_of_version(d, 4, &VersionEdit::default());
     match VersionSet::recover(posix(), d) {
         Err(Error::UnsupportedVersion {
-            found: 3,
-            supported: 2,
+            found: 4,
+            supported: 3,
             file,
         }) => {
             assert_eq!(file, manifest::manifest_path(d, 3));
@@ -877,4 +880,50 @@ fn read_only_edits_are_refused_before_any_change() {
         next,
         "the refused edit moved no counter"
     );
+}
+
+/// Blob files (open, then sealed with garbage) survive a reopen and a
+/// manifest roll-over (the snapshot edit carries them).
+#[test]
+fn blob_files_survive_reopen_and_roll_over() {
+    use crate::version::BlobFileEdit;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let mut vs = VersionSet::create(posix(), d).expect("create");
+    let (a, b) = (vs.new_file_number(), vs.new_file_number());
+    let open = |number| BlobFileEdit {
+        number,
+        ..BlobFileEdit::default()
+    };
+    vs.log_and_apply(VersionEdit {
+        blob_files: vec![open(a), open(b)],
+        ..VersionEdit::default()
+    })
+    .expect("open");
+    vs.log_and_apply(VersionEdit {
+        blob_files: vec![BlobFileEdit {
+            number: a,
+            sealed: true,
+            size: 12288,
+            value_count: 3,
+            value_bytes: 8000,
+        }],
+        blob_garbage: vec![(a, 1, 4000)],
+        ..VersionEdit::default()
+    })
+    .expect("seal");
+    // The blob files exist, as the open's checks require.
+    std::fs::write(d.join(format!("{a:06}.blob")), vec![0u8; 12288]).expect("write");
+    std::fs::write(d.join(format!("{b:06}.blob")), vec![0u8; 100]).expect("write");
+    let want = vs.current().blob_files().clone();
+    assert_eq!(want.len(), 2);
+    drop(vs);
+    let mut vs = VersionSet::recover(posix(), d).expect("recover");
+    assert_eq!(vs.current().blob_files(), &want);
+    vs.restart_manifest().expect("roll over");
+    drop(vs);
+    let vs = VersionSet::recover(posix(), d).expect("recover after roll-over");
+    assert_eq!(vs.current().blob_files(), &want);
+    let s = want[&a];
+    assert_eq!((s.garbage_count, s.garbage_bytes), (1, 4000));
 }

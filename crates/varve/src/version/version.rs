@@ -10,16 +10,36 @@
 //! ranges are disjoint (a user key lives in at most one file per level); a
 //! file number appears at most once in the whole version.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use super::NUM_LEVELS;
 use super::file_meta::FileMetaData;
 
-/// An immutable set of table files per level.
+/// What a version knows of one blob file (`docs/blob-files.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct BlobFileState {
+    /// Its footer is written and durable; no value is added any more.
+    pub sealed: bool,
+    /// Size in bytes (when sealed).
+    pub size: u64,
+    /// Values in it (when sealed).
+    pub value_count: u64,
+    /// Bytes of values in it (when sealed).
+    pub value_bytes: u64,
+    /// Values no live table points to any more.
+    pub garbage_count: u64,
+    /// Their bytes.
+    pub garbage_bytes: u64,
+}
+
+/// An immutable set of table files per level, and the blob files their
+/// values live in.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Version {
     pub(super) files: [Vec<Arc<FileMetaData>>; NUM_LEVELS],
+    /// Live blob files by number.
+    pub(super) blobs: BTreeMap<u64, BlobFileState>,
 }
 
 impl Version {
@@ -113,7 +133,16 @@ impl Version {
 
     /// Numbers of every table file in the version.
     pub(crate) fn live_file_numbers(&self) -> impl Iterator<Item = u64> + '_ {
-        self.files.iter().flatten().map(|f| f.number)
+        self.files
+            .iter()
+            .flatten()
+            .map(|f| f.number)
+            .chain(self.blobs.keys().copied())
+    }
+
+    /// The live blob files, by number.
+    pub(crate) fn blob_files(&self) -> &BTreeMap<u64, BlobFileState> {
+        &self.blobs
     }
 
     /// Total number of files in all levels.

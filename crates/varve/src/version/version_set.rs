@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::NUM_LEVELS;
 use super::builder::Builder;
-use super::edit::VersionEdit;
+use super::edit::{BlobFileEdit, VersionEdit};
 use super::manifest::{self, ManifestWriter};
 use super::version::Version;
 use crate::error::{Error, Result};
@@ -97,6 +97,19 @@ pub(super) fn snapshot(
     for level in 0..NUM_LEVELS {
         for f in v.files(level) {
             e.add_file(level, (**f).clone());
+        }
+    }
+    for (&number, b) in v.blob_files() {
+        e.blob_files.push(BlobFileEdit {
+            number,
+            sealed: b.sealed,
+            size: b.size,
+            value_count: b.value_count,
+            value_bytes: b.value_bytes,
+        });
+        if b.garbage_count > 0 || b.garbage_bytes > 0 {
+            e.blob_garbage
+                .push((number, b.garbage_count, b.garbage_bytes));
         }
     }
     e
@@ -374,12 +387,12 @@ impl VersionSet {
 
     /// Names in `dir_listing` that the DB may delete once the edit retiring
     /// them is durable (i.e. after a successful `log_and_apply`): WALs below
-    /// [`VersionSet::log_number`], tables neither in the current version nor
-    /// in `pinned` (the DB passes tables of versions readers still hold and
-    /// tables being written), manifests other than the live one, and
-    /// leftover `*.tmp` files (except a `CURRENT` temp for a newer manifest).
-    /// `CURRENT`, `LOCK`, `LOG*`, blob files and foreign files are never
-    /// listed. Sorted by file number (oldest first).
+    /// [`VersionSet::log_number`], tables and blob files neither in the
+    /// current version nor in `pinned` (the DB passes the files of versions
+    /// readers still hold and files being written), manifests other than
+    /// the live one, and leftover `*.tmp` files (except a `CURRENT` temp for
+    /// a newer manifest). `CURRENT`, `LOCK`, `LOG*` and foreign files are
+    /// never listed. Sorted by file number (oldest first).
     pub(crate) fn obsolete_files(
         &self,
         dir_listing: &[String],
@@ -391,7 +404,9 @@ impl VersionSet {
             .iter()
             .filter(|name| match filenames::parse(name) {
                 Some(FileKind::Wal(n)) => n < self.counters.log_number,
-                Some(FileKind::Table(n)) => !live.contains(&n) && !pinned.contains(&n),
+                Some(FileKind::Table(n) | FileKind::Blob(n)) => {
+                    !live.contains(&n) && !pinned.contains(&n)
+                }
                 Some(FileKind::Manifest(n)) => n != manifest,
                 Some(FileKind::Temp) => !current_temp_newer_than(name, manifest),
                 _ => false,

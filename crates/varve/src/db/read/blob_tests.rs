@@ -13,13 +13,11 @@ use crate::db::{Db, KeyRange};
 use crate::error::Error;
 use crate::filenames::blob_file_path;
 use crate::io::PosixFs;
+use crate::version::{BlobFileEdit, VersionEdit};
 use crate::{Options, ReadOptions, WriteBatch};
 
 /// Key -> value.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-/// A number no file of the test's database reaches.
-const BLOB: u64 = 900_000;
 
 fn value(i: usize) -> Vec<u8> {
     let len = [4096usize, 1, 0, 10_000, 300][i % 5];
@@ -31,10 +29,11 @@ fn value(i: usize) -> Vec<u8> {
 /// the blob offsets of each key.
 fn setup(dir: &std::path::Path) -> (Db, Model, BTreeMap<Vec<u8>, u64>) {
     let db = Db::open(dir, Options::default()).expect("open");
+    let blob = db.inner.versions.lock().new_file_number();
     let mut w = BlobFileWriter::create(
         &PosixFs,
-        &blob_file_path(dir, BLOB),
-        BLOB,
+        &blob_file_path(dir, blob),
+        blob,
         16 << 10,
         Creator::WriteLane,
         false,
@@ -55,7 +54,23 @@ fn setup(dir: &std::path::Path) -> (Db, Model, BTreeMap<Vec<u8>, u64>) {
         }
         model.insert(key, v);
     }
-    w.finish().expect("seal");
+    let meta = w.finish().expect("seal");
+    // Registered as a sealed file, as a lane would before any pointer into
+    // it is written (so no obsolete-file pass takes it).
+    db.inner
+        .versions
+        .lock()
+        .log_and_apply(VersionEdit {
+            blob_files: vec![BlobFileEdit {
+                number: blob,
+                sealed: true,
+                size: meta.size,
+                value_count: meta.value_count,
+                value_bytes: meta.value_bytes,
+            }],
+            ..VersionEdit::default()
+        })
+        .expect("register the blob file");
     db.write(batch).expect("write");
     let mut deletes = WriteBatch::new();
     for i in (0..200usize).step_by(10) {
@@ -116,6 +131,35 @@ fn blob_values_read_back_everywhere() {
     check_all(&db, &model); // from an L0 table
     db.compact_range(None, None).expect("compact");
     check_all(&db, &model); // from the bottom level
+    db.close().expect("close");
+    // The manifest lists the blob file, so a reopen keeps it and reads it.
+    let db = Db::open(dir.path(), Options::default()).expect("reopen");
+    assert_eq!(db.inner.versions.lock().current().blob_files().len(), 1);
+    check_all(&db, &model);
+}
+
+#[test]
+fn a_missing_blob_file_fails_the_open_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, _, _) = setup(dir.path());
+    db.flush().expect("flush");
+    let blob = *db
+        .inner
+        .versions
+        .lock()
+        .current()
+        .blob_files()
+        .keys()
+        .next()
+        .expect("blob");
+    db.close().expect("close");
+    let path = blob_file_path(dir.path(), blob);
+    std::fs::remove_file(&path).expect("remove");
+    match Db::open(dir.path(), Options::default()) {
+        Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
+        Err(e) => panic!("expected Corruption, got {e:?}"),
+        Ok(_) => panic!("expected Corruption, the open succeeded"),
+    }
 }
 
 #[test]
@@ -124,7 +168,16 @@ fn a_damaged_blob_value_is_an_error_never_a_wrong_or_skipped_value() {
     let (db, model, offsets) = setup(dir.path());
     db.flush().expect("flush");
     let bad_key = b"key0018".to_vec(); // a 10,000-byte value
-    let path = blob_file_path(dir.path(), BLOB);
+    let blob = *db
+        .inner
+        .versions
+        .lock()
+        .current()
+        .blob_files()
+        .keys()
+        .next()
+        .expect("blob");
+    let path = blob_file_path(dir.path(), blob);
     let mut bytes = std::fs::read(&path).expect("read");
     bytes[offsets[&bad_key] as usize] ^= 0x20;
     std::fs::write(&path, &bytes).expect("write");
