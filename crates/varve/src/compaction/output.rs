@@ -12,10 +12,11 @@
 
 use std::path::Path;
 
+use crate::blob::format::BlobPointer;
 use crate::error::Result;
 use crate::filenames::table_path;
 use crate::io::FileSystem;
-use crate::keys;
+use crate::keys::{self, ValueKind};
 use crate::sst::{TableBuilder, TableBuilderOptions, TableProperties};
 use crate::version::FileMetaData;
 
@@ -36,6 +37,8 @@ pub(crate) struct OutputConfig<'a> {
 struct Open {
     number: u64,
     builder: TableBuilder,
+    /// The smallest blob file its entries point into (0: none yet).
+    oldest_blob_file: u64,
 }
 
 /// Writes entries, in internal-key order, into tables of about
@@ -91,6 +94,7 @@ impl<'a> TableOutputs<'a> {
                 self.open.insert(Open {
                     number,
                     builder: TableBuilder::new(file, self.cfg.table_options.clone()),
+                    oldest_blob_file: 0,
                 })
             }
         };
@@ -99,6 +103,12 @@ impl<'a> TableOutputs<'a> {
             "entries out of order"
         );
         open.builder.add(key, value)?;
+        if keys::parse_internal_key(key).is_some_and(|p| p.kind == ValueKind::BlobIndex)
+            && let Some(p) = BlobPointer::decode(value)
+            && (open.oldest_blob_file == 0 || p.file_number < open.oldest_blob_file)
+        {
+            open.oldest_blob_file = p.file_number;
+        }
         self.last_user_key.clear();
         self.last_user_key.extend_from_slice(user_key);
         Ok(())
@@ -117,7 +127,9 @@ impl<'a> TableOutputs<'a> {
         match o.builder.finish() {
             Ok(props) => {
                 self.bytes_written += props.file_size;
-                self.done.push(file_meta(number, &props));
+                let mut meta = file_meta(number, &props);
+                meta.oldest_blob_file = o.oldest_blob_file;
+                self.done.push(meta);
                 Ok(())
             }
             Err(e) => {

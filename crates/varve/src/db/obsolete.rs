@@ -51,8 +51,10 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         let path = db.dir.join(&name);
         match db.fs.remove_file(&path) {
             Ok(()) => {
-                if let Some(FileKind::Table(n)) = filenames::parse(&name) {
-                    db.table_cache.evict(n);
+                match filenames::parse(&name) {
+                    Some(FileKind::Table(n)) => db.table_cache.evict(n),
+                    Some(FileKind::Blob(n)) => db.blobs.forget(n),
+                    _ => {}
                 }
                 db.info_log.log(format!("deleted obsolete {name}"));
             }

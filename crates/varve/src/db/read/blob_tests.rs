@@ -129,8 +129,34 @@ fn blob_values_read_back_everywhere() {
     check_all(&db, &model); // from the memtable
     db.flush().expect("flush");
     check_all(&db, &model); // from an L0 table
+    let blob = *db
+        .inner
+        .versions
+        .lock()
+        .current()
+        .blob_files()
+        .keys()
+        .next()
+        .expect("blob");
+    let oldest = |db: &Db| -> Vec<u64> {
+        let v = db.inner.versions.lock().current();
+        (0..crate::version::NUM_LEVELS)
+            .flat_map(|l| {
+                v.files(l)
+                    .iter()
+                    .map(|f| f.oldest_blob_file)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    assert_eq!(
+        oldest(&db),
+        vec![blob],
+        "the table records the blob file it points into"
+    );
     db.compact_range(None, None).expect("compact");
     check_all(&db, &model); // from the bottom level
+    assert!(oldest(&db).iter().all(|&n| n == blob), "{:?}", oldest(&db));
     db.close().expect("close");
     // The manifest lists the blob file, so a reopen keeps it and reads it.
     let db = Db::open(dir.path(), Options::default()).expect("reopen");
