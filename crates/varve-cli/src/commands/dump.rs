@@ -275,8 +275,14 @@ pub fn manifest(cli: &Cli, file: Option<&Path>) -> Result<Outcome> {
                         "level": l, "number": f.number, "file_size": f.file_size,
                         "smallest": ikey(&f.smallest, h), "largest": ikey(&f.largest, h),
                         "smallest_seq": f.smallest_seq, "largest_seq": f.largest_seq,
-                        "num_entries": f.num_entries,
+                        "num_entries": f.num_entries, "oldest_blob_file": f.oldest_blob_file,
                     })).collect::<Vec<_>>(),
+                    "blob_files": e.blob_files.iter().map(|b| json!({
+                        "number": b.number, "sealed": b.sealed, "size": b.size,
+                        "value_count": b.value_count, "value_bytes": b.value_bytes,
+                    })).collect::<Vec<_>>(),
+                    "blob_garbage": e.blob_garbage.iter().map(|(n, c, b)| json!({"number": n, "values": c, "bytes": b})).collect::<Vec<_>>(),
+                    "deleted_blob_files": e.deleted_blob_files,
                 })
             })
             .collect();
@@ -317,6 +323,28 @@ pub fn manifest(cli: &Cli, file: Option<&Path>) -> Result<Outcome> {
                     f.smallest_seq,
                     f.largest_seq
                 );
+                if f.oldest_blob_file != 0 {
+                    println!(
+                        "    points into blob files from {:06}.blob",
+                        f.oldest_blob_file
+                    );
+                }
+            }
+            for b in &e.blob_files {
+                if b.sealed {
+                    println!(
+                        "  blob {:06}.blob sealed: {} bytes, {} values, {} value bytes",
+                        b.number, b.size, b.value_count, b.value_bytes
+                    );
+                } else {
+                    println!("  blob {:06}.blob open", b.number);
+                }
+            }
+            for (n, c, b) in &e.blob_garbage {
+                println!("  blob {n:06}.blob garbage +{c} values, +{b} bytes");
+            }
+            for n in &e.deleted_blob_files {
+                println!("  delete {n:06}.blob");
             }
         }
         println!("{} edits; tail {}", d.records.len(), tail_text(&d.tail));
