@@ -151,6 +151,21 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
             copy_up_to(fs, &src, &wal_path(target, w), len)?;
         }
     }
+    // Blob files after the WALs: every value a copied WAL record points to
+    // was appended before that record was placed, so it is in the file
+    // now. A sealed file is linked (or copied) at its size; a lane's open
+    // file is linked (its later appends only add bytes past what any copied
+    // pointer names) or copied as it is now.
+    for (&n, b) in rec.version.blob_files() {
+        let name = format!("{n:06}.blob");
+        let (src, dst) = (db.dir.join(&name), target.join(&name));
+        let len = if b.sealed {
+            b.size
+        } else {
+            fs.file_size(&src)?
+        };
+        link_or_copy(fs, &src, &dst, len)?;
+    }
     // Everything copied; the sequence and file counters only grow, so
     // reading them now bounds everything in the target.
     let (next_file, vs_seq) = {
@@ -172,6 +187,19 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
     for level in 0..NUM_LEVELS {
         for f in rec.version.files(level) {
             snap.add_file(level, (**f).clone());
+        }
+    }
+    for (&n, b) in rec.version.blob_files() {
+        snap.blob_files.push(crate::version::BlobFileEdit {
+            number: n,
+            sealed: b.sealed,
+            size: b.size,
+            value_count: b.value_count,
+            value_bytes: b.value_bytes,
+        });
+        if b.garbage_count > 0 || b.garbage_bytes > 0 {
+            snap.blob_garbage
+                .push((n, b.garbage_count, b.garbage_bytes));
         }
     }
     drop(ManifestWriter::create(fs, target, number, &snap)?);

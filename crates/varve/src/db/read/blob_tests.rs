@@ -165,6 +165,19 @@ fn blob_values_read_back_everywhere() {
 }
 
 #[test]
+fn a_checkpoint_carries_its_blob_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, model, _) = setup(dir.path());
+    db.flush().expect("flush");
+    let target = dir.path().join("checkpoint");
+    db.checkpoint(&target).expect("checkpoint");
+    db.close().expect("close");
+    let cp = Db::open(&target, Options::default()).expect("open the checkpoint");
+    assert_eq!(cp.inner.versions.lock().current().blob_files().len(), 1);
+    check_all(&cp, &model);
+}
+
+#[test]
 fn a_missing_blob_file_fails_the_open_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _, _) = setup(dir.path());
