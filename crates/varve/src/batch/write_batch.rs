@@ -98,9 +98,6 @@ impl WriteBatch {
 
     /// Adds `key` with a value kept in a blob file (`pointer` is the
     /// encoded [`crate::blob::format::BlobPointer`]).
-    // Called by tests until the write path stages large values (next step
-    // of docs/blob-files.md's plan).
-    #[allow(dead_code)]
     pub(crate) fn put_blob_index(&mut self, key: &[u8], pointer: &[u8]) {
         self.rep.push(ValueKind::BlobIndex as u8);
         put_length_prefixed(&mut self.rep, key);

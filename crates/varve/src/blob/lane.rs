@@ -217,10 +217,58 @@ impl BlobLane {
             None => Ok(None),
         }
     }
+}
 
-    /// The number of the open file, if any.
-    pub(crate) fn open_file(&self) -> Option<u64> {
-        self.open.lock().as_ref().map(|f| f.number)
+/// The write lanes of a database: a writer takes the lane of its thread.
+#[derive(Debug)]
+pub(crate) struct BlobWriteLanes {
+    lanes: Vec<BlobLane>,
+    min_size: usize,
+}
+
+impl BlobWriteLanes {
+    /// `count` lanes writing blob files into `dir`, for values of at least
+    /// `min_size` bytes.
+    pub(crate) fn new(dir: &Path, count: usize, min_size: usize, opts: LaneOptions) -> Self {
+        BlobWriteLanes {
+            lanes: (0..count.max(1))
+                .map(|_| BlobLane::new(dir, opts))
+                .collect(),
+            min_size,
+        }
+    }
+
+    /// True if a value of `len` bytes goes to a blob file.
+    pub(crate) fn takes(&self, len: usize) -> bool {
+        len >= self.min_size
+    }
+
+    /// Appends `value` through the calling thread's lane.
+    pub(crate) fn put(
+        &self,
+        files: &dyn BlobFiles,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<BlobPointer> {
+        use std::hash::{Hash, Hasher};
+        // The same lane for one thread on every call (a fixed-key hasher).
+        let mut h = std::hash::DefaultHasher::new();
+        std::thread::current().id().hash(&mut h);
+        let i = (h.finish() as usize) % self.lanes.len();
+        self.lanes[i].put(files, key, value)
+    }
+
+    /// Makes every value appended so far durable.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.lanes.iter().try_for_each(BlobLane::sync)
+    }
+
+    /// Seals every lane's open file (at close).
+    pub(crate) fn seal(&self, files: &dyn BlobFiles) -> Result<()> {
+        for lane in &self.lanes {
+            lane.seal(files)?;
+        }
+        Ok(())
     }
 }
 

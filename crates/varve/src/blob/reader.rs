@@ -78,11 +78,6 @@ impl BlobReader {
         &self.header
     }
 
-    /// The file's path.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The value `p` points to, read with one aligned read and checked.
     pub(crate) fn get(&self, p: &BlobPointer) -> Result<Vec<u8>> {
         if p.file_number != self.header.file_number {

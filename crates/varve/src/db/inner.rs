@@ -24,6 +24,7 @@ use super::recovery::RecoveryReport;
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use crate::blob::cache::BlobReaders;
+use crate::blob::lane::BlobWriteLanes;
 use crate::compaction::picker::LevelTargets;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem};
@@ -60,6 +61,9 @@ pub(crate) struct DbInner {
     pub(crate) table_cache: Arc<TableCache>,
     /// The blob files values are read from (`docs/blob-files.md`).
     pub(crate) blobs: Arc<BlobReaders>,
+    /// The write lanes large values are written through; `None` when
+    /// `Options::min_blob_size` is `None` or the database is read-only.
+    pub(crate) blob_lanes: Option<BlobWriteLanes>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     /// Reads scans' read-ahead chunks in the background (the database's
     /// own, or the one `Options::reader_pool` shares).

@@ -190,9 +190,14 @@ impl Db {
             // (plus the current WALs): leftovers would otherwise wait for
             // the next open, and a repair in between would have to guess.
             obsolete::delete_obsolete_files(&self.inner);
-            self.inner
-                .writes
-                .sync_wal(&self.inner)
+            // Blob files first: the clean-close mark vouches for the WAL,
+            // whose pointers name their values.
+            let sealed = match &self.inner.blob_lanes {
+                Some(lanes) => lanes.seal(&write::blobs::VersionFiles(&self.inner)),
+                None => Ok(()),
+            };
+            sealed
+                .and_then(|()| self.inner.writes.sync_wal(&self.inner))
                 .and_then(|()| self.record_clean_close())
         };
         self.inner.info_log.log("closed");

@@ -23,6 +23,7 @@ use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
 use crate::blob::cache::BlobReaders;
+use crate::blob::lane::{BlobWriteLanes, LaneOptions};
 use crate::compaction::flush::build_table;
 use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, LOCK, LOST_DIR, wal_path};
@@ -208,6 +209,18 @@ fn assemble(a: Assembly<'_>) -> DbInner {
             a.dir,
             a.options.use_direct_reads,
         )),
+        blob_lanes: match a.options.min_blob_size {
+            Some(min) if !a.read_only => Some(BlobWriteLanes::new(
+                a.dir,
+                a.options.blob_write_lanes,
+                min,
+                LaneOptions {
+                    file_size: a.options.blob_file_size,
+                    ..LaneOptions::default()
+                },
+            )),
+            _ => None,
+        },
         block_cache: a.block_cache,
         reader_pool: a
             .options

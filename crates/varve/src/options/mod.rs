@@ -41,6 +41,17 @@ pub struct Options {
     pub max_key_size: usize,
     /// Largest value accepted, in bytes. Default 256 MiB; at most 1 GiB.
     pub max_value_size: usize,
+    /// Values of at least this many bytes are written once to a blob file
+    /// and the tables keep a pointer to them (`docs/blob-files.md`). `None`
+    /// (the default, until the threshold is chosen by measurement) keeps
+    /// every value inline.
+    pub min_blob_size: Option<usize>,
+    /// Write lanes for blob values: each appends to its own blob file, and
+    /// a writer takes the lane of its thread. Default 4.
+    pub blob_write_lanes: usize,
+    /// A lane seals its blob file at this size and opens the next. Default
+    /// 256 MiB.
+    pub blob_file_size: u64,
     /// Check WAL record checksums during recovery (always on) and also treat
     /// a bad record in a non-final WAL file as corruption. Default `true`.
     pub paranoid_checks: bool,
@@ -138,6 +149,9 @@ impl Default for Options {
             max_immutable_memtables: 4,
             max_key_size: 64 << 10,
             max_value_size: 256 << 20,
+            min_blob_size: None,
+            blob_write_lanes: 4,
+            blob_file_size: 256 << 20,
             paranoid_checks: true,
             cache_size: 64 << 20,
             block_cache: None,
@@ -174,6 +188,9 @@ impl fmt::Debug for Options {
             .field("max_immutable_memtables", &self.max_immutable_memtables)
             .field("max_key_size", &self.max_key_size)
             .field("max_value_size", &self.max_value_size)
+            .field("min_blob_size", &self.min_blob_size)
+            .field("blob_write_lanes", &self.blob_write_lanes)
+            .field("blob_file_size", &self.blob_file_size)
             .field("paranoid_checks", &self.paranoid_checks)
             .field("cache_size", &self.cache_size)
             .field(
@@ -229,6 +246,18 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "max_key_size {} is outside 1..=16 MiB",
                 self.max_key_size
+            )));
+        }
+        if !(1..=256).contains(&self.blob_write_lanes) {
+            return Err(Error::InvalidArgument(format!(
+                "blob_write_lanes {} is outside 1..=256",
+                self.blob_write_lanes
+            )));
+        }
+        if !(1 << 20..=1 << 40).contains(&self.blob_file_size) {
+            return Err(Error::InvalidArgument(format!(
+                "blob_file_size {} is outside 1 MiB..=1 TiB",
+                self.blob_file_size
             )));
         }
         if self.max_value_size > 1 << 30 {

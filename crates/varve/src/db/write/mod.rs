@@ -34,6 +34,7 @@
 //! changed for it. Thread-safety: any number of threads may call
 //! [`write()`] at once.
 
+pub(crate) mod blobs;
 mod events;
 mod ordered_sink;
 mod room;
@@ -184,7 +185,7 @@ fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
 }
 
 /// Applies `batch` atomically (see the module docs).
-pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument(
             "WriteOptions: sync with disable_wal has nothing to sync (the write would not \
@@ -192,11 +193,14 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
                 .into(),
         ));
     }
-    let charge = validate(db, &batch)?;
+    validate(db, &batch)?;
     db.check_writable()?;
     if batch.is_empty() {
         return Ok(());
     }
+    // Large values go to blob files first; the batch then carries pointers.
+    let mut batch = blobs::separate(db, batch)?;
+    let charge = validate(db, &batch)?;
     room::slowdown(db);
     let wp = &db.writes;
     let _counted = opts.sync.then(|| wp.syncer.sync_writer());
@@ -262,6 +266,14 @@ pub(crate) fn write(db: &DbInner, mut batch: WriteBatch, opts: &WriteOptions) ->
         return Ok(());
     };
     if let Err(e) = log.wait_written(end) {
+        return Err(failed(db, &log, (first, last), end, record_len, e));
+    }
+    // The blob values this write points to are made durable before the
+    // WAL record that points to them (docs/blob-files.md, "Ordering").
+    if opts.sync
+        && let Some(lanes) = &db.blob_lanes
+        && let Err(e) = lanes.sync()
+    {
         return Err(failed(db, &log, (first, last), end, record_len, e));
     }
     if opts.sync

@@ -1,0 +1,75 @@
+//! Key-value separation on the write path (`docs/blob-files.md`): before a
+//! batch takes its sequence numbers, every put whose value is at least
+//! `Options::min_blob_size` bytes is written to a blob file through the
+//! write lanes, and the batch carries the value's pointer instead.
+//!
+//! Thread-safe: lanes serialize per lane; the version set is locked only to
+//! register a new blob file or record a sealed one. Invariant: a pointer
+//! enters a batch only after its value is in the page cache of a blob file
+//! the manifest lists, so a `kill -9` at any point leaves no pointer to
+//! bytes that are not there.
+
+use super::super::DbInner;
+use crate::batch::{BatchOp, WriteBatch};
+use crate::blob::file_writer::BlobFileMeta;
+use crate::blob::lane::BlobFiles;
+use crate::error::Result;
+use crate::version::{BlobFileEdit, VersionEdit};
+
+/// Blob file numbers and records through the database's version set.
+pub(crate) struct VersionFiles<'a>(pub(crate) &'a DbInner);
+
+impl BlobFiles for VersionFiles<'_> {
+    fn open_blob_file(&self) -> Result<u64> {
+        let mut vs = self.0.versions.lock();
+        let number = vs.new_file_number();
+        vs.log_and_apply(VersionEdit {
+            blob_files: vec![BlobFileEdit {
+                number,
+                ..BlobFileEdit::default()
+            }],
+            ..VersionEdit::default()
+        })?;
+        Ok(number)
+    }
+
+    fn sealed_blob_file(&self, meta: BlobFileMeta) -> Result<()> {
+        self.0.versions.lock().log_and_apply(VersionEdit {
+            blob_files: vec![BlobFileEdit {
+                number: meta.number,
+                sealed: true,
+                size: meta.size,
+                value_count: meta.value_count,
+                value_bytes: meta.value_bytes,
+            }],
+            ..VersionEdit::default()
+        })
+    }
+}
+
+/// `batch` with its large values moved to blob files; the batch itself
+/// when it has none (or blob files are off).
+pub(crate) fn separate(db: &DbInner, batch: WriteBatch) -> Result<WriteBatch> {
+    let Some(lanes) = &db.blob_lanes else {
+        return Ok(batch);
+    };
+    let large =
+        |op: &BatchOp<'_>| matches!(op, BatchOp::Put { value, .. } if lanes.takes(value.len()));
+    if !batch.iter().any(|op| large(&op)) {
+        return Ok(batch);
+    }
+    let files = VersionFiles(db);
+    let mut out = WriteBatch::new();
+    for op in batch.iter() {
+        match op {
+            BatchOp::Put { key, value } if lanes.takes(value.len()) => {
+                let p = lanes.put(&files, key, value)?;
+                out.put_blob_index(key, &p.encode());
+            }
+            BatchOp::Put { key, value } => out.put(key, value),
+            BatchOp::Delete { key } => out.delete(key),
+            BatchOp::PutBlob { key, pointer } => out.put_blob_index(key, pointer),
+        }
+    }
+    Ok(out)
+}

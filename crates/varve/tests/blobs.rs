@@ -1,0 +1,125 @@
+//! Key-value separation through the public API (`Options::min_blob_size`,
+//! `docs/blob-files.md`): which values go to blob files (the threshold, one
+//! byte below it, the empty value), and a model test of puts, overwrites
+//! and deletes with values on both sides of the threshold across flushes,
+//! compactions and reopens, checked against a `BTreeMap` with gets and
+//! full scans both ways.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use varve::fs::PosixFs;
+use varve::tools::dump_blob;
+use varve::{Db, Options, WriteOptions};
+
+const MIN: usize = 1024;
+
+fn options() -> Options {
+    Options {
+        min_blob_size: Some(MIN),
+        write_buffer_size: 256 << 10,
+        ..Options::default()
+    }
+}
+
+/// The keys whose values the blob files of `dir` hold.
+fn keys_in_blob_files(dir: &Path) -> BTreeSet<Vec<u8>> {
+    let mut keys = BTreeSet::new();
+    for e in std::fs::read_dir(dir).expect("list") {
+        let path = e.expect("entry").path();
+        if path.extension().is_some_and(|x| x == "blob") {
+            let d = dump_blob(&PosixFs, &path).expect("a valid blob file");
+            for c in d.chunks {
+                keys.extend(c.entries.into_iter().map(|e| e.key));
+            }
+        }
+    }
+    keys
+}
+
+#[test]
+fn the_threshold_decides_where_a_value_goes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(dir.path(), options()).expect("open");
+    db.put(b"at", vec![1u8; MIN]).expect("put");
+    db.put(b"below", vec![2u8; MIN - 1]).expect("put");
+    db.put(b"empty", b"").expect("put");
+    db.put(b"large", vec![3u8; 100_000]).expect("put");
+    db.close().expect("close");
+    let want: BTreeSet<Vec<u8>> = [b"at".to_vec(), b"large".to_vec()].into_iter().collect();
+    assert_eq!(keys_in_blob_files(dir.path()), want);
+    let db = Db::open(dir.path(), options()).expect("reopen");
+    assert_eq!(db.get(b"at").expect("get"), Some(vec![1u8; MIN]));
+    assert_eq!(db.get(b"below").expect("get"), Some(vec![2u8; MIN - 1]));
+    assert_eq!(db.get(b"empty").expect("get"), Some(Vec::new()));
+    assert_eq!(db.get(b"large").expect("get"), Some(vec![3u8; 100_000]));
+
+    // With blob files off, every value stays inline (and the old ones read).
+    drop(db);
+    let db = Db::open(dir.path(), Options::default()).expect("reopen inline");
+    db.put(b"inline", vec![4u8; 100_000]).expect("put");
+    assert_eq!(db.get(b"large").expect("get"), Some(vec![3u8; 100_000]));
+    db.close().expect("close");
+    assert!(!keys_in_blob_files(dir.path()).contains(&b"inline"[..]));
+}
+
+fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model {
+        assert_eq!(db.get(k).expect("get").as_ref(), Some(v));
+    }
+    let fwd: Vec<(Vec<u8>, Vec<u8>)> = db.iter().map(|r| r.expect("scan")).collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(fwd, want);
+    let mut back: Vec<(Vec<u8>, Vec<u8>)> = db.iter().rev().map(|r| r.expect("scan")).collect();
+    back.reverse();
+    assert_eq!(back, want);
+}
+
+#[test]
+fn model_with_blob_values_across_flushes_compactions_and_reopens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut model = BTreeMap::new();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for round in 0..4 {
+        let db = Db::open(dir.path(), options()).expect("open");
+        check(&db, &model);
+        for i in 0..1500u64 {
+            let key = format!("key{:05}", next() % 800).into_bytes();
+            match next() % 10 {
+                0 | 1 => {
+                    db.delete(&key).expect("delete");
+                    model.remove(&key);
+                }
+                r => {
+                    let len = [0, 10, MIN - 1, MIN, MIN + 1, 4096, 20_000][(r as usize) % 7];
+                    let value: Vec<u8> = (0..len).map(|j| (i as usize + j + round) as u8).collect();
+                    let sync = WriteOptions {
+                        sync: i % 100 == 0,
+                        ..WriteOptions::default()
+                    };
+                    db.put_opt(&key, &value, &sync).expect("put");
+                    model.insert(key, value);
+                }
+            }
+            if i % 500 == 499 {
+                db.flush().expect("flush");
+            }
+        }
+        check(&db, &model);
+        if round % 2 == 1 {
+            db.compact_range(None, None).expect("compact");
+            check(&db, &model);
+        }
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), options()).expect("open");
+    check(&db, &model);
+    // Every blob file verifies.
+    let _ = keys_in_blob_files(dir.path());
+}
