@@ -139,6 +139,17 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_io_for_flush_and_compaction: bool,
 
+    /// Keep values of at least --min_blob_size bytes in blob files
+    /// (varve: `Options::min_blob_size`; RocksDB: its integrated BlobDB's
+    /// enable_blob_files, not wired yet on this branch).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub enable_blob_files: bool,
+
+    /// The blob threshold in bytes (with --enable_blob_files).
+    #[arg(long, default_value_t = 0)]
+    pub min_blob_size: usize,
+
     /// varve: how WAL bytes reach the file (`Options::wal_writer`):
     /// mapped (a memory mapping of fallocated space, varve's default),
     /// mapped_zero_filled (mapped over space zero-filled once), io_uring

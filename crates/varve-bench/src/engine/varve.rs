@@ -57,6 +57,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
             _ => varve::WalWriter::Mapped,
         },
         max_subcompactions: flags.subcompactions.max(1),
+        min_blob_size: flags.enable_blob_files.then_some(flags.min_blob_size),
         ..Default::default()
     };
     let db = varve::Db::open(path, options)
