@@ -16,6 +16,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -23,7 +24,7 @@ use super::file_writer::BlobFileMeta;
 use super::format::{BlobFooter, BlobHeader, BlobPointer, ChunkEntries, Creator, PAGE, value_crc};
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
-use crate::io::WritableFile;
+use crate::io::{FileSystem, WritableFile};
 use crate::wal::{MappedLogFile, Preallocate};
 
 /// Where a lane gets file numbers and reports sealed files (the version
@@ -57,14 +58,41 @@ impl Default for LaneOptions {
 /// One write lane.
 #[derive(Debug)]
 pub(crate) struct BlobLane {
+    fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     opts: LaneOptions,
     open: Mutex<Option<OpenFile>>,
 }
 
+/// How a lane appends to its file.
+#[derive(Debug)]
+enum LaneFile {
+    /// Through a shared mapping of an OS file (the fast path).
+    Mapped(MappedLogFile),
+    /// Plain appends through the database's file system, for one whose
+    /// paths are not OS files (the fault-injecting one in tests).
+    Plain(Box<dyn WritableFile>),
+}
+
+impl LaneFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        match self {
+            LaneFile::Mapped(f) => f.append(data),
+            LaneFile::Plain(f) => f.append(data),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            LaneFile::Mapped(f) => f.len(),
+            LaneFile::Plain(f) => f.len(),
+        }
+    }
+}
+
 #[derive(Debug)]
 struct OpenFile {
-    file: MappedLogFile,
+    file: LaneFile,
     number: u64,
     chunk: ChunkEntries,
     /// File offset of the current chunk.
@@ -75,10 +103,26 @@ struct OpenFile {
 }
 
 impl OpenFile {
-    fn create(dir: &Path, number: u64, opts: &LaneOptions) -> Result<OpenFile> {
+    fn create(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+        opts: &LaneOptions,
+    ) -> Result<OpenFile> {
         let path = blob_file_path(dir, number);
         let capacity = (opts.file_size as usize).min(16 << 20);
-        let mut file = MappedLogFile::create_with(&path, capacity, Preallocate::Fallocate)?;
+        let mut file = if fs.uses_os_files() {
+            LaneFile::Mapped(MappedLogFile::create_with(
+                &path,
+                capacity,
+                Preallocate::Fallocate,
+            )?)
+        } else {
+            LaneFile::Plain(fs.create_writable(&path)?)
+        };
+        // The directory entry is durable before any pointer into the file
+        // can be (a synced write's pointer relies on the file existing).
+        fs.sync_dir(dir)?;
         let header = BlobHeader {
             file_number: number,
             chunk_size: opts.chunk_size as u32,
@@ -118,18 +162,24 @@ impl OpenFile {
             value_bytes: self.value_bytes,
         };
         self.file.append(&footer.encode())?;
-        self.file.sync_data()?;
         let size = self.file.len();
-        let path = self.file.path().to_path_buf();
-        // Dropping the mapping cuts the preallocated space after the footer;
-        // the cut must be durable too, or a reopened file would end in zeros.
-        drop(self.file);
-        let f = File::options()
-            .write(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        f.set_len(size).map_err(|e| Error::io(&path, e))?;
-        f.sync_all().map_err(|e| Error::io(&path, e))?;
+        match self.file {
+            LaneFile::Plain(mut f) => f.sync_data()?,
+            LaneFile::Mapped(mut f) => {
+                f.sync_data()?;
+                let path = f.path().to_path_buf();
+                // Dropping the mapping cuts the preallocated space after the
+                // footer; the cut must be durable too, or a reopened file
+                // would end in zeros.
+                drop(f);
+                let f = File::options()
+                    .write(true)
+                    .open(&path)
+                    .map_err(|e| Error::io(&path, e))?;
+                f.set_len(size).map_err(|e| Error::io(&path, e))?;
+                f.sync_all().map_err(|e| Error::io(&path, e))?;
+            }
+        }
         Ok(BlobFileMeta {
             number: self.number,
             size,
@@ -142,8 +192,9 @@ impl OpenFile {
 impl BlobLane {
     /// A lane writing blob files into `dir`. It opens its first file on
     /// the first value.
-    pub(crate) fn new(dir: &Path, opts: LaneOptions) -> BlobLane {
+    pub(crate) fn new(fs: Arc<dyn FileSystem>, dir: &Path, opts: LaneOptions) -> BlobLane {
         BlobLane {
+            fs,
             dir: dir.to_path_buf(),
             opts,
             open: Mutex::new(None),
@@ -170,6 +221,7 @@ impl BlobLane {
         let f = match open.as_mut() {
             Some(f) => f,
             None => open.insert(OpenFile::create(
+                self.fs.as_ref(),
                 &self.dir,
                 files.open_blob_file()?,
                 &self.opts,
@@ -196,8 +248,13 @@ impl BlobLane {
     /// `fdatasync`, run outside the lane's mutex). Sealed files are durable
     /// already.
     pub(crate) fn sync(&self) -> Result<()> {
-        let handle = match self.open.lock().as_ref() {
-            Some(f) => Some((f.file.sync_handle()?, f.file.path().to_path_buf())),
+        let handle = match self.open.lock().as_mut().map(|f| &mut f.file) {
+            Some(LaneFile::Mapped(f)) => Some((f.sync_handle()?, f.path().to_path_buf())),
+            // No second handle to sync through: under the mutex.
+            Some(LaneFile::Plain(f)) => {
+                f.sync_data()?;
+                None
+            }
             None => None,
         };
         if let Some((h, path)) = handle {
@@ -229,10 +286,16 @@ pub(crate) struct BlobWriteLanes {
 impl BlobWriteLanes {
     /// `count` lanes writing blob files into `dir`, for values of at least
     /// `min_size` bytes.
-    pub(crate) fn new(dir: &Path, count: usize, min_size: usize, opts: LaneOptions) -> Self {
+    pub(crate) fn new(
+        fs: &Arc<dyn FileSystem>,
+        dir: &Path,
+        count: usize,
+        min_size: usize,
+        opts: LaneOptions,
+    ) -> Self {
         BlobWriteLanes {
             lanes: (0..count.max(1))
-                .map(|_| BlobLane::new(dir, opts))
+                .map(|_| BlobLane::new(Arc::clone(fs), dir, opts))
                 .collect(),
             min_size,
         }

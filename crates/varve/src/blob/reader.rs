@@ -100,8 +100,19 @@ impl BlobReader {
             return Ok(Vec::new());
         }
         let (start, len) = p.aligned_span();
-        let span = read_exact(self.file.as_ref(), &self.path, start, len)?;
-        Ok(value_from_span(p, span.as_slice(), start, &self.path)?.to_vec())
+        // A file being written may end inside the span's last page (plain
+        // appends do not pad): only the value's own bytes must be there.
+        let need = (p.offset + u64::from(p.length) - start) as usize;
+        let mut span = AlignedBuf::new(len);
+        let got = self.file.read_at(span.as_mut_slice(), start)?;
+        if got < need {
+            return Err(Error::corruption(
+                &self.path,
+                p.offset,
+                format!("blob file ends early: {got} of the {need} bytes the value needs"),
+            ));
+        }
+        Ok(value_from_span(p, &span.as_slice()[..got], start, &self.path)?.to_vec())
     }
 
     /// Walks the file's chunks front to back, checking each trailer and,

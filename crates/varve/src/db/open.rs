@@ -211,6 +211,7 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         )),
         blob_lanes: match a.options.min_blob_size {
             Some(min) if !a.read_only => Some(BlobWriteLanes::new(
+                &a.options.fs,
                 a.dir,
                 a.options.blob_write_lanes,
                 min,

@@ -43,7 +43,7 @@ fn values_cross_chunks_and_files_and_read_back() {
         chunk_size: 16 << 10,
         file_size: 256 << 10,
     };
-    let lane = Arc::new(BlobLane::new(dir.path(), opts));
+    let lane = Arc::new(BlobLane::new(Arc::new(PosixFs), dir.path(), opts));
     let mut ptrs = Vec::new();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..4u64)
@@ -105,6 +105,7 @@ fn lane_child_entry() {
     };
     let files = Files::default();
     let lane = BlobLane::new(
+        Arc::new(PosixFs),
         Path::new(&dir),
         LaneOptions {
             chunk_size: 16 << 10,
