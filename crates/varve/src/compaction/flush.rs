@@ -2,7 +2,8 @@
 //! memtable replayed from a WAL) into one new table.
 //!
 //! [`build_table`] drops versions no reader can see (see [`VersionFilter`];
-//! tombstones are kept since deeper levels may hold the key) and writes the
+//! tombstones are kept since deeper levels may hold the key), counts the
+//! blob pointers it drops as garbage (into a [`BlobFlow`]) and writes the
 //! rest through the same [`TableOutputs`] writer compaction uses (one table:
 //! no size cut), syncs the table and its directory entry, and returns its
 //! metadata for the version edit. A failed build leaves no file. Thread-safe
@@ -10,17 +11,20 @@
 
 use std::path::Path;
 
+use super::blob_gc::{BlobFlow, decode_pointer};
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
-use crate::keys::SequenceNumber;
+use crate::keys::{self, SequenceNumber, ValueKind};
 use crate::sst::TableBuilderOptions;
 use crate::version::FileMetaData;
 
 /// Writes every visible entry of `iter` into table `number` of `dir`.
 /// Returns `None` (and leaves no file) when nothing is left to write.
+/// `flow` receives every blob pointer read and kept.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_table(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -29,6 +33,7 @@ pub(crate) fn build_table(
     snapshots: Vec<SequenceNumber>,
     opts: TableBuilderOptions,
     direct_writes: bool,
+    flow: &mut BlobFlow,
 ) -> Result<Option<FileMetaData>> {
     let once = std::sync::atomic::AtomicBool::new(false);
     let number_once = || {
@@ -49,7 +54,18 @@ pub(crate) fn build_table(
     let mut filter = VersionFilter::new(snapshots);
     iter.seek_to_first();
     while iter.valid() {
+        let pointer = match keys::parse_internal_key(iter.key()) {
+            Some(p) if p.kind == ValueKind::BlobIndex => {
+                let ptr = decode_pointer(iter.value(), dir, "a memtable")?;
+                flow.input(&ptr);
+                Some(ptr)
+            }
+            _ => None,
+        };
         if filter.keep(iter.key(), |_| false) {
+            if let Some(p) = &pointer {
+                flow.output(p);
+            }
             out.add(iter.key(), iter.value())?;
         }
         iter.next();

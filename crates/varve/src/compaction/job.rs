@@ -12,17 +12,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::blob_gc::{BlobFlow, RelocateConfig, Relocator, decode_pointer};
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
+use crate::blob::file_writer::BlobFileMeta;
 use crate::error::{Error, Result};
-use crate::filenames::table_path;
+use crate::filenames::{blob_file_path, table_path};
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::merging::MergingIterator;
-use crate::keys::{self, SequenceNumber, compare_internal_keys};
+use crate::keys::{self, SequenceNumber, ValueKind, compare_internal_keys};
 use crate::sst::{COMPACTION_READAHEAD, TableBuilderOptions};
-use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit};
+use crate::version::{BlobFileEdit, FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::version::{ScanOptions, TableCache};
 
 /// What a compaction needs besides its plan.
@@ -43,6 +45,8 @@ pub(crate) struct JobContext<'a> {
     pub target_file_size: u64,
     /// Write outputs with O_DIRECT.
     pub direct_writes: bool,
+    /// Blob values to relocate (garbage collection); `None`: none.
+    pub relocate: Option<RelocateConfig<'a>>,
 }
 
 /// What a compaction did.
@@ -58,6 +62,23 @@ pub(crate) struct CompactionResult {
     pub outputs: Vec<FileMetaData>,
     /// Parts the compaction ran in.
     pub subcompactions: usize,
+    /// Blob pointers read and kept (the garbage it found).
+    pub blob_flow: BlobFlow,
+    /// New blob files of relocated values.
+    pub blob_outputs: Vec<BlobFileMeta>,
+    /// Value bytes relocated.
+    pub relocated_bytes: u64,
+}
+
+impl CompactionResult {
+    fn remove_outputs(&self, ctx: &JobContext<'_>) {
+        for out in &self.outputs {
+            let _ = ctx.fs.remove_file(&table_path(ctx.dir, out.number));
+        }
+        for b in &self.blob_outputs {
+            let _ = ctx.fs.remove_file(&blob_file_path(ctx.dir, b.number));
+        }
+    }
 }
 
 /// A user-key range `[start, end)` of a sub-compaction (`None`: unbounded).
@@ -145,6 +166,9 @@ pub(crate) fn run(
                 result.bytes_written += part.bytes_written;
                 result.entries_dropped += part.entries_dropped;
                 result.outputs.extend(part.outputs);
+                result.blob_flow.merge(&part.blob_flow);
+                result.blob_outputs.extend(part.blob_outputs);
+                result.relocated_bytes += part.relocated_bytes;
             }
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -152,9 +176,7 @@ pub(crate) fn run(
         }
     }
     if let Some(e) = first_error {
-        for out in &result.outputs {
-            let _ = ctx.fs.remove_file(&table_path(ctx.dir, out.number));
-        }
+        result.remove_outputs(ctx);
         return Err(e);
     }
     // The manifest edit that will name the outputs must not outlive them.
@@ -171,6 +193,19 @@ pub(crate) fn run(
     for out in &result.outputs {
         edit.add_file(plan.output_level(), out.clone());
     }
+    // New blob files enter sealed, in the same edit as the tables that
+    // point into them and the garbage the job found.
+    for b in &result.blob_outputs {
+        edit.blob_files.push(BlobFileEdit {
+            number: b.number,
+            sealed: true,
+            size: b.size,
+            value_count: b.value_count,
+            value_bytes: b.value_bytes,
+            crash_closed: false,
+        });
+    }
+    edit.blob_garbage = result.blob_flow.garbage();
     Ok((edit, result))
 }
 
@@ -214,9 +249,7 @@ fn run_span(
         &mut result,
     );
     if let Err(e) = outcome {
-        for out in &result.outputs {
-            let _ = ctx.fs.remove_file(&table_path(ctx.dir, out.number));
-        }
+        result.remove_outputs(ctx);
         return Err(e);
     }
     Ok(result)
@@ -249,6 +282,11 @@ fn write_outputs(
         },
         new_file_number,
     );
+    let mut relocator = ctx
+        .relocate
+        .filter(|r| !r.relocate.is_empty())
+        .map(|r| Relocator::new(r, new_file_number));
+    let mut flow = BlobFlow::default();
     match &span.0 {
         Some(start) => input.seek(&keys::lookup_key(start, keys::MAX_SEQUENCE)),
         None => input.seek_to_first(),
@@ -260,15 +298,41 @@ fn write_outputs(
         {
             break;
         }
+        let pointer = match keys::parse_internal_key(key) {
+            Some(p) if p.kind == ValueKind::BlobIndex => {
+                let ptr = decode_pointer(input.value(), ctx.dir, "a compaction input")?;
+                flow.input(&ptr);
+                Some(ptr)
+            }
+            _ => None,
+        };
         if filter.keep(key, |uk| bottommost(ctx.version, output_level, uk)) {
-            out.add(key, input.value())?;
+            let moved = match (&pointer, relocator.as_mut()) {
+                (Some(p), Some(r)) => r.relocate(keys::user_key(key), p)?,
+                _ => None,
+            };
+            match (moved, &pointer) {
+                (Some(m), _) => out.add(key, &m.encode())?,
+                (None, Some(p)) => {
+                    flow.output(p);
+                    out.add(key, input.value())?;
+                }
+                (None, None) => out.add(key, input.value())?,
+            }
         }
         input.next();
     }
     input.status()?;
+    // Blob files first: the tables name them, and a failure after this
+    // point leaves the relocator's files to `result` for cleanup.
+    if let Some(r) = relocator {
+        result.relocated_bytes += r.bytes;
+        result.blob_outputs.extend(r.finish()?);
+    }
     let (outputs, bytes) = out.finish()?;
     result.bytes_written += bytes;
     result.outputs.extend(outputs);
     result.entries_dropped = filter.dropped();
+    result.blob_flow = flow;
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! may be dropped (`filter`), rewriting the chosen files (`job`) into new
 //! tables cut at user-key boundaries (`output`, shared with repair).
 
+pub(crate) mod blob_gc;
 pub(crate) mod filter;
 pub(crate) mod flush;
 pub(crate) mod job;

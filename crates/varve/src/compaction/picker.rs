@@ -47,18 +47,25 @@ pub(crate) struct CompactionPlan {
     pub inputs: [Vec<Arc<FileMetaData>>; 2],
     /// Why it was picked (for the event log and stats).
     pub reason: String,
+    /// Rewrite `inputs[0]` into its own level (`inputs[1]` is empty): a
+    /// compaction for blob garbage collection ([`pick_blob_gc`]).
+    pub in_place: bool,
 }
 
 impl CompactionPlan {
     /// The level written to.
     pub(crate) fn output_level(&self) -> usize {
-        self.level + 1
+        if self.in_place {
+            self.level
+        } else {
+            self.level + 1
+        }
     }
 
     /// A single file with nothing below it to merge with can simply move
     /// down a level (no rewrite).
     pub(crate) fn is_trivial_move(&self) -> bool {
-        self.inputs[0].len() == 1 && self.inputs[1].is_empty()
+        !self.in_place && self.inputs[0].len() == 1 && self.inputs[1].is_empty()
     }
 
     /// Every input file number.
@@ -111,6 +118,7 @@ fn with_next_level(
         level,
         inputs: [first, second],
         reason,
+        in_place: false,
     };
     debug_check_plan(v, &plan, being_compacted);
     Some(plan)
@@ -127,6 +135,10 @@ fn debug_check_plan(v: &Version, plan: &CompactionPlan, being_compacted: &HashSe
     }
     debug_assert!(plan.level + 1 < NUM_LEVELS, "the last level never compacts");
     debug_assert!(!plan.inputs[0].is_empty(), "a plan without input");
+    debug_assert!(
+        !plan.in_place || (plan.level > 0 && plan.inputs[1].is_empty()),
+        "an in-place plan rewrites files of one level below L0"
+    );
     for (i, files) in plan.inputs.iter().enumerate() {
         for f in files {
             debug_assert!(
@@ -141,6 +153,9 @@ fn debug_check_plan(v: &Version, plan: &CompactionPlan, being_compacted: &HashSe
                 f.number
             );
         }
+    }
+    if plan.in_place {
+        return;
     }
     if let Some((lo, hi)) = user_range(&plan.inputs[0]) {
         let below = v.overlapping_files(plan.level + 1, Some(&lo), Some(&hi));
@@ -196,6 +211,50 @@ pub(crate) fn pick(
         };
         if let Some(plan) = with_next_level(v, level, first, being_compacted, reason) {
             return Some(plan);
+        }
+    }
+    None
+}
+
+/// A compaction for blob garbage collection, when no level needs one: the
+/// oldest blob file that is due (garbage share at `force_threshold`, or
+/// closed after a crash) has its live values in tables that name it as
+/// their oldest blob file; the first of them outside L0 that is not busy is
+/// rewritten in place, which relocates those values (see
+/// `compaction::blob_gc`). `None` if nothing is due.
+pub(crate) fn pick_blob_gc(
+    v: &Version,
+    force_threshold: f64,
+    being_compacted: &HashSet<u64>,
+) -> Option<CompactionPlan> {
+    let due = v
+        .blob_files()
+        .iter()
+        .filter(|(_, b)| b.sealed && (b.crash_closed || b.garbage_ratio() >= force_threshold));
+    for (&blob, b) in due {
+        for level in 1..NUM_LEVELS {
+            let table = v
+                .files(level)
+                .iter()
+                .find(|f| f.oldest_blob_file == blob && !being_compacted.contains(&f.number));
+            if let Some(t) = table {
+                let plan = CompactionPlan {
+                    level,
+                    inputs: [vec![Arc::clone(t)], Vec::new()],
+                    reason: format!(
+                        "blob file {blob} at {:.0}% garbage{}",
+                        b.garbage_ratio() * 100.0,
+                        if b.crash_closed {
+                            " (closed after a crash)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    in_place: true,
+                };
+                debug_check_plan(v, &plan, being_compacted);
+                return Some(plan);
+            }
         }
     }
     None

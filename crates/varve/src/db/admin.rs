@@ -49,7 +49,8 @@ impl Db {
         Ok(())
     }
 
-    /// Waits until no level is due for compaction (the tree is in shape).
+    /// Waits until no level is due for compaction (the tree is in shape) and
+    /// no blob file is due for garbage collection.
     pub fn wait_for_compactions(&self) -> Result<()> {
         let db = &self.inner;
         if db.read_only {
@@ -62,6 +63,13 @@ impl Db {
                 picker::level_scores(&v, &db.level_targets())
                     .iter()
                     .any(|&s| s >= 1.0)
+                    || (db.options.enable_blob_garbage_collection
+                        && picker::pick_blob_gc(
+                            &v,
+                            db.options.blob_garbage_collection_force_threshold,
+                            &std::collections::HashSet::new(),
+                        )
+                        .is_some())
             };
             if !due && db.super_version().imms.is_empty() {
                 // Take the lock once so a running job has finished.
@@ -92,6 +100,7 @@ impl Db {
         s.pinned_table_memory = db.table_cache.pinned_memory() as u64;
         s.memtable_bytes = sv.memtable_usage() as u64;
         s.immutable_memtables = sv.imms.len() as u64;
+        s.add_blob_files(&sv.version);
         s
     }
 

@@ -27,6 +27,8 @@ use parking_lot::{Condvar, Mutex};
 use super::DbInner;
 use super::memtables::SuperVersion;
 use super::stats::Counters;
+use crate::blob::lane::LaneOptions;
+use crate::compaction::blob_gc::{self, BlobFlow, GcPolicy, RelocateConfig};
 use crate::compaction::flush::build_table;
 use crate::compaction::job::{self, JobContext};
 use crate::compaction::picker::{self, CompactionPlan};
@@ -165,6 +167,7 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
     };
     let number = db.versions.lock().new_file_number();
     db.pending_outputs.lock().insert(number);
+    let mut flow = BlobFlow::default();
     let built = build_table(
         db.fs.as_ref(),
         &db.dir,
@@ -173,9 +176,17 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
         db.snapshots.sequences(),
         db.table_options(),
         db.options.use_direct_io_for_flush_and_compaction,
+        &mut flow,
     );
     let result = built.and_then(|meta| {
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            blob_garbage: flow.garbage(),
+            ..VersionEdit::default()
+        };
+        Counters::add(
+            &db.counters.blob_garbage_found,
+            edit.blob_garbage.iter().map(|g| g.2).sum(),
+        );
         let bytes = meta.as_ref().map(|m| m.file_size).unwrap_or(0);
         if let Some(m) = meta {
             edit.add_file(0, m);
@@ -254,6 +265,18 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
         picker::pick(&vs.current(), &db.level_targets(), &busy, |l| {
             vs.compact_pointer(l).map(<[u8]>::to_vec)
         })
+        .or_else(|| {
+            db.options
+                .enable_blob_garbage_collection
+                .then(|| {
+                    picker::pick_blob_gc(
+                        &vs.current(),
+                        db.options.blob_garbage_collection_force_threshold,
+                        &busy,
+                    )
+                })
+                .flatten()
+        })
     };
     match plan {
         Some(plan) => run_plan(db, &plan).map(|()| true),
@@ -299,6 +322,17 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         return Ok(());
     }
     let version = db.versions.lock().current();
+    let relocate = if db.options.enable_blob_garbage_collection {
+        blob_gc::relocation_set(
+            &version,
+            &GcPolicy {
+                ratio: db.options.blob_garbage_collection_ratio,
+                force_threshold: db.options.blob_garbage_collection_force_threshold,
+            },
+        )
+    } else {
+        HashSet::new()
+    };
     let ctx = JobContext {
         dir: &db.dir,
         fs: db.fs.as_ref(),
@@ -308,6 +342,15 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         table_options: db.table_options(),
         target_file_size: db.options.target_file_size,
         direct_writes: db.options.use_direct_io_for_flush_and_compaction,
+        relocate: Some(RelocateConfig {
+            dir: &db.dir,
+            fs: db.fs.as_ref(),
+            readers: &db.blobs,
+            relocate: &relocate,
+            file_size: db.options.blob_file_size,
+            chunk_size: LaneOptions::default().chunk_size,
+            direct: db.options.use_direct_io_for_flush_and_compaction,
+        }),
     };
     let outputs = Mutex::new(Vec::new());
     let new_file_number = || {
@@ -318,11 +361,25 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
     };
     let ran = job::run(plan, &ctx, db.options.max_subcompactions, &new_file_number);
     let installed = ran.and_then(|(mut edit, stats)| {
-        if let Some(last) = plan.inputs[0].iter().map(|f| &f.largest).max() {
+        if !plan.in_place
+            && let Some(last) = plan.inputs[0].iter().map(|f| &f.largest).max()
+        {
             edit.compact_pointers.push((level, last.clone()));
         }
+        let garbage: u64 = edit.blob_garbage.iter().map(|g| g.2).sum();
         let mut vs = db.versions.lock();
         vs.log_and_apply(edit)?;
+        // Files closed after a crash leave once nothing points into them.
+        let unreferenced = blob_gc::unreferenced_crash_closed(&vs.current());
+        if !unreferenced.is_empty() {
+            db.info_log.log(format!(
+                "blob files {unreferenced:?} (closed after a crash) are no longer referenced"
+            ));
+            vs.log_and_apply(VersionEdit {
+                deleted_blob_files: unreferenced,
+                ..VersionEdit::default()
+            })?;
+        }
         db.install(&vs, |sv| SuperVersion {
             version: vs.current(),
             ..sv.clone()
@@ -332,9 +389,25 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         Counters::add(&db.counters.subcompactions, stats.subcompactions as u64);
         Counters::add(&db.counters.compaction_bytes_read, stats.bytes_read);
         Counters::add(&db.counters.compaction_bytes_written, stats.bytes_written);
+        Counters::add(&db.counters.blob_garbage_found, garbage);
+        Counters::add(&db.counters.blob_gc_bytes_relocated, stats.relocated_bytes);
+        Counters::add(
+            &db.counters.blob_gc_files_written,
+            stats.blob_outputs.len() as u64,
+        );
+        if plan.in_place {
+            Counters::add(&db.counters.blob_gc_compactions, 1);
+        }
+        if !stats.blob_outputs.is_empty() || garbage > 0 {
+            db.info_log.log(format!(
+                "compaction blob GC: {garbage} B garbage found, {} B relocated into blob files {:?}",
+                stats.relocated_bytes,
+                stats.blob_outputs.iter().map(|b| b.number).collect::<Vec<_>>()
+            ));
+        }
         db.info_log.log(format!(
             "compacted L{level}->L{}: {} + {} files, read {} B, wrote {} B in {} files ({} sub-compactions), dropped {} entries ({})",
-            level + 1,
+            plan.output_level(),
             plan.inputs[0].len(),
             plan.inputs[1].len(),
             stats.bytes_read,

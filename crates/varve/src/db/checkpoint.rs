@@ -190,17 +190,9 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
         }
     }
     for (&n, b) in rec.version.blob_files() {
-        snap.blob_files.push(crate::version::BlobFileEdit {
-            number: n,
-            sealed: b.sealed,
-            size: b.size,
-            value_count: b.value_count,
-            value_bytes: b.value_bytes,
-        });
-        if b.garbage_count > 0 || b.garbage_bytes > 0 {
-            snap.blob_garbage
-                .push((n, b.garbage_count, b.garbage_bytes));
-        }
+        let (file, garbage) = b.snapshot_edit(n);
+        snap.blob_files.push(file);
+        snap.blob_garbage.extend(garbage);
     }
     drop(ManifestWriter::create(fs, target, number, &snap)?);
     manifest::write_current(fs, target, number)?;

@@ -24,15 +24,16 @@ use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
 use crate::blob::cache::BlobReaders;
 use crate::blob::lane::{BlobWriteLanes, LaneOptions};
+use crate::compaction::blob_gc::BlobFlow;
 use crate::compaction::flush::build_table;
 use crate::error::{Error, Result};
-use crate::filenames::{self, FileKind, LOCK, LOST_DIR, wal_path};
+use crate::filenames::{self, FileKind, LOCK, LOST_DIR, blob_file_path, wal_path};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::snapshot::SnapshotList;
 use crate::sst::{BlockCache, ReaderPool};
 use crate::version::TableCache;
-use crate::version::{VersionEdit, VersionSet};
+use crate::version::{BlobFileEdit, VersionEdit, VersionSet};
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     options.validate()?;
@@ -88,6 +89,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     // Replayed memtables become L0 tables, oldest first.
     let mut edit = VersionEdit::default();
+    let mut flow = BlobFlow::default();
     for mem in &recovered.memtables {
         let number = versions.new_file_number();
         let meta = build_table(
@@ -98,6 +100,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             Vec::new(),
             table_options(&options),
             options.use_direct_io_for_flush_and_compaction,
+            &mut flow,
         )?;
         if let Some(meta) = meta {
             info_log.log(format!(
@@ -106,6 +109,39 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             ));
             edit.add_file(0, meta);
         }
+    }
+
+    edit.blob_garbage = flow.garbage();
+    // Blob files a crash left open: no lane appends to them again, and
+    // every pointer into them is in a table now (the replayed memtables
+    // above). Close them at the length they have; their last chunk may
+    // hold values without entries, so only a byte bound is known.
+    for (&number, b) in versions.current().blob_files() {
+        if b.sealed {
+            continue;
+        }
+        let size = match fs.file_size(&blob_file_path(dir, number)) {
+            Ok(size) => size,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                info_log.log(format!(
+                    "recovery: blob file {number} was logged but never created; dropped"
+                ));
+                edit.deleted_blob_files.push(number);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        info_log.log(format!(
+            "recovery: closed blob file {number} left open by a crash ({size} bytes)"
+        ));
+        edit.blob_files.push(BlobFileEdit {
+            number,
+            sealed: true,
+            crash_closed: true,
+            size,
+            value_count: 0,
+            value_bytes: size.saturating_sub(crate::blob::format::PAGE as u64),
+        });
     }
 
     // A new database's first WAL takes the number its manifest reserved.

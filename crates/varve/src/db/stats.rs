@@ -28,6 +28,12 @@ pub(crate) struct Counters {
     pub stall_stops_memtables: AtomicU64,
     pub stall_stops_l0: AtomicU64,
     pub stall_micros: AtomicU64,
+    pub blob_values_written: AtomicU64,
+    pub blob_bytes_written: AtomicU64,
+    pub blob_garbage_found: AtomicU64,
+    pub blob_gc_bytes_relocated: AtomicU64,
+    pub blob_gc_files_written: AtomicU64,
+    pub blob_gc_compactions: AtomicU64,
 }
 
 impl Counters {
@@ -104,6 +110,27 @@ pub struct DbStats {
     pub memtable_bytes: u64,
     /// Immutable memtables waiting for a flush.
     pub immutable_memtables: u64,
+    /// Blob files live in the current version.
+    pub blob_files: u64,
+    /// Bytes of live blob files on disk (sealed files' sizes; open files
+    /// count what the version knows: nothing until sealed).
+    pub blob_file_bytes: u64,
+    /// Value bytes in sealed blob files.
+    pub blob_value_bytes: u64,
+    /// Of those, garbage: values no table points to any more.
+    pub blob_garbage_bytes: u64,
+    /// Values written to blob files by the write path.
+    pub blob_values_written: u64,
+    /// Their bytes.
+    pub blob_bytes_written: u64,
+    /// Garbage bytes found by flushes and compactions.
+    pub blob_garbage_found: u64,
+    /// Value bytes copied into new blob files by garbage collection.
+    pub blob_gc_bytes_relocated: u64,
+    /// Blob files written by garbage collection.
+    pub blob_gc_files_written: u64,
+    /// Compactions run only to collect blob garbage (forced).
+    pub blob_gc_compactions: u64,
 }
 
 impl DbStats {
@@ -115,6 +142,16 @@ impl DbStats {
                 score: scores.get(l).copied().unwrap_or(0.0),
             })
             .collect()
+    }
+
+    /// Fills the blob-file fields that the version knows.
+    pub(crate) fn add_blob_files(&mut self, version: &Version) {
+        for b in version.blob_files().values() {
+            self.blob_files += 1;
+            self.blob_file_bytes += b.size;
+            self.blob_value_bytes += b.value_bytes;
+            self.blob_garbage_bytes += b.garbage_bytes;
+        }
     }
 
     pub(crate) fn from_counters(c: &Counters) -> DbStats {
@@ -152,6 +189,16 @@ impl DbStats {
             pinned_table_memory: 0,
             memtable_bytes: 0,
             immutable_memtables: 0,
+            blob_files: 0,
+            blob_file_bytes: 0,
+            blob_value_bytes: 0,
+            blob_garbage_bytes: 0,
+            blob_values_written: r(&c.blob_values_written),
+            blob_bytes_written: r(&c.blob_bytes_written),
+            blob_garbage_found: r(&c.blob_garbage_found),
+            blob_gc_bytes_relocated: r(&c.blob_gc_bytes_relocated),
+            blob_gc_files_written: r(&c.blob_gc_files_written),
+            blob_gc_compactions: r(&c.blob_gc_compactions),
         }
     }
 
@@ -222,6 +269,31 @@ impl DbStats {
             mib(self.memtable_bytes),
             self.immutable_memtables
         );
+        if self.blob_files > 0 || self.blob_values_written > 0 {
+            let _ = writeln!(
+                s,
+                "Blob files: {} ({:.1} MiB sealed), values {:.1} MiB, garbage {:.1} MiB ({:.1}%)",
+                self.blob_files,
+                mib(self.blob_file_bytes),
+                mib(self.blob_value_bytes),
+                mib(self.blob_garbage_bytes),
+                if self.blob_value_bytes == 0 {
+                    0.0
+                } else {
+                    100.0 * self.blob_garbage_bytes as f64 / self.blob_value_bytes as f64
+                }
+            );
+            let _ = writeln!(
+                s,
+                "Blob writes: {} values, {:.1} MiB; GC: {:.1} MiB garbage found, {:.1} MiB relocated into {} files, {} forced compactions",
+                self.blob_values_written,
+                mib(self.blob_bytes_written),
+                mib(self.blob_garbage_found),
+                mib(self.blob_gc_bytes_relocated),
+                self.blob_gc_files_written,
+                self.blob_gc_compactions
+            );
+        }
         s
     }
 }

@@ -52,6 +52,21 @@ pub struct Options {
     /// A lane seals its blob file at this size and opens the next. Default
     /// 256 MiB.
     pub blob_file_size: u64,
+    /// Reclaim the space of overwritten and deleted blob values: a
+    /// compaction copies the live values of a blob file with at least
+    /// [`blob_garbage_collection_ratio`](Self::blob_garbage_collection_ratio)
+    /// of garbage into new blob files, and a file whose pointers see no
+    /// compaction is compacted for it at
+    /// [`blob_garbage_collection_force_threshold`](Self::blob_garbage_collection_force_threshold).
+    /// Files that are all garbage are deleted either way. Default `true`.
+    pub enable_blob_garbage_collection: bool,
+    /// Garbage share (of value bytes) at which a compaction relocates a
+    /// blob file's live values. Default 0.25: values on disk stay within
+    /// about 1 / (1 - 0.25) = 1.33x the live ones.
+    pub blob_garbage_collection_ratio: f64,
+    /// Garbage share at which a blob file's tables are compacted for it
+    /// even when no level needs compaction. Default 0.5.
+    pub blob_garbage_collection_force_threshold: f64,
     /// Check WAL record checksums during recovery (always on) and also treat
     /// a bad record in a non-final WAL file as corruption. Default `true`.
     pub paranoid_checks: bool,
@@ -152,6 +167,9 @@ impl Default for Options {
             min_blob_size: None,
             blob_write_lanes: 4,
             blob_file_size: 256 << 20,
+            enable_blob_garbage_collection: true,
+            blob_garbage_collection_ratio: 0.25,
+            blob_garbage_collection_force_threshold: 0.5,
             paranoid_checks: true,
             cache_size: 64 << 20,
             block_cache: None,
@@ -191,6 +209,18 @@ impl fmt::Debug for Options {
             .field("min_blob_size", &self.min_blob_size)
             .field("blob_write_lanes", &self.blob_write_lanes)
             .field("blob_file_size", &self.blob_file_size)
+            .field(
+                "enable_blob_garbage_collection",
+                &self.enable_blob_garbage_collection,
+            )
+            .field(
+                "blob_garbage_collection_ratio",
+                &self.blob_garbage_collection_ratio,
+            )
+            .field(
+                "blob_garbage_collection_force_threshold",
+                &self.blob_garbage_collection_force_threshold,
+            )
             .field("paranoid_checks", &self.paranoid_checks)
             .field("cache_size", &self.cache_size)
             .field(
@@ -259,6 +289,22 @@ impl Options {
                 "blob_file_size {} is outside 1 MiB..=1 TiB",
                 self.blob_file_size
             )));
+        }
+        for (name, v) in [
+            (
+                "blob_garbage_collection_ratio",
+                self.blob_garbage_collection_ratio,
+            ),
+            (
+                "blob_garbage_collection_force_threshold",
+                self.blob_garbage_collection_force_threshold,
+            ),
+        ] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "{name} {v} is outside (0, 1]"
+                )));
+            }
         }
         if self.max_value_size > 1 << 30 {
             return Err(Error::InvalidArgument(format!(

@@ -81,6 +81,7 @@ impl Builder {
                             size: b.size,
                             value_count: b.value_count,
                             value_bytes: b.value_bytes,
+                            crash_closed: b.crash_closed,
                             ..BlobFileState::default()
                         },
                     );
@@ -90,6 +91,8 @@ impl Builder {
                     s.size = b.size;
                     s.value_count = b.value_count;
                     s.value_bytes = b.value_bytes;
+                    s.crash_closed = b.crash_closed;
+                    check_garbage(b.number, s)?;
                 }
                 Some(_) => {
                     return Err(format!("blob file {} is added twice", b.number));
@@ -103,9 +106,7 @@ impl Builder {
                 .ok_or_else(|| format!("garbage in blob file {number}, which is not live"))?;
             s.garbage_count = s.garbage_count.saturating_add(count);
             s.garbage_bytes = s.garbage_bytes.saturating_add(bytes);
-            if s.sealed && (s.garbage_count > s.value_count || s.garbage_bytes > s.value_bytes) {
-                return Err(format!("blob file {number} has more garbage than values"));
-            }
+            check_garbage(number, s)?;
         }
         for number in &edit.deleted_blob_files {
             if self.blobs.remove(number).is_none() {
@@ -164,10 +165,13 @@ impl Builder {
         Ok(())
     }
 
-    /// The version holding every file of the builder.
+    /// The version holding every file of the builder. A sealed blob file
+    /// whose every value is garbage leaves it (no table points into it;
+    /// the obsolete-file pass deletes it once no older version lists it).
     pub(crate) fn finish(self) -> Version {
         let mut v = Version::new();
         v.blobs = self.blobs;
+        v.blobs.retain(|_, b| !b.all_garbage());
         let mut l0: Vec<Arc<FileMetaData>> = self.l0.into_values().collect();
         l0.sort_by_key(|f| std::cmp::Reverse((f.largest_seq, f.number)));
         v.files[0] = l0;
@@ -178,10 +182,23 @@ impl Builder {
     }
 }
 
+/// A sealed blob file never has more garbage than values (its counts are
+/// exact; a crash-closed file's byte count is an upper bound).
+fn check_garbage(number: u64, s: &BlobFileState) -> Result<(), String> {
+    let over = s.sealed
+        && (s.garbage_bytes > s.value_bytes
+            || (!s.crash_closed && s.garbage_count > s.value_count));
+    if over {
+        return Err(format!("blob file {number} has more garbage than values"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::keys::{ValueKind, make_internal_key};
+    use crate::version::edit::BlobFileEdit;
 
     fn meta(number: u64, a: &str, b: &str, seq: u64) -> FileMetaData {
         FileMetaData {
@@ -204,14 +221,79 @@ mod tests {
         Ok(v)
     }
 
-    fn blob(number: u64, sealed: bool) -> crate::version::edit::BlobFileEdit {
-        crate::version::edit::BlobFileEdit {
+    fn blob(number: u64, sealed: bool) -> BlobFileEdit {
+        BlobFileEdit {
             number,
             sealed,
             size: if sealed { 8192 } else { 0 },
             value_count: if sealed { 10 } else { 0 },
             value_bytes: if sealed { 4000 } else { 0 },
+            crash_closed: false,
         }
+    }
+
+    #[test]
+    fn a_blob_file_leaves_when_all_its_values_are_garbage() {
+        let v = build(
+            &Version::new(),
+            &VersionEdit {
+                blob_files: vec![blob(5, true)],
+                blob_garbage: vec![(5, 9, 3900)],
+                ..VersionEdit::default()
+            },
+        )
+        .expect("seal");
+        assert!(v.blob_files().contains_key(&5), "one value still live");
+        let v = build(
+            &v,
+            &VersionEdit {
+                blob_garbage: vec![(5, 1, 100)],
+                ..VersionEdit::default()
+            },
+        )
+        .expect("last value");
+        assert!(!v.blob_files().contains_key(&5), "all garbage: it leaves");
+        // Open files stay however much garbage they have (the lane still
+        // appends); a crash-closed file has no count to reach.
+        let open = build(
+            &Version::new(),
+            &VersionEdit {
+                blob_files: vec![blob(6, false)],
+                blob_garbage: vec![(6, 3, 30)],
+                ..VersionEdit::default()
+            },
+        )
+        .expect("open");
+        assert!(open.blob_files().contains_key(&6));
+        let crashed = BlobFileEdit {
+            number: 7,
+            sealed: true,
+            crash_closed: true,
+            size: 8192,
+            value_count: 0,
+            value_bytes: 4096,
+        };
+        let v = build(
+            &Version::new(),
+            &VersionEdit {
+                blob_files: vec![crashed],
+                blob_garbage: vec![(7, 5, 4096)],
+                ..VersionEdit::default()
+            },
+        )
+        .expect("crash-closed: counts unknown, bytes bound");
+        assert!(v.blob_files().contains_key(&7));
+        assert!(
+            build(
+                &v,
+                &VersionEdit {
+                    blob_garbage: vec![(7, 1, 1)],
+                    ..VersionEdit::default()
+                }
+            )
+            .is_err(),
+            "more garbage bytes than the bound"
+        );
     }
 
     #[test]

@@ -33,8 +33,9 @@ pub(crate) mod tag {
     /// The database closed cleanly: the live WAL's number and the bytes it
     /// held, both varint64 (manifest format version 2).
     pub(crate) const CLEAN_CLOSE: u64 = 7;
-    /// A blob file: number, state (0 open, 1 sealed), size, value count,
-    /// value bytes, all varint64 (version 3).
+    /// A blob file: number, state (0 open, 1 sealed, 2 closed by the open
+    /// after a crash), size, value count, value bytes, all varint64
+    /// (version 3).
     pub(crate) const BLOB_FILE: u64 = 8;
     /// Garbage found in a blob file: number, values, bytes (version 3).
     pub(crate) const BLOB_GARBAGE: u64 = 9;
@@ -59,6 +60,12 @@ pub struct BlobFileEdit {
     pub value_count: u64,
     /// Bytes of values in it (when sealed).
     pub value_bytes: u64,
+    /// Closed by the open after a crash left it unsealed (state 2, with
+    /// `sealed`): its last chunk may have values without entries, so
+    /// `value_count` is 0 (unknown) and `value_bytes` is an upper bound (the
+    /// bytes after the header). It is reclaimed when no table points into
+    /// it any more (`docs/blob-files.md`, "Garbage collection").
+    pub crash_closed: bool,
 }
 
 /// One change to the set of files and counters; every field is optional.
@@ -134,7 +141,11 @@ impl VersionEdit {
             put_varint64(&mut dst, tag::BLOB_FILE);
             for v in [
                 b.number,
-                u64::from(b.sealed),
+                match (b.sealed, b.crash_closed) {
+                    (false, _) => 0,
+                    (true, false) => 1,
+                    (true, true) => 2,
+                },
                 b.size,
                 b.value_count,
                 b.value_bytes,
@@ -241,14 +252,16 @@ impl VersionEdit {
                 }
                 tag::BLOB_FILE => {
                     let number = r.varint("blob file number")?;
-                    let sealed = match r.varint("blob file state")? {
-                        0 => false,
-                        1 => true,
+                    let (sealed, crash_closed) = match r.varint("blob file state")? {
+                        0 => (false, false),
+                        1 => (true, false),
+                        2 => (true, true),
                         s => return Err(format!("blob file state {s} at byte {at}")),
                     };
                     edit.blob_files.push(BlobFileEdit {
                         number,
                         sealed,
+                        crash_closed,
                         size: r.varint("blob file size")?,
                         value_count: r.varint("blob file value count")?,
                         value_bytes: r.varint("blob file value bytes")?,
@@ -358,20 +371,21 @@ mod tests {
             proptest::collection::vec(
                 (
                     any::<u64>(),
-                    any::<bool>(),
+                    0u8..3,
                     any::<u64>(),
                     any::<u64>(),
                     any::<u64>(),
                 )
-                    .prop_map(
-                        |(number, sealed, size, value_count, value_bytes)| BlobFileEdit {
+                    .prop_map(|(number, state, size, value_count, value_bytes)| {
+                        BlobFileEdit {
                             number,
-                            sealed,
+                            sealed: state > 0,
+                            crash_closed: state == 2,
                             size,
                             value_count,
                             value_bytes,
-                        },
-                    ),
+                        }
+                    }),
                 0..3,
             ),
             proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>()), 0..3),

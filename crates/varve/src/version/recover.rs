@@ -285,8 +285,9 @@ fn check_live_tables(fs: &dyn FileSystem, dir: &Path, manifest: &Path, v: &Versi
 
 /// Every blob file of the recovered version exists; a sealed one has its
 /// recorded size. (An open one is a lane's file from before the crash: its
-/// length is whatever the lane had appended, and the pointers replayed from
-/// the WAL are checked against it.)
+/// length is whatever the lane had appended. It may even be missing: a lane
+/// logs a file before it creates it, and nothing points into it before the
+/// file and its directory entry exist; the open then drops it.)
 fn check_live_blob_files(
     fs: &dyn FileSystem,
     dir: &Path,
@@ -297,6 +298,11 @@ fn check_live_blob_files(
         let path = filenames::blob_file_path(dir, number);
         let size = match fs.file_size(&path) {
             Ok(size) => size,
+            Err(Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && !b.sealed =>
+            {
+                continue;
+            }
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(Error::corruption(
                     &path,

@@ -200,6 +200,7 @@ mod tests {
                     Vec::new(),
                     TableBuilderOptions::default(),
                     false,
+                    &mut crate::compaction::blob_gc::BlobFlow::default(),
                 )
                 .expect("build")
                 .expect("non-empty")

@@ -907,6 +907,7 @@ fn blob_files_survive_reopen_and_roll_over() {
             size: 12288,
             value_count: 3,
             value_bytes: 8000,
+            crash_closed: false,
         }],
         blob_garbage: vec![(a, 1, 4000)],
         ..VersionEdit::default()

@@ -31,6 +31,48 @@ pub(crate) struct BlobFileState {
     pub garbage_count: u64,
     /// Their bytes.
     pub garbage_bytes: u64,
+    /// Closed by the open after a crash (see
+    /// [`BlobFileEdit::crash_closed`](super::BlobFileEdit)): `value_count`
+    /// is unknown (0) and `value_bytes` an upper bound.
+    pub crash_closed: bool,
+}
+
+impl BlobFileState {
+    /// The edit that recreates this state for blob file `number` (a
+    /// manifest's or a checkpoint's snapshot), with its garbage.
+    pub(crate) fn snapshot_edit(
+        &self,
+        number: u64,
+    ) -> (super::BlobFileEdit, Option<(u64, u64, u64)>) {
+        let file = super::BlobFileEdit {
+            number,
+            sealed: self.sealed,
+            size: self.size,
+            value_count: self.value_count,
+            value_bytes: self.value_bytes,
+            crash_closed: self.crash_closed,
+        };
+        let garbage = (self.garbage_count > 0 || self.garbage_bytes > 0).then_some((
+            number,
+            self.garbage_count,
+            self.garbage_bytes,
+        ));
+        (file, garbage)
+    }
+
+    /// Garbage bytes over value bytes (0 for an open or empty file).
+    pub(crate) fn garbage_ratio(&self) -> f64 {
+        if !self.sealed || self.value_bytes == 0 {
+            return 0.0;
+        }
+        self.garbage_bytes as f64 / self.value_bytes as f64
+    }
+
+    /// Every value it holds is garbage: no table points into it. Only known
+    /// for a sealed file with exact counts.
+    pub(crate) fn all_garbage(&self) -> bool {
+        self.sealed && !self.crash_closed && self.garbage_count >= self.value_count
+    }
 }
 
 /// An immutable set of table files per level, and the blob files their

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use super::NUM_LEVELS;
 use super::builder::Builder;
-use super::edit::{BlobFileEdit, VersionEdit};
+use super::edit::VersionEdit;
 use super::manifest::{self, ManifestWriter};
 use super::version::Version;
 use crate::error::{Error, Result};
@@ -100,17 +100,9 @@ pub(super) fn snapshot(
         }
     }
     for (&number, b) in v.blob_files() {
-        e.blob_files.push(BlobFileEdit {
-            number,
-            sealed: b.sealed,
-            size: b.size,
-            value_count: b.value_count,
-            value_bytes: b.value_bytes,
-        });
-        if b.garbage_count > 0 || b.garbage_bytes > 0 {
-            e.blob_garbage
-                .push((number, b.garbage_count, b.garbage_bytes));
-        }
+        let (file, garbage) = b.snapshot_edit(number);
+        e.blob_files.push(file);
+        e.blob_garbage.extend(garbage);
     }
     e
 }

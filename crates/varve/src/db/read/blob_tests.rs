@@ -67,6 +67,7 @@ fn setup(dir: &std::path::Path) -> (Db, Model, BTreeMap<Vec<u8>, u64>) {
                 size: meta.size,
                 value_count: meta.value_count,
                 value_bytes: meta.value_bytes,
+                crash_closed: false,
             }],
             ..VersionEdit::default()
         })

@@ -13,6 +13,8 @@ use super::super::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::file_writer::BlobFileMeta;
 use crate::blob::lane::BlobFiles;
+use crate::db::memtables::SuperVersion;
+use crate::db::stats::Counters;
 use crate::error::Result;
 use crate::version::{BlobFileEdit, VersionEdit};
 
@@ -30,20 +32,35 @@ impl BlobFiles for VersionFiles<'_> {
             }],
             ..VersionEdit::default()
         })?;
+        // Readers take their sequence before their super version: one that
+        // can see a pointer into this file (written after this returns)
+        // holds a version that lists it, so the obsolete-file pass keeps
+        // the file while that reader lives.
+        self.0.install(&vs, |sv| SuperVersion {
+            version: vs.current(),
+            ..sv.clone()
+        });
         Ok(number)
     }
 
     fn sealed_blob_file(&self, meta: BlobFileMeta) -> Result<()> {
-        self.0.versions.lock().log_and_apply(VersionEdit {
+        let mut vs = self.0.versions.lock();
+        vs.log_and_apply(VersionEdit {
             blob_files: vec![BlobFileEdit {
                 number: meta.number,
                 sealed: true,
                 size: meta.size,
                 value_count: meta.value_count,
                 value_bytes: meta.value_bytes,
+                crash_closed: false,
             }],
             ..VersionEdit::default()
-        })
+        })?;
+        self.0.install(&vs, |sv| SuperVersion {
+            version: vs.current(),
+            ..sv.clone()
+        });
+        Ok(())
     }
 }
 
@@ -64,6 +81,8 @@ pub(crate) fn separate(db: &DbInner, batch: WriteBatch) -> Result<WriteBatch> {
         match op {
             BatchOp::Put { key, value } if lanes.takes(value.len()) => {
                 let p = lanes.put(&files, key, value)?;
+                Counters::add(&db.counters.blob_values_written, 1);
+                Counters::add(&db.counters.blob_bytes_written, value.len() as u64);
                 out.put_blob_index(key, &p.encode());
             }
             BatchOp::Put { key, value } => out.put(key, value),
