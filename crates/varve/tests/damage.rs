@@ -4,8 +4,10 @@
 //!
 //! One pristine database is built with data on several levels, tables that
 //! hold overwrites and tombstones, and a WAL (never flushed) that holds
-//! more of both. Each round copies it, damages one file chosen at random
-//! (WAL, table, MANIFEST, CURRENT, LOG) in one of three ways (1–8 flipped
+//! more of both; every third key's value is large enough for a blob file,
+//! so tables and WAL records hold blob pointers too. Each round copies it,
+//! damages one file chosen at random (WAL, table, blob file, MANIFEST,
+//! CURRENT, LOG) in one of three ways (1–8 flipped
 //! bytes, a truncation, a zeroed 4 KiB range), then opens the copy
 //! read-only, read-write, and read-write again after a clean close. Every
 //! open that succeeds must show exactly the written data, where the one
@@ -36,8 +38,12 @@ fn key(i: u64) -> Vec<u8> {
     format!("k{i:04}").into_bytes()
 }
 
+/// Values of at least this many bytes go to blob files.
+const MIN_BLOB: usize = 512;
+
 fn options() -> Options {
     Options {
+        min_blob_size: Some(MIN_BLOB),
         // Every read reaches the files (and so the damage).
         cache_size: 0,
         warm_table_cache: false,
@@ -81,6 +87,12 @@ fn write_batch(db: &Db, rng: &mut Rng, model: &mut Model, round: u64, ops: usize
         } else {
             let mut v = value_for(&k);
             v.extend_from_slice(&round.to_le_bytes());
+            if rng.below(3) == 0 {
+                // A blob value: the key's bytes repeated past the threshold.
+                while v.len() < MIN_BLOB + 40 {
+                    v.extend_from_slice(&k);
+                }
+            }
             b.put(&k, &v);
             model.insert(k, v);
         }
@@ -291,7 +303,10 @@ fn random_damage_to_every_file_type_gives_an_error_or_the_right_data() {
             .filter(|p| p.to_string_lossy().ends_with(ext))
             .count()
     };
-    assert!(kinds(".sst") >= 3 && kinds(".log") >= 1, "{files:?}");
+    assert!(
+        kinds(".sst") >= 3 && kinds(".log") >= 1 && kinds(".blob") >= 1,
+        "{files:?}"
+    );
     let mut outcomes: BTreeMap<String, [u64; 3]> = BTreeMap::new();
     for seed in first_seed..first_seed + rounds {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);

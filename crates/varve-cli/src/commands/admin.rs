@@ -55,6 +55,8 @@ pub fn repair(cli: &Cli) -> Result<Outcome> {
             "entries": r.entries,
             "manifest_number": r.manifest_number,
             "last_sequence": r.last_sequence,
+            "blob_files": r.blob_files,
+            "blob_keys_lost": r.blob_keys_lost.iter().map(|(k, why)| json!({"key": String::from_utf8_lossy(k), "reason": why})).collect::<Vec<_>>(),
         }));
     } else {
         println!(
@@ -71,6 +73,15 @@ pub fn repair(cli: &Cli) -> Result<Outcome> {
         }
         for (f, why) in &r.lost {
             println!("  moved {f} to lost/: {why}");
+        }
+        if !r.blob_files.is_empty() {
+            println!("  kept {} blob files", r.blob_files.len());
+        }
+        for (k, why) in &r.blob_keys_lost {
+            println!(
+                "  dropped key {:?}: its blob value is lost: {why}",
+                String::from_utf8_lossy(k)
+            );
         }
     }
     Ok(Outcome::Ok)

@@ -21,6 +21,15 @@
 //! 5. only then are the merged tables and WALs removed: the new tables hold
 //!    everything they held.
 //!
+//! Blob files (`docs/blob-files.md`) are not rewritten: the merge reads
+//! the value of every surviving pointer and checks it against the
+//! pointer's CRC. A key whose value is missing or damaged is dropped and
+//! reported (`blob_keys_lost`): the merge keeps only the newest entry of a
+//! key, so no older value can take its place. Blob files that surviving
+//! keys point into are listed in the new manifest (sealed with their
+//! footer's counts and the garbage the merge found, or, without a valid
+//! footer, as closed after a crash); the others are moved to `lost/`.
+//!
 //! Why merge instead of listing the old tables in L0: a point read takes
 //! the first L0 table (newest by `largest_seq`) that holds the key, which is
 //! right only when L0 tables hold disjoint sequence ranges. Tables of
@@ -36,12 +45,14 @@
 //! twice, which the merge deduplicates), or the repaired database.
 //! Single-threaded.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::batch::WriteBatch;
+use crate::blob::format::BlobPointer;
+use crate::blob::reader::BlobReader;
 use crate::compaction::filter::VersionFilter;
 use crate::compaction::output::{OutputConfig, TableOutputs};
 use crate::error::{Error, Result};
@@ -49,10 +60,11 @@ use crate::filenames::{self, FileKind, LOCK, LOST_DIR, wal_path};
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::merging::MergingIterator;
+use crate::keys::{self, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sst::{Table, verify_table};
-use crate::version::{FileMetaData, NUM_LEVELS, VersionSet, manifest};
+use crate::version::{BlobFileEdit, FileMetaData, NUM_LEVELS, VersionEdit, VersionSet, manifest};
 use crate::wal;
 
 /// What [`repair`](crate::Db::repair) did.
@@ -75,6 +87,11 @@ pub struct RepairReport {
     pub manifest_number: u64,
     /// Largest sequence number found in the tables and WALs.
     pub last_sequence: u64,
+    /// Blob files kept (file numbers): surviving keys point into them.
+    pub blob_files: Vec<u64>,
+    /// Keys dropped because their blob value was missing or damaged, each
+    /// with the reason.
+    pub blob_keys_lost: Vec<(Vec<u8>, String)>,
 }
 
 /// Repairs the database in `dir` (see the module docs), writing tables
@@ -106,6 +123,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let mut memtables: Vec<Arc<MemTable>> = Vec::new();
     let mut merged_wals: Vec<String> = Vec::new();
     let mut damaged: Vec<(String, String)> = Vec::new();
+    let mut blob_names: Vec<(u64, String)> = Vec::new();
     let mut max_number = 0u64;
     for name in &names {
         let kind = filenames::parse(name);
@@ -133,6 +151,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
                 }
                 Err(e) => damaged.push((name.clone(), e.to_string())),
             },
+            Some(FileKind::Blob(n)) => blob_names.push((n, name.clone())),
             Some(FileKind::Wal(n)) => {
                 let (records, last_seq, error) =
                     replay_wal(fs.as_ref(), dir, n, &mut memtables, options)?;
@@ -153,9 +172,25 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     // 3: the merge, into new files numbered above everything present.
     let next = AtomicU64::new(max_number + 1);
     let new_number = || next.fetch_add(1, Ordering::Relaxed);
-    let (outputs, entries) = merge(dir, options, &tables, &memtables, &new_number)?;
+    let mut blobs = RepairBlobs::default();
+    let (outputs, entries) = merge(dir, options, &tables, &memtables, &new_number, &mut blobs)?;
     report.outputs = outputs.iter().map(|f| f.number).collect();
     report.entries = entries;
+    report.blob_keys_lost = std::mem::take(&mut blobs.keys_lost);
+    let mut initial = VersionEdit::default();
+    for f in outputs {
+        initial.add_file(NUM_LEVELS - 1, f);
+    }
+    for (n, name) in blob_names {
+        match blobs.kept_file(fs.as_ref(), dir, n) {
+            Some((file, garbage)) => {
+                report.blob_files.push(n);
+                initial.blob_files.push(file);
+                initial.blob_garbage.extend(garbage);
+            }
+            None => damaged.push((name, "no surviving key points into it".into())),
+        }
+    }
     let log_number = new_number();
     let mut wal_file = fs.create_writable(&wal_path(dir, log_number))?;
     wal::write_log(wal_file.as_mut(), log_number, &[])?;
@@ -176,11 +211,10 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         }
     }
     fs.sync_dir(dir)?;
-    let files = outputs.into_iter().map(|f| (NUM_LEVELS - 1, f)).collect();
     let versions = VersionSet::create_with(
         Arc::clone(&fs),
         dir,
-        files,
+        initial,
         Some(log_number),
         report.last_sequence,
     )?;
@@ -245,6 +279,7 @@ fn merge(
     tables: &[Arc<Table>],
     memtables: &[Arc<MemTable>],
     new_number: &(dyn Fn() -> u64 + Sync),
+    blobs: &mut RepairBlobs,
 ) -> Result<(Vec<FileMetaData>, u64)> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for t in tables {
@@ -271,7 +306,14 @@ fn merge(
     let mut entries = 0u64;
     input.seek_to_first();
     while input.valid() {
-        if filter.keep(input.key(), |_| true) {
+        let keep = filter.keep(input.key(), |_| true)
+            && match keys::parse_internal_key(input.key()) {
+                Some(p) if p.kind == ValueKind::BlobIndex => {
+                    blobs.check(dir, options, p.user_key, input.value())
+                }
+                _ => true,
+            };
+        if keep {
             out.add(input.key(), input.value())?;
             entries += 1;
         }
@@ -280,6 +322,93 @@ fn merge(
     input.status()?;
     let (files, _bytes) = out.finish()?;
     Ok((files, entries))
+}
+
+/// The blob files a repair reads, and what survived in each.
+#[derive(Default)]
+struct RepairBlobs {
+    /// Readers by file number (`Err`: the file cannot be read).
+    readers: HashMap<u64, std::result::Result<BlobReader, String>>,
+    /// Pointers kept per file: (count, bytes).
+    kept: HashMap<u64, (u64, u64)>,
+    keys_lost: Vec<(Vec<u8>, String)>,
+}
+
+impl RepairBlobs {
+    /// Whether the newest entry of `key`, the pointer `value`, names a
+    /// value that reads back with its CRC; a key that fails is recorded.
+    fn check(&mut self, dir: &Path, options: &Options, key: &[u8], value: &[u8]) -> bool {
+        let Some(p) = BlobPointer::decode(value) else {
+            self.keys_lost
+                .push((key.to_vec(), "malformed blob pointer".into()));
+            return false;
+        };
+        let reader = self.readers.entry(p.file_number).or_insert_with(|| {
+            let path = filenames::blob_file_path(dir, p.file_number);
+            BlobReader::open(options.fs.as_ref(), &path, false).map_err(|e| e.to_string())
+        });
+        let got = match reader {
+            Ok(r) => r.get(&p).map(|_| ()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        match got {
+            Ok(()) => {
+                let e = self.kept.entry(p.file_number).or_default();
+                e.0 += 1;
+                e.1 += u64::from(p.length);
+                true
+            }
+            Err(why) => {
+                self.keys_lost.push((key.to_vec(), why));
+                false
+            }
+        }
+    }
+
+    /// The new manifest's record of blob file `n`, if a surviving key
+    /// points into it: sealed with its footer's counts and the values no
+    /// key points to as garbage, or (no valid footer) closed as after a
+    /// crash.
+    fn kept_file(
+        &self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        n: u64,
+    ) -> Option<(BlobFileEdit, Option<(u64, u64, u64)>)> {
+        let &(count, bytes) = self.kept.get(&n)?;
+        let reader = self.readers.get(&n)?.as_ref().ok()?;
+        let size = fs.file_size(&filenames::blob_file_path(dir, n)).ok()?;
+        let footer = reader.chunks(false).ok().and_then(|w| w.footer);
+        let exact = footer.filter(|f| count <= f.value_count && bytes <= f.value_bytes);
+        Some(match exact {
+            Some(f) => (
+                BlobFileEdit {
+                    number: n,
+                    sealed: true,
+                    size,
+                    value_count: f.value_count,
+                    value_bytes: f.value_bytes,
+                    crash_closed: false,
+                },
+                (count < f.value_count).then_some((
+                    n,
+                    f.value_count - count,
+                    f.value_bytes - bytes,
+                )),
+            ),
+            None => (
+                BlobFileEdit {
+                    number: n,
+                    sealed: true,
+                    size,
+                    value_count: 0,
+                    value_bytes: size.saturating_sub(crate::blob::format::PAGE as u64),
+                    crash_closed: true,
+                },
+                None,
+            ),
+        })
+    }
 }
 
 /// Replays WAL `n` into `memtables`, checking every batch. Returns the

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use super::NUM_LEVELS;
 use super::VersionEdit;
 use super::builder::Builder;
-use super::file_meta::FileMetaData;
 use super::manifest;
 use super::version::Version;
 use super::version_set::{
@@ -28,18 +27,19 @@ impl VersionSet {
     /// already in `dir`), and `CURRENT` naming it. Fails with
     /// `AlreadyExists` if `dir` already has a `CURRENT`.
     pub(crate) fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
-        Self::create_with(fs, dir, Vec::new(), None, 0)
+        Self::create_with(fs, dir, VersionEdit::default(), None, 0)
     }
 
     /// Like [`VersionSet::create`], for a repaired database: the new
-    /// manifest's snapshot already holds `files` (level, table), the log
+    /// manifest's snapshot already holds `initial` (its tables, blob files
+    /// and their garbage), the log
     /// number `log_number` (a WAL the caller created; `None`: the next file
     /// number, which the caller's first WAL takes) and `last_sequence`, so
     /// `CURRENT` never names a manifest without them.
     pub(crate) fn create_with(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
-        files: Vec<(usize, FileMetaData)>,
+        initial: VersionEdit,
         log_number: Option<u64>,
         last_sequence: u64,
     ) -> Result<VersionSet> {
@@ -74,13 +74,9 @@ impl VersionSet {
                 last_sequence,
             },
         };
-        let mut edit = VersionEdit::default();
-        for (level, f) in files {
-            edit.add_file(level, f);
-        }
         let mut builder = Builder::new(&Version::new());
         builder
-            .apply(&edit)
+            .apply(&initial)
             .map_err(|why| Error::InvalidArgument(format!("initial files rejected: {why}")))?;
         let current = builder.finish();
         current
