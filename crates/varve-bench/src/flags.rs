@@ -54,7 +54,31 @@ Default --benchmarks is fillseq,fillrandom,overwrite,readrandom,multireadrandom,
 readseq,readreverse,seekrandom (db_bench's default list also contains fillsync,
 which does --num synchronous writes, and many workloads this tool lacks).
 
+Blob files (--enable_blob_files; without it the other blob flags do nothing):
+  varve    Options::min_blob_size = --min_blob_size; blob_file_size,
+           enable_blob_garbage_collection, blob_garbage_collection_ratio and
+           blob_garbage_collection_force_threshold from the same-named flags
+           (not given: varve's defaults, GC on, 0.25, 0.5). varve picks blob
+           files for GC by garbage share, not by age, so
+           --blob_garbage_collection_age_cutoff is an error.
+  rocksdb  the integrated BlobDB: enable_blob_files, min_blob_size,
+           blob_file_size, enable_blob_garbage_collection (true unless given),
+           blob_garbage_collection_age_cutoff (0.25) and
+           blob_garbage_collection_force_threshold (1.0), db_bench's names.
+           RocksDB picks by age: --blob_garbage_collection_ratio is an error.
+  fjall    key-value separation (KvSeparationOptions): separation_threshold =
+           --min_blob_size, file_target_size = --blob_file_size, age_cutoff =
+           --blob_garbage_collection_age_cutoff (0 when GC is off: fjall
+           always collects, and 0 relocates nothing), staleness_threshold =
+           --blob_garbage_collection_ratio; no force threshold (an error). A
+           keyspace keeps the separation it was created with: --use_existing_db
+           with other blob flags is an error.
+  Every engine stores blob values uncompressed (--compression_type is for
+  table blocks).
+
 Differences from db_bench: --compression_type defaults to none (db_bench:
+snappy); --enable_blob_garbage_collection defaults to true (db_bench: false)
+and blob values are never compressed (db_bench: --blob_compression_type,
 snappy); the (X of Y found) message sums all threads (db_bench shows thread
 0's); flush and waitforcompaction also print a result line.
 
@@ -139,16 +163,60 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_io_for_flush_and_compaction: bool,
 
-    /// Keep values of at least --min_blob_size bytes in blob files
-    /// (varve: `Options::min_blob_size`; RocksDB: its integrated BlobDB's
-    /// enable_blob_files, not wired yet on this branch).
+    /// Key-value separation: values of at least --min_blob_size bytes are
+    /// written to blob files and the tree keeps a pointer to each. varve:
+    /// `Options::min_blob_size`; rocksdb: the integrated BlobDB
+    /// (`enable_blob_files`); fjall: key-value separation
+    /// (`KvSeparationOptions`). Without it the other blob flags do nothing.
     #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_bool)]
     pub enable_blob_files: bool,
 
-    /// The blob threshold in bytes (with --enable_blob_files).
+    /// Values of at least this many bytes go to blob files (with
+    /// --enable_blob_files). varve: `Options::min_blob_size`; rocksdb:
+    /// `min_blob_size`; fjall: `separation_threshold` (at most 4294967295).
     #[arg(long, default_value_t = 0)]
     pub min_blob_size: usize,
+
+    /// A blob file is cut at about this many bytes (db_bench's default and
+    /// varve's: 256 MiB). varve: `Options::blob_file_size` (1 MiB..=1 TiB);
+    /// rocksdb: `blob_file_size`; fjall: `file_target_size`.
+    #[arg(long, default_value_t = 256 << 20)]
+    pub blob_file_size: u64,
+
+    /// Relocate the live values of blob files that are mostly garbage during
+    /// compaction. Not given: true (db_bench: false). varve and rocksdb:
+    /// `enable_blob_garbage_collection`; fjall always collects, so false sets
+    /// its age cutoff to 0 (nothing is relocated).
+    #[arg(long, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub enable_blob_garbage_collection: Option<bool>,
+
+    /// Fraction (0..=1) of the oldest blob files whose live values blob GC
+    /// relocates. Not given: 0.25 (RocksDB's and db_bench's default).
+    /// rocksdb: `blob_garbage_collection_age_cutoff`; fjall: `age_cutoff` (of
+    /// the files a compaction reads that are stale, see
+    /// --blob_garbage_collection_ratio); varve picks by garbage share, not
+    /// age: an error.
+    #[arg(long, value_parser = parse_fraction)]
+    pub blob_garbage_collection_age_cutoff: Option<f64>,
+
+    /// Ours, not db_bench's: the garbage share (0..=1) at which a blob file's
+    /// live values are relocated. Not given: the engine's default (varve and
+    /// fjall: 0.25). varve: `Options::blob_garbage_collection_ratio`; fjall:
+    /// `staleness_threshold`; rocksdb picks blob files by age, not garbage
+    /// (--blob_garbage_collection_age_cutoff): an error.
+    #[arg(long, value_parser = parse_fraction)]
+    pub blob_garbage_collection_ratio: Option<f64>,
+
+    /// The garbage share (0..=1) that forces a compaction for blob files no
+    /// compaction reaches. Not given: the engine's default. rocksdb:
+    /// `blob_garbage_collection_force_threshold`, over the oldest files (the
+    /// age cutoff), 1.0 (as db_bench); varve: per file,
+    /// `Options::blob_garbage_collection_force_threshold`, 0.5; fjall has no
+    /// such knob: an error.
+    #[arg(long, value_parser = parse_fraction)]
+    pub blob_garbage_collection_force_threshold: Option<f64>,
 
     /// varve: how WAL bytes reach the file (`Options::wal_writer`):
     /// mapped (a memory mapping of fallocated space, varve's default),
@@ -295,6 +363,25 @@ impl Flags {
         self.num.max(0) as u64
     }
 
+    /// Whether blob garbage collection is on (`--enable_blob_garbage_collection`,
+    /// true when not given).
+    pub fn blob_gc(&self) -> bool {
+        self.enable_blob_garbage_collection.unwrap_or(true)
+    }
+
+    /// `--blob_garbage_collection_age_cutoff`, 0.25 when not given.
+    pub fn blob_gc_age_cutoff(&self) -> f64 {
+        self.blob_garbage_collection_age_cutoff
+            .unwrap_or(DEFAULT_BLOB_GC_AGE_CUTOFF)
+    }
+
+    /// `--blob_garbage_collection_force_threshold`, RocksDB's 1.0 when not
+    /// given (varve and fjall use theirs).
+    pub fn blob_gc_force_threshold(&self) -> f64 {
+        self.blob_garbage_collection_force_threshold
+            .unwrap_or(DEFAULT_BLOB_GC_FORCE_THRESHOLD)
+    }
+
     /// The workload names in order.
     pub fn benchmark_list(&self) -> Vec<String> {
         self.benchmarks
@@ -302,6 +389,21 @@ impl Flags {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
             .collect()
+    }
+}
+
+/// RocksDB's (and db_bench's) `blob_garbage_collection_age_cutoff`.
+pub const DEFAULT_BLOB_GC_AGE_CUTOFF: f64 = 0.25;
+
+/// RocksDB's (and db_bench's) `blob_garbage_collection_force_threshold`.
+pub const DEFAULT_BLOB_GC_FORCE_THRESHOLD: f64 = 1.0;
+
+/// Parses a fraction in `0..=1`.
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Ok(v) => Err(format!("{v} is outside 0..=1")),
+        Err(e) => Err(format!("`{s}` is not a number: {e}")),
     }
 }
 
@@ -404,6 +506,42 @@ mod tests {
         assert!(!parse(&["--adaptive_prefetch=false"]).adaptive_prefetch);
         assert!(parse(&[]).concurrent_seeks);
         assert!(!parse(&["--concurrent_seeks=false"]).concurrent_seeks);
+    }
+
+    #[test]
+    fn blob_flags() {
+        let f = parse(&[]);
+        assert!(!f.enable_blob_files);
+        assert_eq!((f.min_blob_size, f.blob_file_size), (0, 256 << 20));
+        assert!(f.blob_gc());
+        assert_eq!(f.blob_gc_age_cutoff(), 0.25);
+        assert_eq!(f.blob_gc_force_threshold(), 1.0);
+        let f = parse(&[
+            "-enable_blob_files",
+            "-min_blob_size=4096",
+            "-blob_file_size=1048576",
+            "-noenable_blob_garbage_collection",
+            "-blob_garbage_collection_age_cutoff=0.5",
+            "-blob_garbage_collection_force_threshold=0.75",
+            "-blob_garbage_collection_ratio=0.3",
+        ]);
+        assert!(f.enable_blob_files);
+        assert_eq!((f.min_blob_size, f.blob_file_size), (4096, 1 << 20));
+        assert_eq!(f.enable_blob_garbage_collection, Some(false));
+        assert!(!f.blob_gc());
+        assert_eq!(f.blob_gc_age_cutoff(), 0.5);
+        assert_eq!(f.blob_gc_force_threshold(), 0.75);
+        assert_eq!(f.blob_garbage_collection_ratio, Some(0.3));
+        for bad in [
+            "--blob_garbage_collection_age_cutoff=1.5",
+            "--blob_garbage_collection_force_threshold=-0.1",
+            "--blob_garbage_collection_age_cutoff=x",
+        ] {
+            assert!(
+                Flags::parse_from_args(["varve-bench", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

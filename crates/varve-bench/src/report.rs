@@ -92,6 +92,15 @@ pub fn header(flags: &Flags, engine_version: &str, db: &Path, seed: u64) -> Stri
     let file = (flags.key_size as f64 + flags.value_size as f64 * flags.compression_ratio) * num
         / 1_048_576.0;
     let (cpus, model) = cpu_info();
+    // Only with blob files on, so the default header stays db_bench's.
+    let blobs = if flags.enable_blob_files {
+        format!(
+            "Blob files: values >= {} bytes, files of {} bytes\n",
+            flags.min_blob_size, flags.blob_file_size
+        )
+    } else {
+        String::new()
+    };
     format!(
         "varve-bench: version {}\n\
          Engine:     {engine_version}\n\
@@ -104,7 +113,7 @@ pub fn header(flags: &Flags, engine_version: &str, db: &Path, seed: u64) -> Stri
          RawSize:    {raw:.1} MB (estimated)\n\
          FileSize:   {file:.1} MB (estimated)\n\
          Compression: {}\n\
-         Seed:       {seed}\n\
+         {blobs}Seed:       {seed}\n\
          ------------------------------------------------",
         env!("CARGO_PKG_VERSION"),
         utc_now(),

@@ -251,3 +251,177 @@ fn rocksdb_gets_the_flags() {
     }
     assert!(!text.contains("compression=kLZ4Compression"));
 }
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// `--enable_blob_files` reaches the engine: values at or over the
+/// threshold land in the engine's blob files, and read back. Returns the
+/// database's files (and the directory that holds them).
+fn blob_files(engine: &str, extra: &[&str]) -> (tempfile::TempDir, Vec<std::path::PathBuf>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let mut args = vec![
+        "--benchmarks=fillseq,flush,readrandom".to_string(),
+        "--value_size=2048".into(),
+        "--enable_blob_files".into(),
+        "--min_blob_size=1024".into(),
+        format!("--db={}", db.display()),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (r, out) = run_with(engine, &args);
+    assert!(
+        out.contains("Blob files: values >= 1024 bytes, files of 268435456 bytes"),
+        "{out}"
+    );
+    let rr = &get(&r, "readrandom").summary;
+    assert_eq!((rr.found, rr.reads), (Some(200), Some(200)));
+    let files = files_under(&db);
+    let blobs: Vec<_> = files
+        .iter()
+        .filter(|p| {
+            let s = p.to_string_lossy();
+            // varve and RocksDB: NNNNNN.blob; fjall: keyspaces/N/blobs/M.
+            s.ends_with(".blob") || s.contains("/blobs/")
+        })
+        .collect();
+    assert!(!blobs.is_empty(), "{engine}: no blob file in {files:?}");
+    let blob_bytes: u64 = blobs
+        .iter()
+        .map(|p| std::fs::metadata(p).expect("stat").len())
+        .sum();
+    assert!(
+        blob_bytes >= 200 * 2048,
+        "{engine}: blob files hold {blob_bytes} bytes (uncompressed values)"
+    );
+    (dir, files)
+}
+
+/// Runs `fillseq` on `engine` with blob files and `extra`; returns the
+/// error's text.
+fn blob_flag_error(engine: &str, extra: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let flags = Flags::parse_from_args([
+        "varve-bench".to_string(),
+        format!("--engine={engine}"),
+        "--benchmarks=fillseq".into(),
+        "--num=10".into(),
+        "--enable_blob_files".into(),
+        extra.into(),
+        format!("--db={}", dir.path().join("db").display()),
+    ])
+    .expect("flags parse");
+    let err = run(&flags, &mut Vec::new()).expect_err(extra);
+    format!("{err:#}")
+}
+
+#[test]
+fn blob_files_varve() {
+    blob_files("varve", &[]);
+    blob_files(
+        "varve",
+        &[
+            "--enable_blob_garbage_collection=false",
+            "--blob_garbage_collection_ratio=0.5",
+            "--blob_garbage_collection_force_threshold=0.75",
+        ],
+    );
+    // varve picks blob files by garbage share: an age cutoff is an error,
+    // not ignored.
+    let err = blob_flag_error("varve", "--blob_garbage_collection_age_cutoff=0.5");
+    assert!(err.contains("not by age"), "{err}");
+}
+
+#[cfg(feature = "rocksdb")]
+#[test]
+fn blob_files_rocksdb() {
+    let (_dir, files) = blob_files("rocksdb", &["--blob_garbage_collection_age_cutoff=0.5"]);
+    let err = blob_flag_error("rocksdb", "--blob_garbage_collection_ratio=0.5");
+    assert!(err.contains("not by garbage share"), "{err}");
+    let opts = files
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("OPTIONS-"))
+        })
+        .expect("OPTIONS file");
+    let text = std::fs::read_to_string(opts).unwrap();
+    for want in [
+        "enable_blob_files=true",
+        "min_blob_size=1024",
+        "blob_file_size=268435456",
+        "enable_blob_garbage_collection=true",
+        "blob_garbage_collection_age_cutoff=0.500000",
+        "blob_garbage_collection_force_threshold=1.000000",
+        "blob_compression_type=kNoCompression",
+    ] {
+        assert!(text.contains(want), "{want} missing from RocksDB OPTIONS");
+    }
+}
+
+#[cfg(feature = "fjall")]
+#[test]
+fn blob_files_fjall() {
+    blob_files("fjall", &[]);
+    // fjall has no forced blob GC, and a keyspace keeps its separation.
+    let err = blob_flag_error("fjall", "--blob_garbage_collection_force_threshold=0.5");
+    assert!(
+        err.contains("fjall has no forced blob garbage collection"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = format!("--db={}", dir.path().join("db").display());
+    run_with(
+        "fjall",
+        &[
+            "--benchmarks=fillseq",
+            "--enable_blob_files",
+            "--blob_garbage_collection_ratio=0.5",
+            &db,
+        ],
+    );
+    for other in [
+        vec![],
+        vec!["--enable_blob_files"],
+        vec!["--enable_blob_files", "--blob_garbage_collection_ratio=0.4"],
+    ] {
+        let mut args = vec![
+            "varve-bench",
+            "--engine=fjall",
+            "--benchmarks=readrandom",
+            "--use_existing_db",
+            &db,
+        ];
+        args.extend(other.iter().copied());
+        let flags = Flags::parse_from_args(args).expect("flags parse");
+        let err = run(&flags, &mut Vec::new()).expect_err("separation changed");
+        assert!(
+            format!("{err:#}").contains("cannot change it on an existing keyspace"),
+            "{other:?}: {err:#}"
+        );
+    }
+    // The same flags reopen it.
+    let (r, _) = run_with(
+        "fjall",
+        &[
+            "--benchmarks=readrandom",
+            "--use_existing_db",
+            "--enable_blob_files",
+            "--blob_garbage_collection_ratio=0.5",
+            &db,
+        ],
+    );
+    assert_eq!(get(&r, "readrandom").summary.found, Some(200));
+}

@@ -5,8 +5,19 @@
 //! many bits per key, none when negative (db_bench's default; fjall's own
 //! default would be 10); `--compression_type` → data and index block
 //! compression; `--sync` → the journal is fdatasync'ed after the write
-//! (`PersistMode::SyncData`). fjall has no direct IO, no WAL bypass, no async
-//! IO and no MultiGet, so those flags are reported ignored. `Database` and
+//! (`PersistMode::SyncData`). `--enable_blob_files` → key-value separation
+//! (`KeyspaceCreateOptions::with_kv_separation`) with `KvSeparationOptions`
+//! `separation_threshold` = `--min_blob_size`, `file_target_size` =
+//! `--blob_file_size`, `age_cutoff` = `--blob_garbage_collection_age_cutoff`
+//! (0 with `--enable_blob_garbage_collection=false`: fjall always runs its
+//! blob GC in compaction, and a cutoff of 0 relocates nothing),
+//! `staleness_threshold` = `--blob_garbage_collection_ratio`, blobs
+//! uncompressed; fjall has no force threshold, so
+//! `--blob_garbage_collection_force_threshold` is an error. A keyspace keeps
+//! the separation it was created with, so reopening one
+//! (`--use_existing_db`) with other blob flags is an error. fjall has no
+//! direct IO, no WAL bypass, no async IO and no MultiGet, so those flags are
+//! reported ignored. `Database` and
 //! `Keyspace` are `Send + Sync`; a cursor re-opens a range iterator when it
 //! seeks or changes direction.
 
@@ -16,7 +27,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use fjall::config::{BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
-use fjall::{CompressionType, Database, Iter, Keyspace, KeyspaceCreateOptions, PersistMode, Slice};
+use fjall::{
+    CompressionType, Database, Iter, Keyspace, KeyspaceCreateOptions, KvSeparationOptions,
+    PersistMode, Slice,
+};
 
 use super::{Cursor, Engine, Opened, WriteOpts};
 use crate::flags::Flags;
@@ -27,8 +41,53 @@ pub struct Fjall {
     ks: Keyspace,
 }
 
+/// The key-value separation the blob flags ask for (`None`: off).
+fn kv_separation(flags: &Flags) -> Result<Option<KvSeparationOptions>> {
+    if !flags.enable_blob_files {
+        return Ok(None);
+    }
+    anyhow::ensure!(
+        flags.blob_garbage_collection_force_threshold.is_none(),
+        "--blob_garbage_collection_force_threshold: fjall has no forced blob \
+         garbage collection (its blob GC relocates only during compactions)"
+    );
+    let threshold = u32::try_from(flags.min_blob_size).map_err(|_| {
+        anyhow::anyhow!(
+            "--min_blob_size={}: fjall's separation threshold is a u32 (at most {})",
+            flags.min_blob_size,
+            u32::MAX
+        )
+    })?;
+    let age_cutoff = if flags.blob_gc() {
+        flags.blob_gc_age_cutoff() as f32
+    } else {
+        anyhow::ensure!(
+            flags.blob_garbage_collection_age_cutoff.is_none(),
+            "--blob_garbage_collection_age_cutoff with \
+             --enable_blob_garbage_collection=false: fjall turns its blob GC off \
+             through the age cutoff (0), so it cannot take both"
+        );
+        0.0
+    };
+    let defaults = KvSeparationOptions::default();
+    let staleness = flags
+        .blob_garbage_collection_ratio
+        .map_or(defaults.staleness_threshold, |r| r as f32);
+    Ok(Some(
+        defaults
+            .separation_threshold(threshold)
+            .staleness_threshold(staleness)
+            .file_target_size(flags.blob_file_size)
+            .age_cutoff(age_cutoff)
+            // varve and RocksDB (by default) keep blob values uncompressed;
+            // fjall's default would be LZ4.
+            .compression(CompressionType::None),
+    ))
+}
+
 /// Opens (creating if missing) a fjall database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
+    let kv = kv_separation(flags)?;
     let db = Database::builder(path)
         .cache_size(flags.cache_size)
         .open()
@@ -45,6 +104,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         FilterPolicy::disabled()
     };
     let wbs = flags.write_buffer_size as u64;
+    let wanted = kv.clone();
     let ks = db
         .keyspace("default", move || {
             KeyspaceCreateOptions::default()
@@ -52,8 +112,20 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
                 .filter_policy(filter)
                 .data_block_compression_policy(CompressionPolicy::all(compression))
                 .index_block_compression_policy(CompressionPolicy::all(compression))
+                .with_kv_separation(kv)
         })
         .with_context(|| format!("opening fjall keyspace in {}", path.display()))?;
+    // An existing keyspace is opened with the options it was created with.
+    if ks.is_kv_separated() != wanted.is_some() || ks.config.kv_separation_opts != wanted {
+        anyhow::bail!(
+            "the fjall keyspace in {} was created with key-value separation {:?}, \
+             the blob flags ask for {:?}; fjall cannot change it on an existing keyspace \
+             (drop --use_existing_db to start afresh)",
+            path.display(),
+            ks.config.kv_separation_opts,
+            wanted
+        );
+    }
     let mut ignored = Vec::new();
     if flags.use_direct_reads {
         ignored.push("use_direct_reads: fjall has no direct IO".into());
@@ -125,10 +197,12 @@ impl Engine for Fjall {
 
     fn stats(&self) -> String {
         format!(
-            "fjall stats: tables {}, L0 tables {}, disk space {} bytes, journals {}, \
-             compactions completed {}, cache {} of {} bytes\n",
+            "fjall stats: tables {}, L0 tables {}, blob files {}, fragmented blob bytes {}, \
+             disk space {} bytes, journals {}, compactions completed {}, cache {} of {} bytes\n",
             self.ks.table_count(),
             self.ks.l0_table_count(),
+            self.ks.blob_file_count(),
+            self.ks.fragmented_blob_bytes(),
             self.db.disk_space().unwrap_or(0),
             self.db.journal_count(),
             self.db.compactions_completed(),

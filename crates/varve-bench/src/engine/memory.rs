@@ -29,7 +29,8 @@ pub fn open(_flags: &Flags, _path: &Path) -> Result<Opened> {
         engine: Box::new(Memory::default()),
         ignored: vec![
             "all storage flags (cache_size, bloom_bits, direct IO, compression, sync, \
-             disable_wal, write_buffer_size): the memory engine keeps nothing on disk"
+             disable_wal, write_buffer_size, blob files): the memory engine keeps nothing \
+             on disk"
                 .into(),
         ],
     })

@@ -5,7 +5,13 @@
 //! filter of `--bloom_bits` bits per key when non-negative (db_bench's -1 means
 //! none), `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`,
 //! `--compression_type` (none by default), `--write_buffer_size`; writes honour
-//! sync/disable_wal; reads honour `--async_io`. Everything else is RocksDB's
+//! sync/disable_wal; reads honour `--async_io`. `--enable_blob_files` turns on
+//! the integrated BlobDB with db_bench's flags mapped one to one:
+//! `min_blob_size`, `blob_file_size`, `enable_blob_garbage_collection` (true
+//! unless given), `blob_garbage_collection_age_cutoff` (0.25) and
+//! `blob_garbage_collection_force_threshold` (1.0); blob values stay
+//! uncompressed (RocksDB's default). RocksDB has no garbage-share threshold,
+//! so `--blob_garbage_collection_ratio` is an error. Everything else is RocksDB's
 //! default, as in db_bench. `DB` is `Send + Sync`; the crate's `ReadOptions`
 //! and `WriteOptions` are not `Sync`, so each thread keeps its own (like
 //! db_bench's per-benchmark options) instead of allocating one per call.
@@ -49,6 +55,21 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         table.set_bloom_filter(f64::from(flags.bloom_bits), false);
     }
     opts.set_block_based_table_factory(&table);
+    if flags.enable_blob_files {
+        if let Some(r) = flags.blob_garbage_collection_ratio {
+            anyhow::bail!(
+                "--blob_garbage_collection_ratio={r}: RocksDB picks blob files for garbage \
+                 collection by age (--blob_garbage_collection_age_cutoff), not by garbage share"
+            );
+        }
+        opts.set_enable_blob_files(true);
+        opts.set_min_blob_size(u64::try_from(flags.min_blob_size)?);
+        opts.set_blob_file_size(flags.blob_file_size);
+        opts.set_blob_compression_type(DBCompressionType::None);
+        opts.set_enable_blob_gc(flags.blob_gc());
+        opts.set_blob_gc_age_cutoff(flags.blob_gc_age_cutoff());
+        opts.set_blob_gc_force_threshold(flags.blob_gc_force_threshold());
+    }
     // Opened with the default column family described by the same options
     // (so `cf_handle("default")` serves the batched MultiGet API). A bare
     // `open_cf` would give that family default options: LZ4, no table config.

@@ -12,7 +12,13 @@
 //! background once they have proven sequential (`--adaptive_prefetch`,
 //! default true: `ScanPrefetch::Adaptive`), and with `--async_io` so do
 //! `par_count`'s (`ScanPrefetch::Always`). `--wal_writer` picks
-//! `Options::wal_writer`. Cursors
+//! `Options::wal_writer`. `--enable_blob_files` sets `Options::min_blob_size`
+//! to `--min_blob_size`; `--blob_file_size`,
+//! `--enable_blob_garbage_collection`, `--blob_garbage_collection_ratio` and
+//! `--blob_garbage_collection_force_threshold` set the same-named options
+//! (varve's defaults when not given). varve picks blob files for GC by
+//! garbage share, not age, so `--blob_garbage_collection_age_cutoff` is an
+//! error. Cursors
 //! position their levels for a seek concurrently (`--concurrent_seeks`,
 //! default true).
 //! `Db` is `Send + Sync`; cursors wrap a `DbIterator` each.
@@ -33,14 +39,18 @@ pub struct Varve {
 
 /// Opens (creating if missing) a varve database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
+    anyhow::ensure!(
+        !flags.enable_blob_files || flags.blob_garbage_collection_age_cutoff.is_none(),
+        "--blob_garbage_collection_age_cutoff: varve picks blob files for garbage \
+         collection by their garbage share (--blob_garbage_collection_ratio), not by age"
+    );
+    let defaults = varve::Options::default();
     let options = varve::Options {
         create_if_missing: true,
         error_if_exists: false,
         write_buffer_size: flags.write_buffer_size,
-        max_key_size: flags.key_size.max(varve::Options::default().max_key_size),
-        max_value_size: flags
-            .value_size
-            .max(varve::Options::default().max_value_size),
+        max_key_size: flags.key_size.max(defaults.max_key_size),
+        max_value_size: flags.value_size.max(defaults.max_value_size),
         cache_size: flags.cache_size as usize,
         bloom_bits_per_key: flags.bloom_bits.max(0) as u32,
         compression: if flags.compression_type == "lz4" {
@@ -58,6 +68,24 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         },
         max_subcompactions: flags.subcompactions.max(1),
         min_blob_size: flags.enable_blob_files.then_some(flags.min_blob_size),
+        // Without blob files the other blob flags do nothing (as in
+        // db_bench), so they cannot fail the open either.
+        blob_file_size: if flags.enable_blob_files {
+            flags.blob_file_size
+        } else {
+            defaults.blob_file_size
+        },
+        enable_blob_garbage_collection: flags
+            .enable_blob_garbage_collection
+            .unwrap_or(defaults.enable_blob_garbage_collection),
+        blob_garbage_collection_ratio: flags
+            .blob_garbage_collection_ratio
+            .filter(|_| flags.enable_blob_files)
+            .unwrap_or(defaults.blob_garbage_collection_ratio),
+        blob_garbage_collection_force_threshold: flags
+            .blob_garbage_collection_force_threshold
+            .filter(|_| flags.enable_blob_files)
+            .unwrap_or(defaults.blob_garbage_collection_force_threshold),
         ..Default::default()
     };
     let db = varve::Db::open(path, options)
