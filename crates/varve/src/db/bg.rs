@@ -178,6 +178,16 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
         db.options.use_direct_io_for_flush_and_compaction,
         &mut flow,
     );
+    // The table's pointers must not outlive the values they name: once
+    // the edit retires the WAL, nothing else holds those writes, so the
+    // lanes' files are made durable first (a flush makes every write it
+    // holds durable, `sync` or not).
+    let built = built.and_then(|meta| {
+        if let Some(lanes) = &db.blob_lanes {
+            lanes.sync()?;
+        }
+        Ok(meta)
+    });
     let result = built.and_then(|meta| {
         let mut edit = VersionEdit {
             blob_garbage: flow.garbage(),

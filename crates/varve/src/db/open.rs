@@ -131,6 +131,11 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             }
             Err(e) => return Err(e),
         };
+        // The tables written above point into it and the WALs that also
+        // did are about to be retired: its bytes must be durable first (a
+        // kill -9 leaves them in the page cache only). Truncating to the
+        // length it has syncs it.
+        fs.truncate(&blob_file_path(dir, number), size)?;
         info_log.log(format!(
             "recovery: closed blob file {number} left open by a crash ({size} bytes)"
         ));
