@@ -324,6 +324,10 @@ fn merge(
     Ok((files, entries))
 }
 
+/// A blob file the repaired manifest lists, and its garbage
+/// `(number, values, bytes)` if it has some.
+type KeptBlobFile = (BlobFileEdit, Option<(u64, u64, u64)>);
+
 /// The blob files a repair reads, and what survived in each.
 #[derive(Default)]
 struct RepairBlobs {
@@ -369,12 +373,7 @@ impl RepairBlobs {
     /// points into it: sealed with its footer's counts and the values no
     /// key points to as garbage, or (no valid footer) closed as after a
     /// crash.
-    fn kept_file(
-        &self,
-        fs: &dyn FileSystem,
-        dir: &Path,
-        n: u64,
-    ) -> Option<(BlobFileEdit, Option<(u64, u64, u64)>)> {
+    fn kept_file(&self, fs: &dyn FileSystem, dir: &Path, n: u64) -> Option<KeptBlobFile> {
         let &(count, bytes) = self.kept.get(&n)?;
         let reader = self.readers.get(&n)?.as_ref().ok()?;
         let size = fs.file_size(&filenames::blob_file_path(dir, n)).ok()?;
