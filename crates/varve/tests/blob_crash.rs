@@ -95,6 +95,7 @@ fn kill_rounds(gc: bool, rounds: u64) {
     let mut model: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
     let mut most_bytes = 0u64;
+    let mut staged_rounds = 0;
     for round in 0..rounds {
         let mut child = std::process::Command::new(&exe)
             .args([
@@ -154,6 +155,12 @@ fn kill_rounds(gc: bool, rounds: u64) {
         seen.extend(files);
         let db = Db::open(dir.path(), if gc { gc_options() } else { options() })
             .expect("reopen after kill -9");
+        // The values the lanes still staged (not yet in their blob file)
+        // were written into it by this open.
+        let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap_or_default();
+        if log.contains("staged bytes into blob file") {
+            staged_rounds += 1;
+        }
         for (k, &(n, r)) in &model {
             let got = db
                 .get(k)
@@ -170,6 +177,10 @@ fn kill_rounds(gc: bool, rounds: u64) {
         assert_eq!(db.iter().count(), model.len());
         db.close().expect("close");
     }
+    assert!(
+        staged_rounds * 2 >= rounds,
+        "only {staged_rounds} of {rounds} kills left staged values to recover"
+    );
     if gc {
         // 300 keys of at most 4 KiB: about 0.5 MiB live. Files were
         // reclaimed across the kills, and the blob bytes stayed bounded

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::format::BlobPointer;
+use super::lane::BlobWriteLanes;
 use super::reader::BlobReader;
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
@@ -26,16 +27,26 @@ pub(crate) struct BlobReaders {
     dir: PathBuf,
     direct: bool,
     open: Mutex<HashMap<u64, Arc<BlobReader>>>,
+    /// The database's write lanes: a value still staged in one is written
+    /// to its file before it is read.
+    lanes: Option<Arc<BlobWriteLanes>>,
 }
 
 impl BlobReaders {
-    /// Readers of the blob files in `dir` (with O_DIRECT when `direct`).
-    pub(crate) fn new(fs: Arc<dyn FileSystem>, dir: &Path, direct: bool) -> BlobReaders {
+    /// Readers of the blob files in `dir` (with O_DIRECT when `direct`),
+    /// whose open files `lanes` write.
+    pub(crate) fn new(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        direct: bool,
+        lanes: Option<Arc<BlobWriteLanes>>,
+    ) -> BlobReaders {
         BlobReaders {
             fs,
             dir: dir.to_path_buf(),
             direct,
             open: Mutex::new(HashMap::new()),
+            lanes,
         }
     }
 
@@ -54,6 +65,9 @@ impl BlobReaders {
     pub(crate) fn value(&self, pointer: &[u8], source: &Path) -> Result<Vec<u8>> {
         let p = BlobPointer::decode(pointer)
             .ok_or_else(|| Error::corruption(source, 0, "malformed blob pointer"))?;
+        if let Some(lanes) = &self.lanes {
+            lanes.make_readable(&p)?;
+        }
         self.reader(p.file_number)?.get(&p)
     }
 

@@ -1,31 +1,35 @@
 //! [`BlobLane`]: one write lane of the blob write path
-//! (`docs/blob-files.md`, "mapped append"). Writers append each value
-//! straight into a shared mapping of the lane's open blob file and get a
-//! [`BlobPointer`] back; at a chunk's end the lane appends the chunk's
-//! entries and trailer; at `file_size` it seals the file (footer, fdatasync)
-//! and opens the next one.
+//! (`docs/blob-files.md`, "Staging and direct IO"). Writers copy each value
+//! into the staging mapping of the lane's open blob file
+//! ([`StagedFile`]) and get a [`BlobPointer`] back; at a chunk's end the
+//! lane appends the chunk's entries and trailer and the whole chunk goes to
+//! the blob file with one direct write; at `file_size` it seals the file
+//! (footer, fdatasync) and opens the next one. On a file system whose
+//! paths are not OS files (the fault-injecting one) it appends through
+//! `WritableFile` instead.
 //!
 //! Thread-safety: `Send + Sync`; one mutex per lane, held for the copy of
-//! one value. `fdatasync` of the open file runs on a second handle, outside
-//! the mutex ([`BlobLane::sync`]). Invariants: a pointer is returned only
-//! after its value was copied into the mapping (so it is in the page cache
-//! and survives `kill -9`); the open file always holds its header, whole
-//! chunks and the values of the current chunk, in that order; a file's
-//! number is registered (through [`BlobFiles`]) before any pointer into it
-//! is handed out.
+//! one value (and, once per chunk, its direct write). `fdatasync` runs on a
+//! second handle, outside the mutex ([`BlobLane::sync`]). Invariants: a
+//! pointer is returned only after its value was copied into the staging
+//! mapping (page cache: it survives `kill -9`); the open file always holds
+//! its header and whole chunks, the staging area the current chunk; a
+//! file's number is registered (through [`BlobFiles`]) before any pointer
+//! into it is handed out; `readable` never claims bytes the blob file does
+//! not hold.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
 use super::file_writer::BlobFileMeta;
 use super::format::{BlobFooter, BlobHeader, BlobPointer, ChunkEntries, Creator, PAGE, value_crc};
+use super::stage::StagedFile;
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
 use crate::io::{FileSystem, WritableFile};
-use crate::wal::{MappedLogFile, Preallocate};
 
 /// Where a lane gets file numbers and reports sealed files (the version
 /// set, in the engine).
@@ -49,7 +53,10 @@ pub(crate) struct LaneOptions {
 impl Default for LaneOptions {
     fn default() -> Self {
         LaneOptions {
-            chunk_size: 64 << 10,
+            // One direct write per 256 KiB: large enough for the disk's
+            // sequential rate, small enough that a lane's staging area
+            // stays a few pages of the page cache.
+            chunk_size: 256 << 10,
             file_size: 256 << 20,
         }
     }
@@ -62,13 +69,18 @@ pub(crate) struct BlobLane {
     dir: PathBuf,
     opts: LaneOptions,
     open: Mutex<Option<OpenFile>>,
+    /// The open file's number (0: none) and how many of its bytes the
+    /// blob file itself holds: a read past that flushes the staged bytes
+    /// first ([`BlobLane::make_readable`]).
+    readable: (AtomicU64, AtomicU64),
 }
 
 /// How a lane appends to its file.
 #[derive(Debug)]
 enum LaneFile {
-    /// Through a shared mapping of an OS file (the fast path).
-    Mapped(MappedLogFile),
+    /// Staged in a mapping, written in whole chunks with direct IO (OS
+    /// files: the fast path).
+    Staged(StagedFile),
     /// Plain appends through the database's file system, for one whose
     /// paths are not OS files (the fault-injecting one in tests).
     Plain(Box<dyn WritableFile>),
@@ -77,15 +89,38 @@ enum LaneFile {
 impl LaneFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         match self {
-            LaneFile::Mapped(f) => f.append(data),
+            LaneFile::Staged(f) => f.append(data),
             LaneFile::Plain(f) => f.append(data),
         }
     }
 
     fn len(&self) -> u64 {
         match self {
-            LaneFile::Mapped(f) => f.len(),
+            LaneFile::Staged(f) => f.len(),
             LaneFile::Plain(f) => f.len(),
+        }
+    }
+
+    /// The appended bytes end a chunk (on a page boundary).
+    fn end_chunk(&mut self) -> Result<()> {
+        match self {
+            LaneFile::Staged(f) => f.end_chunk(),
+            LaneFile::Plain(_) => Ok(()),
+        }
+    }
+
+    /// Bytes a reader of the blob file finds there.
+    fn readable_len(&self) -> u64 {
+        match self {
+            LaneFile::Staged(f) => f.readable_len(),
+            LaneFile::Plain(f) => f.len(),
+        }
+    }
+
+    fn flush_partial(&mut self) -> Result<()> {
+        match self {
+            LaneFile::Staged(f) => f.flush_partial(),
+            LaneFile::Plain(_) => Ok(()),
         }
     }
 }
@@ -110,13 +145,8 @@ impl OpenFile {
         opts: &LaneOptions,
     ) -> Result<OpenFile> {
         let path = blob_file_path(dir, number);
-        let capacity = (opts.file_size as usize).min(16 << 20);
         let mut file = if fs.uses_os_files() {
-            LaneFile::Mapped(MappedLogFile::create_with(
-                &path,
-                capacity,
-                Preallocate::Fallocate,
-            )?)
+            LaneFile::Staged(StagedFile::create(&path, number, opts.chunk_size + PAGE)?)
         } else {
             LaneFile::Plain(fs.create_writable(&path)?)
         };
@@ -129,6 +159,7 @@ impl OpenFile {
             creator: Creator::WriteLane,
         };
         file.append(&header.encode())?;
+        file.end_chunk()?;
         Ok(OpenFile {
             file,
             number,
@@ -146,6 +177,7 @@ impl OpenFile {
         }
         let tail = self.chunk.close();
         self.file.append(&tail)?;
+        self.file.end_chunk()?;
         self.chunks += 1;
         self.chunk_start = self.file.len();
         debug_assert_eq!(self.chunk_start % PAGE as u64, 0);
@@ -165,19 +197,9 @@ impl OpenFile {
         let size = self.file.len();
         match self.file {
             LaneFile::Plain(mut f) => f.sync_data()?,
-            LaneFile::Mapped(mut f) => {
-                f.sync_data()?;
-                let path = f.path().to_path_buf();
-                // Dropping the mapping cuts the preallocated space after the
-                // footer; the cut must be durable too, or a reopened file
-                // would end in zeros.
-                drop(f);
-                let f = File::options()
-                    .write(true)
-                    .open(&path)
-                    .map_err(|e| Error::io(&path, e))?;
-                f.set_len(size).map_err(|e| Error::io(&path, e))?;
-                f.sync_all().map_err(|e| Error::io(&path, e))?;
+            LaneFile::Staged(f) => {
+                let written = f.finish()?;
+                debug_assert_eq!(written, size);
             }
         }
         Ok(BlobFileMeta {
@@ -198,7 +220,37 @@ impl BlobLane {
             dir: dir.to_path_buf(),
             opts,
             open: Mutex::new(None),
+            readable: (AtomicU64::new(0), AtomicU64::new(0)),
         }
+    }
+
+    /// Records what a reader of the open file finds in it (under the
+    /// mutex). The length is stored before the number, so a reader that
+    /// sees the new number never sees the old file's length.
+    fn publish(&self, open: Option<&OpenFile>) {
+        let (number, len) = open.map_or((0, 0), |f| (f.number, f.file.readable_len()));
+        self.readable.1.store(len, Ordering::Release);
+        self.readable.0.store(number, Ordering::Release);
+    }
+
+    /// Makes the value `p` names readable from its blob file: if it is
+    /// still staged in this lane, the staged bytes are written first.
+    pub(crate) fn make_readable(&self, p: &BlobPointer) -> Result<()> {
+        if self.readable.0.load(Ordering::Acquire) != p.file_number {
+            return Ok(()); // not this lane's open file (or sealed: all there)
+        }
+        let end = p.offset + u64::from(p.length);
+        if self.readable.1.load(Ordering::Acquire) >= end {
+            return Ok(());
+        }
+        let mut open = self.open.lock();
+        if let Some(f) = open.as_mut()
+            && f.number == p.file_number
+        {
+            f.file.flush_partial()?;
+        }
+        self.publish(open.as_ref());
+        Ok(())
     }
 
     /// Appends `value` (written for `key`); returns its pointer once the
@@ -216,6 +268,7 @@ impl BlobLane {
                     > self.opts.file_size
         });
         if full && let Some(f) = open.take() {
+            self.publish(None);
             files.sealed_blob_file(f.seal()?)?;
         }
         let f = match open.as_mut() {
@@ -236,20 +289,26 @@ impl BlobLane {
         let offset = f.chunk.add(key, value.len(), crc);
         f.values += 1;
         f.value_bytes += value.len() as u64;
-        Ok(BlobPointer {
+        let p = BlobPointer {
             file_number: f.number,
             offset: f.chunk_start + u64::from(offset),
             length: value.len() as u32,
             crc,
-        })
+        };
+        self.publish(open.as_ref());
+        Ok(p)
     }
 
     /// Makes every value appended so far durable (the open file's
     /// `fdatasync`, run outside the lane's mutex). Sealed files are durable
     /// already.
     pub(crate) fn sync(&self) -> Result<()> {
-        let handle = match self.open.lock().as_mut().map(|f| &mut f.file) {
-            Some(LaneFile::Mapped(f)) => Some((f.sync_handle()?, f.path().to_path_buf())),
+        let mut open = self.open.lock();
+        let handle = match open.as_mut().map(|f| &mut f.file) {
+            Some(LaneFile::Staged(f)) => {
+                f.flush_partial()?;
+                Some((f.sync_handle()?, f.path().to_path_buf()))
+            }
             // No second handle to sync through: under the mutex.
             Some(LaneFile::Plain(f)) => {
                 f.sync_data()?;
@@ -257,6 +316,8 @@ impl BlobLane {
             }
             None => None,
         };
+        self.publish(open.as_ref());
+        drop(open);
         if let Some((h, path)) = handle {
             h.sync_data().map_err(|e| Error::io(&path, e))?;
         }
@@ -265,7 +326,9 @@ impl BlobLane {
 
     /// Seals the open file (at close); `None` when the lane has none.
     pub(crate) fn seal(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
-        match self.open.lock().take() {
+        let taken = self.open.lock().take();
+        self.publish(None);
+        match taken {
             Some(f) => {
                 let meta = f.seal()?;
                 files.sealed_blob_file(meta)?;
@@ -324,6 +387,12 @@ impl BlobWriteLanes {
     /// Makes every value appended so far durable.
     pub(crate) fn sync(&self) -> Result<()> {
         self.lanes.iter().try_for_each(BlobLane::sync)
+    }
+
+    /// Makes the value `p` names readable from its blob file (see
+    /// [`BlobLane::make_readable`]).
+    pub(crate) fn make_readable(&self, p: &BlobPointer) -> Result<()> {
+        self.lanes.iter().try_for_each(|l| l.make_readable(p))
     }
 
     /// Seals every lane's open file (at close).

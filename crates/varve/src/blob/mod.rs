@@ -3,15 +3,14 @@
 //!
 //! `format` is the on-disk format (pure encoding and checking),
 //! `file_writer` writes a blob file front to back (compaction outputs),
-//! `lane` appends writers' values through a mapping (the write path),
+//! `lane` appends writers' values (the write path) through `stage` (a
+//! mapped staging chunk, written to the blob file with direct IO),
 //! `reader` reads values by pointer and walks a file's chunks, `cache`
 //! keeps a database's readers by file number. Nothing here owns threads.
 
 pub(crate) mod cache;
-// Writes the garbage-collection outputs of compaction (the next step of
-// docs/blob-files.md's plan); until then only tests and `varve::testing`.
-#[allow(dead_code)]
 pub(crate) mod file_writer;
 pub(crate) mod format;
 pub(crate) mod lane;
 pub(crate) mod reader;
+pub(crate) mod stage;

@@ -152,19 +152,22 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
         }
     }
     // Blob files after the WALs: every value a copied WAL record points to
-    // was appended before that record was placed, so it is in the file
-    // now. A sealed file is linked (or copied) at its size; a lane's open
-    // file is linked (its later appends only add bytes past what any copied
-    // pointer names) or copied as it is now.
+    // was appended before that record was placed; the lanes write what
+    // they still stage into the files, so it is in the file now. A sealed
+    // file is linked (or copied) at its size; a lane's open file is copied
+    // as it is now (a link would share the lane's later writes, and the
+    // copy's open closes it at the length it has).
+    if let Some(lanes) = &db.blob_lanes {
+        lanes.sync()?;
+    }
     for (&n, b) in rec.version.blob_files() {
         let name = format!("{n:06}.blob");
         let (src, dst) = (db.dir.join(&name), target.join(&name));
-        let len = if b.sealed {
-            b.size
+        if b.sealed {
+            link_or_copy(fs, &src, &dst, b.size)?;
         } else {
-            fs.file_size(&src)?
-        };
-        link_or_copy(fs, &src, &dst, len)?;
+            copy_up_to(fs, &src, &dst, fs.file_size(&src)?)?;
+        }
     }
     // Everything copied; the sequence and file counters only grow, so
     // reading them now bounds everything in the target.

@@ -63,7 +63,7 @@ pub(crate) struct DbInner {
     pub(crate) blobs: Arc<BlobReaders>,
     /// The write lanes large values are written through; `None` when
     /// `Options::min_blob_size` is `None` or the database is read-only.
-    pub(crate) blob_lanes: Option<BlobWriteLanes>,
+    pub(crate) blob_lanes: Option<Arc<BlobWriteLanes>>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     /// Reads scans' read-ahead chunks in the background (the database's
     /// own, or the one `Options::reader_pool` shares).

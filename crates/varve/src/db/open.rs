@@ -24,6 +24,7 @@ use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
 use crate::blob::cache::BlobReaders;
 use crate::blob::lane::{BlobWriteLanes, LaneOptions};
+use crate::blob::stage::{StageOutcome, apply_stage};
 use crate::compaction::blob_gc::BlobFlow;
 use crate::compaction::flush::build_table;
 use crate::error::{Error, Result};
@@ -120,6 +121,19 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         if b.sealed {
             continue;
         }
+        // Values a crash left in the lane's staging area (in the page cache
+        // after a kill -9) go into the file first.
+        if fs.uses_os_files() {
+            match apply_stage(&blob_file_path(dir, number), number)? {
+                StageOutcome::None => {}
+                StageOutcome::Applied { offset, bytes } => info_log.log(format!(
+                    "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
+                )),
+                StageOutcome::Ignored(why) => info_log.log(format!(
+                    "recovery: ignored the staging file of blob file {number}: {why}"
+                )),
+            }
+        }
         let size = match fs.file_size(&blob_file_path(dir, number)) {
             Ok(size) => size,
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -147,6 +161,15 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             value_count: 0,
             value_bytes: size.saturating_sub(crate::blob::format::PAGE as u64),
         });
+    }
+    // A staging file left behind by a crash after its file was sealed.
+    for name in fs.list_dir(dir)? {
+        if name.ends_with(".blob.stage") {
+            info_log.log(format!(
+                "recovery: removed {name}, left by a sealed blob file"
+            ));
+            fs.remove_file(&dir.join(&name))?;
+        }
     }
 
     // A new database's first WAL takes the number its manifest reserved.
@@ -231,6 +254,19 @@ struct Assembly<'a> {
 }
 
 fn assemble(a: Assembly<'_>) -> DbInner {
+    let blob_lanes = match a.options.min_blob_size {
+        Some(min) if !a.read_only => Some(Arc::new(BlobWriteLanes::new(
+            &a.options.fs,
+            a.dir,
+            a.options.blob_write_lanes,
+            min,
+            LaneOptions {
+                file_size: a.options.blob_file_size,
+                ..LaneOptions::default()
+            },
+        ))),
+        _ => None,
+    };
     let version = a.versions.current();
     DbInner {
         dir: a.dir.to_path_buf(),
@@ -249,20 +285,9 @@ fn assemble(a: Assembly<'_>) -> DbInner {
             Arc::clone(&a.options.fs),
             a.dir,
             a.options.use_direct_reads,
+            blob_lanes.clone(),
         )),
-        blob_lanes: match a.options.min_blob_size {
-            Some(min) if !a.read_only => Some(BlobWriteLanes::new(
-                &a.options.fs,
-                a.dir,
-                a.options.blob_write_lanes,
-                min,
-                LaneOptions {
-                    file_size: a.options.blob_file_size,
-                    ..LaneOptions::default()
-                },
-            )),
-            _ => None,
-        },
+        blob_lanes,
         block_cache: a.block_cache,
         reader_pool: a
             .options

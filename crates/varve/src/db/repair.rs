@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::batch::WriteBatch;
 use crate::blob::format::BlobPointer;
 use crate::blob::reader::BlobReader;
+use crate::blob::stage::apply_stage;
 use crate::compaction::filter::VersionFilter;
 use crate::compaction::output::{OutputConfig, TableOutputs};
 use crate::error::{Error, Result};
@@ -172,6 +173,13 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     // 3: the merge, into new files numbered above everything present.
     let next = AtomicU64::new(max_number + 1);
     let new_number = || next.fetch_add(1, Ordering::Relaxed);
+    // Values a crash left in a write lane's staging area belong in their
+    // blob file (see `blob::stage`).
+    if fs.uses_os_files() {
+        for (n, name) in &blob_names {
+            apply_stage(&dir.join(name), *n)?;
+        }
+    }
     let mut blobs = RepairBlobs::default();
     let (outputs, entries) = merge(dir, options, &tables, &memtables, &new_number, &mut blobs)?;
     report.outputs = outputs.iter().map(|f| f.number).collect();

@@ -201,12 +201,6 @@ impl MappedLogFile {
         })
     }
 
-    /// A second handle of the file, for `fdatasync` without `&mut self`
-    /// (a sync writes back pages dirtied through the mapping too).
-    pub(crate) fn sync_handle(&self) -> Result<File> {
-        self.file.try_clone().map_err(|e| Error::io(&self.path, e))
-    }
-
     /// Bytes allocated and mapped.
     #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
