@@ -92,7 +92,7 @@ impl StageMap {
     /// Creates (or truncates) `path` at `len` bytes (whole pages) and maps
     /// it; the pages are touched once so that appends do not fault.
     fn create(path: &Path, len: usize) -> Result<StageMap> {
-        debug_assert!(len > 0 && len % PAGE == 0);
+        debug_assert!(len > 0 && len.is_multiple_of(PAGE));
         let file = File::options()
             .read(true)
             .write(true)
@@ -127,7 +127,7 @@ impl StageMap {
 
     /// Grows the file and the mapping to `len` bytes, keeping the content.
     fn grow(&mut self, len: usize) -> Result<()> {
-        debug_assert!(len > self.len && len % PAGE == 0);
+        debug_assert!(len > self.len && len.is_multiple_of(PAGE));
         self.file
             .set_len(len as u64)
             .map_err(|e| Error::io(&self.path, e))?;
