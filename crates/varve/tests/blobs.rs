@@ -214,3 +214,87 @@ fn repair_keeps_blob_values_and_drops_only_keys_whose_value_is_damaged() {
         assert!(!b.exists(), "{} was not reclaimed", b.display());
     }
 }
+
+/// After garbage collection has moved the values into key order, a forward
+/// scan reads the blob files in windows, not one read per value; a key-only
+/// walk reads no blob bytes at all; a backward scan reads each value.
+#[test]
+fn a_forward_scan_reads_relocated_values_in_windows() {
+    use std::sync::Arc;
+    use varve::testing::FaultInjectingFs;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+    let opts = Options {
+        fs: Arc::new(fs.clone()),
+        blob_file_size: 1 << 20,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let value = |i: u32, round: u32| vec![(i + round) as u8; 4000];
+    // Each key's first value is overwritten right after the next key's
+    // first write: every blob file holds live and dead values alike.
+    for i in 0..2000u32 {
+        db.put(format!("k{i:05}"), value(i, 0)).expect("put");
+        if i > 0 {
+            db.put(format!("k{:05}", i - 1), value(i - 1, 1))
+                .expect("put");
+        }
+    }
+    db.put("k01999", value(1999, 1)).expect("put");
+    // Reopened, every lane file is sealed; half of every file is garbage,
+    // so the compaction relocates the live values into new blob files, in
+    // key order.
+    db.close().expect("close");
+    let db = Db::open(
+        dir.path(),
+        Options {
+            fs: Arc::new(fs.clone()),
+            blob_file_size: 1 << 20,
+            ..options()
+        },
+    )
+    .expect("reopen");
+    db.compact_range(None, None).expect("compact");
+    assert!(db.stats().blob_gc_bytes_relocated > 0);
+    let blob_reads = |fs: &FaultInjectingFs| {
+        let log: Vec<_> = fs
+            .take_read_log()
+            .into_iter()
+            .filter(|r| r.path.extension().is_some_and(|x| x == "blob"))
+            .collect();
+        if std::env::var_os("SHOW_READS").is_some() {
+            for r in &log {
+                eprintln!("{:?} {} {}", r.path.file_name(), r.offset, r.len);
+            }
+        }
+        log.len()
+    };
+    fs.record_reads(true);
+    let _ = fs.take_read_log();
+    let mut n = 0u32;
+    for item in db.iter() {
+        let (k, v) = item.expect("scan");
+        assert_eq!(k, format!("k{n:05}").into_bytes());
+        assert_eq!(v, value(n, 1));
+        n += 1;
+    }
+    assert_eq!(n, 2000);
+    let forward = blob_reads(&fs);
+    assert!(
+        forward <= 50,
+        "{forward} blob reads for a scan of 2000 values"
+    );
+    let mut it = db.iter();
+    it.seek_to_first();
+    let mut keys = 0;
+    while it.valid() {
+        keys += 1;
+        it.move_next();
+    }
+    assert_eq!(keys, 2000);
+    assert_eq!(blob_reads(&fs), 0, "a key-only walk reads no blob bytes");
+    let back: Vec<_> = db.iter().rev().map(|r| r.expect("scan")).collect();
+    assert_eq!(back.len(), 2000);
+    assert_eq!(back[0].1, value(1999, 1));
+    assert!(blob_reads(&fs) >= 2000, "backward: one read per value");
+}

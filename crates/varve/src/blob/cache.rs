@@ -65,10 +65,26 @@ impl BlobReaders {
     pub(crate) fn value(&self, pointer: &[u8], source: &Path) -> Result<Vec<u8>> {
         let p = BlobPointer::decode(pointer)
             .ok_or_else(|| Error::corruption(source, 0, "malformed blob pointer"))?;
+        self.value_of(&p)
+    }
+
+    /// The value `p` names (one aligned read, checked).
+    pub(crate) fn value_of(&self, p: &BlobPointer) -> Result<Vec<u8>> {
         if let Some(lanes) = &self.lanes {
-            lanes.make_readable(&p)?;
+            lanes.make_readable(p)?;
         }
-        self.reader(p.file_number)?.get(&p)
+        self.reader(p.file_number)?.get(p)
+    }
+
+    /// True if a write lane still appends to blob file `number` (its bytes
+    /// may not all be in the file yet).
+    pub(crate) fn is_being_written(&self, number: u64) -> bool {
+        self.lanes.as_ref().is_some_and(|l| l.is_open(number))
+    }
+
+    /// The path of blob file `number`.
+    pub(crate) fn path_of(&self, number: u64) -> PathBuf {
+        blob_file_path(&self.dir, number)
     }
 
     /// The database directory (the source named when a pointer read from

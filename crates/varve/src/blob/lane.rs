@@ -389,6 +389,13 @@ impl BlobWriteLanes {
         self.lanes.iter().try_for_each(BlobLane::sync)
     }
 
+    /// True if a lane still appends to blob file `number`.
+    pub(crate) fn is_open(&self, number: u64) -> bool {
+        self.lanes
+            .iter()
+            .any(|l| l.readable.0.load(Ordering::Acquire) == number)
+    }
+
     /// Makes the value `p` names readable from its blob file (see
     /// [`BlobLane::make_readable`]).
     pub(crate) fn make_readable(&self, p: &BlobPointer) -> Result<()> {

@@ -5,12 +5,14 @@
 //! `file_writer` writes a blob file front to back (compaction outputs),
 //! `lane` appends writers' values (the write path) through `stage` (a
 //! mapped staging chunk, written to the blob file with direct IO),
-//! `reader` reads values by pointer and walks a file's chunks, `cache`
+//! `reader` reads values by pointer and walks a file's chunks,
+//! `readahead` reads windows of a file for a scan, `cache`
 //! keeps a database's readers by file number. Nothing here owns threads.
 
 pub(crate) mod cache;
 pub(crate) mod file_writer;
 pub(crate) mod format;
 pub(crate) mod lane;
+pub(crate) mod readahead;
 pub(crate) mod reader;
 pub(crate) mod stage;

@@ -73,6 +73,18 @@ impl BlobReader {
         BlobReader::new(file, path, size)
     }
 
+    /// The open file (for read-ahead on the reader pool).
+    pub(crate) fn file(&self) -> Arc<dyn RandomAccessFile> {
+        Arc::clone(&self.file)
+    }
+
+    /// Reads up to `buf.len()` bytes at `start` (aligned, for direct IO);
+    /// returns how many were read (fewer at the end of the file).
+    pub(crate) fn read_into(&self, buf: &mut [u8], start: u64) -> Result<usize> {
+        debug_assert_eq!(start % PAGE as u64, 0);
+        self.file.read_at(buf, start)
+    }
+
     /// The file's header.
     pub(crate) fn header(&self) -> &BlobHeader {
         &self.header

@@ -39,6 +39,7 @@ pub use format::{BlockHandle, Compression, Footer};
 pub(crate) use index_search::IndexSearch;
 pub use properties::TableProperties;
 pub use readahead::ReaderPool;
+pub(crate) use readahead::prefetch_worker::{Job as PrefetchJob, Worker as PrefetchWorker};
 pub(crate) use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, Readahead};
 pub(crate) use table::PointPlan;
 pub(crate) use table::{Table, TableReadOptions};

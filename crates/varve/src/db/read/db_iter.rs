@@ -16,12 +16,13 @@
 //! cursor's next key, and the other way round, so the two meet without a
 //! copy of any key. An error of either ends both.
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Sibling;
 use crate::blob::cache::BlobReaders;
+use crate::blob::readahead::BlobReadahead;
 use crate::db::memtables::SuperVersion;
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
@@ -80,6 +81,8 @@ pub struct DbIterator {
     loaded: OnceCell<Result<Vec<u8>>>,
     /// Where blob values are read from.
     blobs: Arc<BlobReaders>,
+    /// Read-ahead of blob values for forward scans.
+    blob_ra: RefCell<BlobReadahead>,
     _snapshot: Snapshot,
     /// Keeps the memtables and table files the iterator reads alive.
     pin: Arc<SuperVersion>,
@@ -102,7 +105,7 @@ impl DbIterator {
         upper: Option<Vec<u8>>,
         pin: Arc<SuperVersion>,
         sibling: Sibling,
-        blobs: Arc<BlobReaders>,
+        (blobs, blob_ra): (Arc<BlobReaders>, BlobReadahead),
     ) -> Self {
         DbIterator {
             iter,
@@ -121,6 +124,7 @@ impl DbIterator {
             blob: false,
             loaded: OnceCell::new(),
             blobs,
+            blob_ra: RefCell::new(blob_ra),
             _snapshot: snapshot,
             pin,
         }
@@ -160,7 +164,7 @@ impl DbIterator {
         }
         match self
             .loaded
-            .get_or_init(|| self.blobs.value(raw, self.blobs.dir()))
+            .get_or_init(|| self.blob_ra.borrow_mut().value(&self.blobs, raw))
         {
             Ok(v) => v,
             Err(_) => &[],
@@ -459,6 +463,8 @@ impl DbIterator {
                 blob: false,
                 loaded: OnceCell::new(),
                 blobs,
+                // Backward: values come in descending order, no read-ahead.
+                blob_ra: RefCell::new(BlobReadahead::new(0, None)),
                 _snapshot: snapshot,
                 pin,
             });

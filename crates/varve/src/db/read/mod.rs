@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use super::DbInner;
 use super::memtables::{MemLookup, SuperVersion};
+use crate::blob::readahead::BlobReadahead;
 use crate::db::DbIterator;
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
@@ -108,7 +109,18 @@ pub(crate) fn iter(db: &Arc<DbInner>, opts: &ReadOptions) -> DbIterator {
         opts.iterate_upper_bound.clone(),
         sv,
         sibling,
-        Arc::clone(&db.blobs),
+        (
+            Arc::clone(&db.blobs),
+            BlobReadahead::new(
+                opts.readahead_size,
+                match opts.scan_prefetch {
+                    ScanPrefetch::Off => None,
+                    ScanPrefetch::Adaptive | ScanPrefetch::Always => {
+                        Some(Arc::clone(&db.reader_pool))
+                    }
+                },
+            ),
+        ),
     )
 }
 
