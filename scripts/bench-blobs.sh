@@ -150,8 +150,9 @@ for s in "${SECTIONS[@]}"; do
         live=$((NUM * (16 + 4096)))
         for e in varve-blob rocksdb-blob; do
             rm -rf "$DB_DIR/ow"
-            run overwrite "$e" 1 --benchmarks=fillseq,overwrite,waitforcompaction --num="$NUM" \
-                --writes=$((3 * NUM)) --seed=1 --db="$DB_DIR/ow"
+            run overwrite "$e" 1 --benchmarks=fillseq --num="$NUM" --seed=1 --db="$DB_DIR/ow"
+            run overwrite "$e" 1 --benchmarks=overwrite,waitforcompaction --use_existing_db=true \
+                --num="$NUM" --writes=$((3 * NUM)) --seed=1 --db="$DB_DIR/ow"
             b=$(bytes_of "$DB_DIR/ow")
             echo "overwrite | $e | 1 | bytes : $b ($(awk -v b="$b" -v l="$live" 'BEGIN {printf "%.2f", b / l}') x the live $live)"
         done

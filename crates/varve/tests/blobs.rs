@@ -280,8 +280,10 @@ fn a_forward_scan_reads_relocated_values_in_windows() {
     }
     assert_eq!(n, 2000);
     let forward = blob_reads(&fs);
+    // Windows: at most one read per 20 values (a single read each for the
+    // first values of a file, before the order is known).
     assert!(
-        forward <= 50,
+        forward <= 100,
         "{forward} blob reads for a scan of 2000 values"
     );
     let mut it = db.iter();

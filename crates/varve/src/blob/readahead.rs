@@ -1,18 +1,23 @@
 //! [`BlobReadahead`]: read-ahead of blob values for one iterator
 //! (`docs/blob-files.md`, "Reads").
 //!
-//! A scan in key order over values that compaction relocated reads a blob
-//! file front to back. Once two values in a row lie forward of each other
-//! in the same file, the iterator reads a window of the file (64 KiB,
-//! doubling to `max`) and serves the next values from it, each checked
-//! against its pointer's CRC; with a reader pool, the next window is read
-//! on a pool thread while this one is served. Anything else (another file,
-//! a step back, a value larger than the window, a lane's open file) is one
-//! aligned read per value, as for `get`.
+//! A scan in key order over values that compaction relocated reads each
+//! blob file front to back, but the values of one key range may sit in a
+//! few files at once (the relocated ones, and files not relocated yet). So
+//! the state is kept per file, for the last [`STREAMS`] files read: once
+//! two values in a row of one file lie just after each other (at most
+//! [`MAX_GAP`] apart), the iterator reads a window of that file (64 KiB,
+//! doubling to `max`) and serves its next values from it, each checked
+//! against its pointer's CRC; with a reader pool, the file's next window is
+//! read on a pool thread while this one is served, overlapping this one's
+//! tail so a value on the boundary is whole in one of them. Anything else
+//! (a value out of order, a step back, a value larger than the window, a
+//! lane's open file) is one aligned read per value, as for `get`.
 //!
 //! Single-threaded (owned by one iterator). Invariants: a value is served
 //! from a window only if the window holds all of its bytes; a window is
-//! never read from a file a write lane still appends to.
+//! never read from a file a write lane still appends to; at most
+//! `STREAMS` windows and as many prefetches are held.
 
 use std::sync::Arc;
 
@@ -24,12 +29,13 @@ use crate::sst::{PrefetchJob, PrefetchWorker, ReaderPool};
 
 /// Smallest window.
 const FIRST_WINDOW: usize = 64 << 10;
-/// A gap up to this size between two values still counts as forward
-/// (chunk entries and trailers, values of deleted keys).
-const MAX_GAP: u64 = 1 << 20;
+/// Two values of one file this close count as in order (chunk entries and
+/// trailers, or a few values of other keys, lie between them).
+const MAX_GAP: u64 = 64 << 10;
+/// Files whose read-ahead state an iterator keeps.
+const STREAMS: usize = 4;
 
 struct Window {
-    file: u64,
     start: u64,
     buf: Arc<AlignedBuf>,
     got: usize,
@@ -37,9 +43,22 @@ struct Window {
 
 struct Pending {
     id: u64,
-    file: u64,
     start: u64,
     len: usize,
+}
+
+/// The read-ahead state of one blob file.
+struct Stream {
+    file: u64,
+    /// End offset of the last value read from the file.
+    last_end: u64,
+    /// Values read in a row, each just after the one before.
+    run: u32,
+    size: usize,
+    window: Option<Window>,
+    pending: Option<Pending>,
+    /// When it was last used (for replacing the least recent).
+    used: u64,
 }
 
 /// One iterator's blob read-ahead state.
@@ -47,22 +66,18 @@ pub(crate) struct BlobReadahead {
     max: usize,
     pool: Option<Arc<ReaderPool>>,
     worker: Option<PrefetchWorker>,
-    window: Option<Window>,
-    pending: Option<Pending>,
+    streams: Vec<Stream>,
+    /// Prefetches that arrived while another was awaited.
+    arrived: Vec<(u64, Arc<AlignedBuf>, Result<usize>)>,
     next_id: u64,
-    /// The file and end offset of the last value read.
-    last: (u64, u64),
-    /// Values read in a row, each forward of the one before in one file.
-    run: u32,
-    size: usize,
+    clock: u64,
 }
 
 impl std::fmt::Debug for BlobReadahead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BlobReadahead")
             .field("max", &self.max)
-            .field("run", &self.run)
-            .field("size", &self.size)
+            .field("streams", &self.streams.len())
             .finish()
     }
 }
@@ -75,12 +90,10 @@ impl BlobReadahead {
             max,
             pool,
             worker: None,
-            window: None,
-            pending: None,
+            streams: Vec::new(),
+            arrived: Vec::new(),
             next_id: 1,
-            last: (0, 0),
-            run: 0,
-            size: 0,
+            clock: 0,
         }
     }
 
@@ -88,109 +101,134 @@ impl BlobReadahead {
     pub(crate) fn value(&mut self, readers: &BlobReaders, raw: &[u8]) -> Result<Vec<u8>> {
         let p = BlobPointer::decode(raw)
             .ok_or_else(|| Error::corruption(readers.dir(), 0, "malformed blob pointer"))?;
-        let end = p.offset + u64::from(p.length);
-        let forward = p.file_number == self.last.0
-            && p.offset >= self.last.1
-            && p.offset - self.last.1 <= MAX_GAP;
-        self.run = if forward { self.run + 1 } else { 0 };
-        self.last = (p.file_number, end);
-        if let Some(v) = self.serve(readers, &p)? {
-            return Ok(v);
-        }
-        if self.max == 0 || self.run < 2 || readers.is_being_written(p.file_number) {
+        if self.max == 0 || readers.is_being_written(p.file_number) {
             return readers.value_of(&p);
         }
-        self.size = (self.size * 2).clamp(FIRST_WINDOW, self.max.max(FIRST_WINDOW));
+        let end = p.offset + u64::from(p.length);
+        let i = self.stream(p.file_number);
+        let s = &mut self.streams[i];
+        let in_order = p.offset >= s.last_end && p.offset - s.last_end <= MAX_GAP;
+        s.run = if in_order { s.run + 1 } else { 0 };
+        s.last_end = end;
+        if let Some(v) = serve(s, readers, &p)? {
+            return Ok(v);
+        }
+        if s.run < 2 {
+            return readers.value_of(&p);
+        }
+        s.size = (s.size * 2).clamp(FIRST_WINDOW, self.max.max(FIRST_WINDOW));
         let start = p.offset / PAGE as u64 * PAGE as u64;
-        let len = (end - start).div_ceil(PAGE as u64) as usize * PAGE;
-        let len = len.max(self.size);
-        let w = match self.take_pending(p.file_number, start, end) {
+        let need = (end - start).div_ceil(PAGE as u64) as usize * PAGE;
+        let window = match self.take_pending(i, start, end) {
             Some(w) => w,
             None => {
-                let reader = readers.reader(p.file_number)?;
+                let len = need.max(self.streams[i].size);
                 let mut buf = AlignedBuf::new(len);
-                let got = reader.read_into(buf.as_mut_slice(), start)?;
+                let got = readers
+                    .reader(p.file_number)?
+                    .read_into(buf.as_mut_slice(), start)?;
                 Window {
-                    file: p.file_number,
                     start,
                     buf: Arc::new(buf),
                     got,
                 }
             }
         };
-        let full = w.got == w.buf.as_slice().len();
+        let full = window.got == window.buf.as_slice().len();
         // The next window overlaps this one's tail, so that a value that
         // straddles the boundary is whole in it.
-        let overlap = (w.got / 2).min(FIRST_WINDOW) / PAGE * PAGE;
-        let next_start = w.start + (w.got - overlap) as u64;
-        self.window = Some(w);
+        let overlap = (window.got / 2).min(FIRST_WINDOW) / PAGE * PAGE;
+        let next_start = window.start + (window.got - overlap) as u64;
+        self.streams[i].window = Some(window);
         if full {
-            self.prefetch(readers, p.file_number, next_start);
+            self.prefetch(readers, i, next_start);
         }
-        match self.serve(readers, &p)? {
+        match serve(&self.streams[i], readers, &p)? {
             Some(v) => Ok(v),
             None => readers.value_of(&p),
         }
     }
 
-    /// The value from the current window, if it holds all of it.
-    fn serve(&self, readers: &BlobReaders, p: &BlobPointer) -> Result<Option<Vec<u8>>> {
-        let Some(w) = &self.window else {
-            return Ok(None);
+    /// The index of `file`'s stream, made (replacing the least recently
+    /// used one) if there is none.
+    fn stream(&mut self, file: u64) -> usize {
+        self.clock += 1;
+        let now = self.clock;
+        if let Some(i) = self.streams.iter().position(|s| s.file == file) {
+            self.streams[i].used = now;
+            return i;
+        }
+        let fresh = Stream {
+            file,
+            last_end: 0,
+            run: 0,
+            size: 0,
+            window: None,
+            pending: None,
+            used: now,
         };
-        let end = p.offset + u64::from(p.length);
-        if w.file != p.file_number || p.offset < w.start || end > w.start + w.got as u64 {
-            return Ok(None);
+        if self.streams.len() < STREAMS {
+            self.streams.push(fresh);
+            return self.streams.len() - 1;
         }
-        let path = readers.path_of(p.file_number);
-        let span = &w.buf.as_slice()[..w.got];
-        Ok(Some(value_from_span(p, span, w.start, &path)?.to_vec()))
+        let i = self
+            .streams
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, s)| s.used)
+            .map_or(0, |(i, _)| i);
+        // A prefetch of the replaced stream still arrives; it is dropped.
+        self.streams[i] = fresh;
+        i
     }
 
-    /// The prefetched window if it starts where this one must and covers
-    /// `end`; else the prefetch is abandoned.
-    fn take_pending(&mut self, file: u64, start: u64, end: u64) -> Option<Window> {
-        let pending = self.pending.take()?;
-        let worker = self.worker.as_ref()?;
-        let usable = pending.file == file
-            && pending.start <= start
-            && end <= pending.start + pending.len as u64;
-        if !usable {
-            worker
-                .cancel_below
-                .store(pending.id + 1, std::sync::atomic::Ordering::Release);
-            return None;
+    /// Stream `i`'s prefetched window if it covers `start..end`.
+    fn take_pending(&mut self, i: usize, start: u64, end: u64) -> Option<Window> {
+        let pending = self.streams[i].pending.take()?;
+        if !(pending.start <= start && end <= pending.start + pending.len as u64) {
+            return None; // its answer is dropped when it arrives
         }
-        loop {
-            let done = worker.done.recv().ok()?;
-            if done.id != pending.id {
-                continue; // an abandoned one
+        let (buf, got) = loop {
+            if let Some(k) = self.arrived.iter().position(|a| a.0 == pending.id) {
+                let (_, buf, got) = self.arrived.swap_remove(k);
+                break (buf, got);
             }
-            let got = done.got.ok()?;
-            if pending.start + (got as u64) < end {
-                return None; // short: the synchronous read finds out why
+            let done = self.worker.as_ref()?.done.recv().ok()?;
+            let live = self
+                .streams
+                .iter()
+                .any(|s| s.pending.as_ref().is_some_and(|p| p.id == done.id));
+            if done.id == pending.id {
+                break (done.buf, done.got);
             }
-            return Some(Window {
-                file,
-                start: pending.start,
-                buf: done.buf,
-                got,
-            });
+            if live {
+                self.arrived.push((done.id, done.buf, done.got));
+            }
+        };
+        let got = got.ok()?;
+        if pending.start + (got as u64) < end {
+            return None; // short: the synchronous read finds out why
         }
+        Some(Window {
+            start: pending.start,
+            buf,
+            got,
+        })
     }
 
-    /// Starts reading the next window on the pool.
-    fn prefetch(&mut self, readers: &BlobReaders, file: u64, start: u64) {
+    /// Starts reading stream `i`'s next window on the pool.
+    fn prefetch(&mut self, readers: &BlobReaders, i: usize, start: u64) {
         let Some(pool) = &self.pool else {
             return;
         };
         if self.worker.is_none() {
             self.worker = PrefetchWorker::new(pool);
         }
-        let (Some(worker), Ok(reader)) = (&self.worker, readers.reader(file)) else {
+        let s = &self.streams[i];
+        let (Some(worker), Ok(reader)) = (&self.worker, readers.reader(s.file)) else {
             return;
         };
-        let len = (self.size * 2).min(self.max.max(FIRST_WINDOW));
+        let len = (s.size * 2).min(self.max.max(FIRST_WINDOW));
         let id = self.next_id;
         self.next_id += 1;
         let job = PrefetchJob {
@@ -202,12 +240,21 @@ impl BlobReadahead {
             early: true,
         };
         if worker.send(job) {
-            self.pending = Some(Pending {
-                id,
-                file,
-                start,
-                len,
-            });
+            self.streams[i].pending = Some(Pending { id, start, len });
         }
     }
+}
+
+/// The value from stream `s`'s window, if the window holds all of it.
+fn serve(s: &Stream, readers: &BlobReaders, p: &BlobPointer) -> Result<Option<Vec<u8>>> {
+    let Some(w) = &s.window else {
+        return Ok(None);
+    };
+    let end = p.offset + u64::from(p.length);
+    if p.offset < w.start || end > w.start + w.got as u64 {
+        return Ok(None);
+    }
+    let path = readers.path_of(p.file_number);
+    let span = &w.buf.as_slice()[..w.got];
+    Ok(Some(value_from_span(p, span, w.start, &path)?.to_vec()))
 }

@@ -102,6 +102,31 @@ pub(crate) fn relocation_set(v: &Version, policy: &GcPolicy) -> HashSet<u64> {
         .collect()
 }
 
+/// Garbage bytes over value bytes across the sealed blob files of `v`.
+pub(crate) fn garbage_share(v: &Version) -> f64 {
+    let (garbage, values) = v
+        .blob_files()
+        .values()
+        .filter(|b| b.sealed)
+        .fold((0u64, 0u64), |(g, t), b| {
+            (g + b.garbage_bytes, t + b.value_bytes)
+        });
+    if values == 0 {
+        0.0
+    } else {
+        garbage as f64 / values as f64
+    }
+}
+
+/// Every sealed blob file of `v` (what a full `compact_range` relocates).
+pub(crate) fn sealed_files(v: &Version) -> HashSet<u64> {
+    v.blob_files()
+        .iter()
+        .filter(|(_, b)| b.sealed)
+        .map(|(&n, _)| n)
+        .collect()
+}
+
 /// Files closed after a crash that no table points into any more (every
 /// table's oldest blob file is newer). Only tables can point into them:
 /// the open flushed every replayed memtable before closing them, and

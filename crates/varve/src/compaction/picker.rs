@@ -50,6 +50,10 @@ pub(crate) struct CompactionPlan {
     /// Rewrite `inputs[0]` into its own level (`inputs[1]` is empty): a
     /// compaction for blob garbage collection ([`pick_blob_gc`]).
     pub in_place: bool,
+    /// Relocate every blob value it keeps from a sealed file, whatever the
+    /// file's garbage (the last step of a full `compact_range`: the values
+    /// come out in key order). Never a trivial move.
+    pub relocate_all: bool,
 }
 
 impl CompactionPlan {
@@ -65,7 +69,10 @@ impl CompactionPlan {
     /// A single file with nothing below it to merge with can simply move
     /// down a level (no rewrite).
     pub(crate) fn is_trivial_move(&self) -> bool {
-        !self.in_place && self.inputs[0].len() == 1 && self.inputs[1].is_empty()
+        !self.in_place
+            && !self.relocate_all
+            && self.inputs[0].len() == 1
+            && self.inputs[1].is_empty()
     }
 
     /// Every input file number.
@@ -119,6 +126,7 @@ fn with_next_level(
         inputs: [first, second],
         reason,
         in_place: false,
+        relocate_all: false,
     };
     debug_check_plan(v, &plan, being_compacted);
     Some(plan)
@@ -216,21 +224,28 @@ pub(crate) fn pick(
     None
 }
 
-/// A compaction for blob garbage collection, when no level needs one: the
-/// oldest blob file that is due (garbage share at `force_threshold`, or
-/// closed after a crash) has its live values in tables that name it as
-/// their oldest blob file; the first of them outside L0 that is not busy is
+/// A compaction for blob garbage collection: of the blob files that are
+/// due (garbage share at `threshold`, or closed after a crash), the most
+/// garbage-heavy one whose live values sit in a table that names it as its
+/// oldest blob file; the first such table outside L0 that is not busy is
 /// rewritten in place, which relocates those values (see
 /// `compaction::blob_gc`). `None` if nothing is due.
 pub(crate) fn pick_blob_gc(
     v: &Version,
-    force_threshold: f64,
+    threshold: f64,
     being_compacted: &HashSet<u64>,
 ) -> Option<CompactionPlan> {
-    let due = v
+    let mut due: Vec<_> = v
         .blob_files()
         .iter()
-        .filter(|(_, b)| b.sealed && (b.crash_closed || b.garbage_ratio() >= force_threshold));
+        .filter(|(_, b)| b.sealed && (b.crash_closed || b.garbage_ratio() >= threshold))
+        .collect();
+    // Crash-closed files first, then by garbage share, most first.
+    due.sort_by(|a, b| {
+        b.1.crash_closed
+            .cmp(&a.1.crash_closed)
+            .then(b.1.garbage_ratio().total_cmp(&a.1.garbage_ratio()))
+    });
     for (&blob, b) in due {
         for level in 1..NUM_LEVELS {
             let table = v
@@ -251,6 +266,7 @@ pub(crate) fn pick_blob_gc(
                         }
                     ),
                     in_place: true,
+                    relocate_all: false,
                 };
                 debug_check_plan(v, &plan, being_compacted);
                 return Some(plan);

@@ -34,12 +34,22 @@ impl Db {
         let Some(deepest) = deepest else {
             return Ok(());
         };
-        for level in 0..deepest.max(1) {
+        let last = deepest.max(1) - 1;
+        for level in 0..=last {
             db.check_writable()?;
             let plan = {
                 let vs = db.versions.lock();
                 let busy = db.bg.being_compacted.lock().clone();
-                picker::pick_range(&vs.current(), level, begin, end, &busy)
+                let v = vs.current();
+                picker::pick_range(&v, level, begin, end, &busy).map(|mut p| {
+                    // The last step reads every key of the range: its blob
+                    // values are copied out in key order, so a scan of the
+                    // range reads blob files front to back afterwards.
+                    p.relocate_all = level == last
+                        && db.options.enable_blob_garbage_collection
+                        && v.blob_files().values().any(|b| b.sealed);
+                    p
+                })
             };
             if let Some(plan) = plan {
                 bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;

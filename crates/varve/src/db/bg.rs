@@ -48,6 +48,9 @@ pub(crate) struct Background {
     pub progress: Condvar,
     pub compaction_lock: Mutex<()>,
     pub being_compacted: Mutex<HashSet<u64>>,
+    /// The last compaction was one for blob garbage (under garbage
+    /// pressure the two kinds take turns).
+    pub last_was_gc: std::sync::atomic::AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -272,24 +275,35 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let plan = {
         let vs = db.versions.lock();
         let busy = db.bg.being_compacted.lock().clone();
-        picker::pick(&vs.current(), &db.level_targets(), &busy, |l| {
-            vs.compact_pointer(l).map(<[u8]>::to_vec)
-        })
-        .or_else(|| {
-            db.options
-                .enable_blob_garbage_collection
-                .then(|| {
-                    picker::pick_blob_gc(
-                        &vs.current(),
-                        db.options.blob_garbage_collection_force_threshold,
-                        &busy,
-                    )
-                })
+        let v = vs.current();
+        let gc = db.options.enable_blob_garbage_collection;
+        let ratio = db.options.blob_garbage_collection_ratio;
+        // Under garbage pressure (a quarter of the sealed value bytes dead,
+        // by default), compactions for blob garbage take turns with the
+        // levels' own, starting with the files most garbage-heavy; else
+        // they run when no level is due, for files at the force threshold.
+        let pressure =
+            gc && blob_gc::garbage_share(&v) >= ratio && !db.bg.last_was_gc.load(Ordering::Relaxed);
+        let gc_plan = |threshold: f64| {
+            gc.then(|| picker::pick_blob_gc(&v, threshold, &busy))
                 .flatten()
-        })
+        };
+        let levels = || {
+            picker::pick(&v, &db.level_targets(), &busy, |l| {
+                vs.compact_pointer(l).map(<[u8]>::to_vec)
+            })
+        };
+        if pressure {
+            gc_plan(ratio).or_else(levels)
+        } else {
+            levels().or_else(|| gc_plan(db.options.blob_garbage_collection_force_threshold))
+        }
     };
     match plan {
-        Some(plan) => run_plan(db, &plan).map(|()| true),
+        Some(plan) => {
+            db.bg.last_was_gc.store(plan.in_place, Ordering::Relaxed);
+            run_plan(db, &plan).map(|()| true)
+        }
         None => Ok(false),
     }
 }
@@ -332,7 +346,11 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         return Ok(());
     }
     let version = db.versions.lock().current();
-    let relocate = if db.options.enable_blob_garbage_collection {
+    let relocate = if !db.options.enable_blob_garbage_collection {
+        HashSet::new()
+    } else if plan.relocate_all {
+        blob_gc::sealed_files(&version)
+    } else {
         blob_gc::relocation_set(
             &version,
             &GcPolicy {
@@ -340,8 +358,6 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
                 force_threshold: db.options.blob_garbage_collection_force_threshold,
             },
         )
-    } else {
-        HashSet::new()
     };
     let ctx = JobContext {
         dir: &db.dir,
