@@ -20,6 +20,10 @@
 #   readseq    cold readseq after a full compaction (`compact`), with fio's
 #              sequential rate over the same blob and table files right
 #              after
+#   threshold  the default min_blob_size: for value sizes SIZES (512 .. 16384),
+#              about 800 MB of fillrandom + waitforcompaction and 50,000
+#              cold readrandom (direct reads, 8 MiB cache), varve with blob
+#              files at that size against varve with values inline
 #   overwrite  fillseq of NUM keys, then overwrite of 3 x NUM, then
 #              waitforcompaction: the bytes of tables and blob files at the
 #              end against the live data (NUM x (16 + 4096))
@@ -144,6 +148,25 @@ for s in "${SECTIONS[@]}"; do
                 fio_rate "readseq-cold | $e | $rep" "$DB_DIR/r-$e"
             done
         done
+        ;;
+    threshold)
+        echo "## threshold"
+        for size in ${SIZES:-512 1024 2048 4096 16384}; do
+            n=$((800000000 / (size + 16)))
+            for e in varve-blob varve; do
+                rm -rf "$DB_DIR/t"
+                flags=(--engine=varve --key_size=16 --value_size="$size" --num="$n" --db="$DB_DIR/t"
+                    --bloom_bits=10 --compression_type=none)
+                [ "$e" = varve-blob ] && flags+=(--enable_blob_files=true --min_blob_size="$size")
+                "$BIN" "${flags[@]}" --benchmarks=fillrandom,waitforcompaction --seed=1 2>&1 \
+                    | grep -E '^[a-z]+ +:' | sed "s/^/threshold-$size | $e | 1 | /"
+                drop_caches
+                "$BIN" "${flags[@]}" --benchmarks=readrandom --use_existing_db=true --reads=50000 \
+                    --use_direct_reads=true --cache_size=8388608 --seed=2 2>&1 \
+                    | grep -E '^[a-z]+ +:' | sed "s/^/threshold-$size | $e | 1 | /"
+            done
+        done
+        rm -rf "$DB_DIR/t"
         ;;
     overwrite)
         echo "## overwrite (3 x the live data)"

@@ -56,7 +56,14 @@ fn the_threshold_decides_where_a_value_goes() {
 
     // With blob files off, every value stays inline (and the old ones read).
     drop(db);
-    let db = Db::open(dir.path(), Options::default()).expect("reopen inline");
+    let db = Db::open(
+        dir.path(),
+        Options {
+            min_blob_size: None,
+            ..Options::default()
+        },
+    )
+    .expect("reopen inline");
     db.put(b"inline", vec![4u8; 100_000]).expect("put");
     assert_eq!(db.get(b"large").expect("get"), Some(vec![3u8; 100_000]));
     db.close().expect("close");

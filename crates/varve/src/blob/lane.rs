@@ -262,6 +262,26 @@ impl BlobLane {
         value: &[u8],
     ) -> Result<BlobPointer> {
         let mut open = self.open.lock();
+        let put = self.put_locked(&mut open, files, key, value);
+        if put.is_err() {
+            // A failed step may leave the file's bookkeeping behind its
+            // bytes: the lane gives the file up. Its values so far stay in
+            // the file and its staging file; the manifest still lists it
+            // as open, so the next open closes it (applying the staged
+            // bytes) like a file a crash left open.
+            *open = None;
+            self.publish(None);
+        }
+        put
+    }
+
+    fn put_locked(
+        &self,
+        open: &mut Option<OpenFile>,
+        files: &dyn BlobFiles,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<BlobPointer> {
         let full = open.as_ref().is_some_and(|f| {
             f.values > 0
                 && f.chunk_start + (f.chunk.size_with(key.len(), value.len()) as u64)

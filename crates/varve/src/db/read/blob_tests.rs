@@ -19,6 +19,15 @@ use crate::{Options, ReadOptions, WriteBatch};
 /// Key -> value.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// These tests write the blob file and its pointers themselves: the write
+/// path keeps every value inline.
+fn inline_options() -> Options {
+    Options {
+        min_blob_size: None,
+        ..Options::default()
+    }
+}
+
 fn value(i: usize) -> Vec<u8> {
     let len = [4096usize, 1, 0, 10_000, 300][i % 5];
     (0..len).map(|j| (i * 13 + j) as u8).collect()
@@ -28,7 +37,7 @@ fn value(i: usize) -> Vec<u8> {
 /// and every tenth key deleted; returns it with the expected contents and
 /// the blob offsets of each key.
 fn setup(dir: &std::path::Path) -> (Db, Model, BTreeMap<Vec<u8>, u64>) {
-    let db = Db::open(dir, Options::default()).expect("open");
+    let db = Db::open(dir, inline_options()).expect("open");
     let blob = db.inner.versions.lock().new_file_number();
     let mut w = BlobFileWriter::create(
         &PosixFs,
@@ -170,7 +179,7 @@ fn blob_values_read_back_everywhere() {
     );
     db.close().expect("close");
     // The manifest lists the blob file, so a reopen keeps it and reads it.
-    let db = Db::open(dir.path(), Options::default()).expect("reopen");
+    let db = Db::open(dir.path(), inline_options()).expect("reopen");
     assert_eq!(db.inner.versions.lock().current().blob_files().len(), 1);
     check_all(&db, &model);
 }
@@ -183,7 +192,7 @@ fn a_checkpoint_carries_its_blob_files() {
     let target = dir.path().join("checkpoint");
     db.checkpoint(&target).expect("checkpoint");
     db.close().expect("close");
-    let cp = Db::open(&target, Options::default()).expect("open the checkpoint");
+    let cp = Db::open(&target, inline_options()).expect("open the checkpoint");
     assert_eq!(cp.inner.versions.lock().current().blob_files().len(), 1);
     check_all(&cp, &model);
 }
@@ -205,7 +214,7 @@ fn a_missing_blob_file_fails_the_open_naming_it() {
     db.close().expect("close");
     let path = blob_file_path(dir.path(), blob);
     std::fs::remove_file(&path).expect("remove");
-    match Db::open(dir.path(), Options::default()) {
+    match Db::open(dir.path(), inline_options()) {
         Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
         Err(e) => panic!("expected Corruption, got {e:?}"),
         Ok(_) => panic!("expected Corruption, the open succeeded"),

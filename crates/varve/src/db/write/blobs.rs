@@ -80,7 +80,12 @@ pub(crate) fn separate(db: &DbInner, batch: WriteBatch) -> Result<WriteBatch> {
     for op in batch.iter() {
         match op {
             BatchOp::Put { key, value } if lanes.takes(value.len()) => {
-                let p = lanes.put(&files, key, value)?;
+                // A value that could not be staged fails the write before
+                // it has a sequence number; the lane's file is given up and
+                // the database poisoned, as after a failed WAL write.
+                let p = lanes
+                    .put(&files, key, value)
+                    .inspect_err(|e| db.poison_err("blob write failed", e))?;
                 Counters::add(&db.counters.blob_values_written, 1);
                 Counters::add(&db.counters.blob_bytes_written, value.len() as u64);
                 out.put_blob_index(key, &p.encode());
