@@ -4,6 +4,8 @@
 //! may be lost, wholly or in part. After recovery every synced,
 //! acknowledged write must read back exactly (its blob value included).
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,13 +21,8 @@ fn value(n: u64) -> Vec<u8> {
 #[test]
 fn power_loss_keeps_every_synced_blob_value() {
     let root = tempfile::tempdir().expect("tempdir");
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = common::Rng(0x2545_f491_4f6c_dd1du64);
+    let mut next = move || rng.next();
     let mut checked = 0usize;
     for round in 0..30u64 {
         let dir = root.path().join(format!("db-{round}"));
@@ -82,13 +79,8 @@ fn power_loss_keeps_every_synced_blob_value() {
 #[test]
 fn power_loss_during_blob_gc_keeps_every_synced_value() {
     let root = tempfile::tempdir().expect("tempdir");
-    let mut seed = 0x9d2c_5680_1b87_3a4fu64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = common::Rng(0x9d2c_5680_1b87_3a4fu64);
+    let mut next = move || rng.next();
     let mut checked = 0usize;
     let mut relocated = 0u64;
     for round in 0..20u64 {

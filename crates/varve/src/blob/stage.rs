@@ -34,6 +34,7 @@ use std::ptr::NonNull;
 use super::format::PAGE;
 use crate::error::{Error, Result};
 use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
+use crate::wal::{Preallocate, allocate, map_shared};
 
 const STAGE_MAGIC: &[u8; 8] = b"varveSTG";
 const STAGE_VERSION: u32 = 1;
@@ -83,14 +84,10 @@ impl std::fmt::Debug for StageMap {
     }
 }
 
-fn os_error(path: &Path, what: &str) -> Error {
-    let e = std::io::Error::last_os_error();
-    Error::io(path, std::io::Error::new(e.kind(), format!("{what}: {e}")))
-}
-
 impl StageMap {
-    /// Creates (or truncates) `path` at `len` bytes (whole pages) and maps
-    /// it; the pages are touched once so that appends do not fault.
+    /// Creates (or truncates) `path` at `len` bytes (whole pages,
+    /// allocated: a store into the mapping never meets a full disk) and
+    /// maps it; the pages are touched once so that appends do not fault.
     fn create(path: &Path, len: usize) -> Result<StageMap> {
         debug_assert!(len > 0 && len.is_multiple_of(PAGE));
         let file = File::options()
@@ -100,8 +97,8 @@ impl StageMap {
             .truncate(true)
             .open(path)
             .map_err(|e| Error::io(path, e))?;
-        file.set_len(len as u64).map_err(|e| Error::io(path, e))?;
-        let ptr = map(&file, path, len)?;
+        allocate(&file, path, Preallocate::Fallocate, 0, len)?;
+        let ptr = map_shared(&file, path, len)?;
         let mut m = StageMap {
             ptr,
             len,
@@ -115,7 +112,7 @@ impl StageMap {
     /// The whole mapping.
     fn bytes(&self) -> &[u8] {
         // SAFETY: `ptr` maps `len` bytes of `file`, which is never shorter
-        // (set_len before every map, nothing else truncates it) and lives
+        // (allocated before every map, nothing else truncates it) and lives
         // as long as `self`; `&self` forbids writes through `bytes_mut`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
@@ -128,10 +125,14 @@ impl StageMap {
     /// Grows the file and the mapping to `len` bytes, keeping the content.
     fn grow(&mut self, len: usize) -> Result<()> {
         debug_assert!(len > self.len && len.is_multiple_of(PAGE));
-        self.file
-            .set_len(len as u64)
-            .map_err(|e| Error::io(&self.path, e))?;
-        let ptr = map(&self.file, &self.path, len)?;
+        allocate(
+            &self.file,
+            &self.path,
+            Preallocate::Fallocate,
+            self.len,
+            len,
+        )?;
+        let ptr = map_shared(&self.file, &self.path, len)?;
         self.unmap();
         self.ptr = ptr;
         self.len = len;
@@ -150,26 +151,6 @@ impl Drop for StageMap {
     fn drop(&mut self) {
         self.unmap();
     }
-}
-
-fn map(file: &File, path: &Path, len: usize) -> Result<NonNull<u8>> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a fresh shared mapping of `len` bytes of an open file that is
-    // at least `len` bytes long; the kernel chooses the address.
-    let raw = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if raw == libc::MAP_FAILED {
-        return Err(os_error(path, "mmap"));
-    }
-    NonNull::new(raw.cast::<u8>()).ok_or_else(|| os_error(path, "mmap"))
 }
 
 /// A blob file written through a staging mapping and direct writes.

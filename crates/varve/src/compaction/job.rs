@@ -195,16 +195,8 @@ pub(crate) fn run(
     }
     // New blob files enter sealed, in the same edit as the tables that
     // point into them and the garbage the job found.
-    for b in &result.blob_outputs {
-        edit.blob_files.push(BlobFileEdit {
-            number: b.number,
-            sealed: true,
-            size: b.size,
-            value_count: b.value_count,
-            value_bytes: b.value_bytes,
-            crash_closed: false,
-        });
-    }
+    edit.blob_files
+        .extend(result.blob_outputs.iter().map(BlobFileEdit::sealed));
     edit.blob_garbage = result.blob_flow.garbage();
     Ok((edit, result))
 }

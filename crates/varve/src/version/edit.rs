@@ -68,6 +68,20 @@ pub struct BlobFileEdit {
     pub crash_closed: bool,
 }
 
+impl BlobFileEdit {
+    /// The record of a finished (sealed) blob file.
+    pub(crate) fn sealed(meta: &crate::blob::file_writer::BlobFileMeta) -> BlobFileEdit {
+        BlobFileEdit {
+            number: meta.number,
+            sealed: true,
+            size: meta.size,
+            value_count: meta.value_count,
+            value_bytes: meta.value_bytes,
+            crash_closed: false,
+        }
+    }
+}
+
 /// One change to the set of files and counters; every field is optional.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct VersionEdit {

@@ -82,14 +82,20 @@ fn round_up(n: usize) -> usize {
     n.div_ceil(GROW_STEP).max(1) * GROW_STEP
 }
 
-fn last_os_error(path: &Path, what: &str) -> Error {
+pub(crate) fn last_os_error(path: &Path, what: &str) -> Error {
     let e = std::io::Error::last_os_error();
     Error::io(path, std::io::Error::new(e.kind(), format!("{what}: {e}")))
 }
 
 /// Allocates `[from, len)` of `file` the way `how` says (no holes: later
 /// stores cannot hit ENOSPC); `[0, from)` is allocated already.
-fn allocate(file: &File, path: &Path, how: Preallocate, from: usize, len: usize) -> Result<()> {
+pub(crate) fn allocate(
+    file: &File,
+    path: &Path,
+    how: Preallocate,
+    from: usize,
+    len: usize,
+) -> Result<()> {
     if how == Preallocate::ZeroFill {
         use std::os::unix::fs::FileExt;
         let zeros = vec![0u8; GROW_STEP];
@@ -115,6 +121,29 @@ fn allocate(file: &File, path: &Path, how: Preallocate, from: usize, len: usize)
             return Err(last_os_error(path, "fallocate"));
         }
     }
+}
+
+/// A fresh shared, writable mapping of the first `len` bytes of `file`,
+/// which must be at least that long (allocated by [`allocate`]). The caller
+/// owns the mapping and unmaps it.
+pub(crate) fn map_shared(file: &File, path: &Path, len: usize) -> Result<NonNull<u8>> {
+    // SAFETY: a fresh shared mapping of `len` bytes of a file that is at
+    // least `len` bytes long; the kernel picks the address, so no existing
+    // memory is replaced.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return Err(last_os_error(path, "mmap"));
+    }
+    NonNull::new(raw.cast::<u8>()).ok_or_else(|| last_os_error(path, "mmap"))
 }
 
 /// Copies `src` to `dst` with stores that run strictly front to back, so a
@@ -174,23 +203,7 @@ impl MappedLogFile {
             .map_err(|e| Error::io(path, e))?;
         let cap = round_up(capacity);
         allocate(&file, path, how, 0, cap)?;
-        // SAFETY: a fresh shared mapping of `cap` bytes of a file that is at
-        // least `cap` bytes long (just allocated); the kernel picks the
-        // address, so no existing memory is replaced.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                cap,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return Err(last_os_error(path, "mmap"));
-        }
-        let ptr = NonNull::new(raw.cast::<u8>()).ok_or_else(|| last_os_error(path, "mmap"))?;
+        let ptr = map_shared(&file, path, cap)?;
         Ok(MappedLogFile {
             file,
             how,

@@ -24,7 +24,7 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use mapped_file::{MappedLog, MappedLogFile, Preallocate};
+pub(crate) use mapped_file::{MappedLog, MappedLogFile, Preallocate, allocate, map_shared};
 pub use reader::TailStatus;
 pub(crate) use reader_v2::{replay, write_log};
 #[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]

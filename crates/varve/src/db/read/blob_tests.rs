@@ -70,14 +70,7 @@ fn setup(dir: &std::path::Path) -> (Db, Model, BTreeMap<Vec<u8>, u64>) {
         .versions
         .lock()
         .log_and_apply(VersionEdit {
-            blob_files: vec![BlobFileEdit {
-                number: blob,
-                sealed: true,
-                size: meta.size,
-                value_count: meta.value_count,
-                value_bytes: meta.value_bytes,
-                crash_closed: false,
-            }],
+            blob_files: vec![BlobFileEdit::sealed(&meta)],
             ..VersionEdit::default()
         })
         .expect("register the blob file");

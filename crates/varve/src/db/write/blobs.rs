@@ -46,14 +46,7 @@ impl BlobFiles for VersionFiles<'_> {
     fn sealed_blob_file(&self, meta: BlobFileMeta) -> Result<()> {
         let mut vs = self.0.versions.lock();
         vs.log_and_apply(VersionEdit {
-            blob_files: vec![BlobFileEdit {
-                number: meta.number,
-                sealed: true,
-                size: meta.size,
-                value_count: meta.value_count,
-                value_bytes: meta.value_bytes,
-                crash_closed: false,
-            }],
+            blob_files: vec![BlobFileEdit::sealed(&meta)],
             ..VersionEdit::default()
         })?;
         self.0.install(&vs, |sv| SuperVersion {
