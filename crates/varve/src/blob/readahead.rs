@@ -8,9 +8,10 @@
 //! two values in a row of one file lie just after each other (at most
 //! [`MAX_GAP`] apart), the iterator reads a window of that file (64 KiB,
 //! doubling to `max`) and serves its next values from it, each checked
-//! against its pointer's CRC; with a reader pool, the file's next window is
-//! read on a pool thread while this one is served, overlapping this one's
-//! tail so a value on the boundary is whole in one of them. Anything else
+//! against its pointer's CRC; with a reader pool, the file's next two
+//! windows are read on pool threads while this one is served, each
+//! overlapping the tail of the one before so a value on the boundary is
+//! whole in one of them. Anything else
 //! (a value out of order, a step back, a value larger than the window, a
 //! lane's open file) is one aligned read per value, as for `get`.
 //!
@@ -34,6 +35,17 @@ const FIRST_WINDOW: usize = 64 << 10;
 const MAX_GAP: u64 = 64 << 10;
 /// Files whose read-ahead state an iterator keeps.
 const STREAMS: usize = 4;
+/// Windows of one file read ahead on the pool at once: with two in
+/// flight the disk always has the next read queued while one completes.
+const DEPTH: usize = 2;
+
+/// Where the window after one of `len` bytes at `start` begins: its tail
+/// is read again, so that a value that straddles the boundary is whole in
+/// one of them.
+fn next_window(start: u64, len: usize) -> u64 {
+    let overlap = (len / 2).min(FIRST_WINDOW) / PAGE * PAGE;
+    start + (len - overlap) as u64
+}
 
 struct Window {
     start: u64,
@@ -56,7 +68,8 @@ struct Stream {
     run: u32,
     size: usize,
     window: Option<Window>,
-    pending: Option<Pending>,
+    /// Windows being read on the pool, in file order.
+    pending: std::collections::VecDeque<Pending>,
     /// When it was last used (for replacing the least recent).
     used: u64,
 }
@@ -135,13 +148,19 @@ impl BlobReadahead {
             }
         };
         let full = window.got == window.buf.as_slice().len();
-        // The next window overlaps this one's tail, so that a value that
-        // straddles the boundary is whole in it.
-        let overlap = (window.got / 2).min(FIRST_WINDOW) / PAGE * PAGE;
-        let next_start = window.start + (window.got - overlap) as u64;
+        let mut next = next_window(window.start, window.got);
         self.streams[i].window = Some(window);
         if full {
-            self.prefetch(readers, i, next_start);
+            if let Some(last) = self.streams[i].pending.back() {
+                next = next_window(last.start, last.len);
+            }
+            while self.streams[i].pending.len() < DEPTH && self.prefetch(readers, i, next) {
+                let last = self.streams[i].pending.back().map(|p| (p.start, p.len));
+                match last {
+                    Some((start, len)) => next = next_window(start, len),
+                    None => break,
+                }
+            }
         }
         match serve(&self.streams[i], readers, &p)? {
             Some(v) => Ok(v),
@@ -164,7 +183,7 @@ impl BlobReadahead {
             run: 0,
             size: 0,
             window: None,
-            pending: None,
+            pending: std::collections::VecDeque::new(),
             used: now,
         };
         if self.streams.len() < STREAMS {
@@ -184,9 +203,11 @@ impl BlobReadahead {
 
     /// Stream `i`'s prefetched window if it covers `start..end`.
     fn take_pending(&mut self, i: usize, start: u64, end: u64) -> Option<Window> {
-        let pending = self.streams[i].pending.take()?;
+        let pending = self.streams[i].pending.pop_front()?;
         if !(pending.start <= start && end <= pending.start + pending.len as u64) {
-            return None; // its answer is dropped when it arrives
+            // Off the expected path: the answers are dropped as they arrive.
+            self.streams[i].pending.clear();
+            return None;
         }
         let (buf, got) = loop {
             if let Some(k) = self.arrived.iter().position(|a| a.0 == pending.id) {
@@ -197,7 +218,7 @@ impl BlobReadahead {
             let live = self
                 .streams
                 .iter()
-                .any(|s| s.pending.as_ref().is_some_and(|p| p.id == done.id));
+                .any(|s| s.pending.iter().any(|p| p.id == done.id));
             if done.id == pending.id {
                 break (done.buf, done.got);
             }
@@ -216,17 +237,18 @@ impl BlobReadahead {
         })
     }
 
-    /// Starts reading stream `i`'s next window on the pool.
-    fn prefetch(&mut self, readers: &BlobReaders, i: usize, start: u64) {
+    /// Starts reading a window of stream `i` at `start` on the pool;
+    /// false if it could not be queued.
+    fn prefetch(&mut self, readers: &BlobReaders, i: usize, start: u64) -> bool {
         let Some(pool) = &self.pool else {
-            return;
+            return false;
         };
         if self.worker.is_none() {
             self.worker = PrefetchWorker::new(pool);
         }
         let s = &self.streams[i];
         let (Some(worker), Ok(reader)) = (&self.worker, readers.reader(s.file)) else {
-            return;
+            return false;
         };
         let len = (s.size * 2).min(self.max.max(FIRST_WINDOW));
         let id = self.next_id;
@@ -239,9 +261,13 @@ impl BlobReadahead {
             bounds: None,
             early: true,
         };
-        if worker.send(job) {
-            self.streams[i].pending = Some(Pending { id, start, len });
+        if !worker.send(job) {
+            return false;
         }
+        self.streams[i]
+            .pending
+            .push_back(Pending { id, start, len });
+        true
     }
 }
 

@@ -21,9 +21,20 @@ impl Db {
     /// Compacts every table overlapping `[begin, end]` (user keys; `None`
     /// is unbounded) down to the deepest level holding the range, after a
     /// flush. Drops deleted and overwritten entries no snapshot can see.
+    /// With blob files (and their garbage collection on), the write lanes'
+    /// open files are sealed and the last step copies every value of the
+    /// range into new blob files in key order (`docs/blob-files.md`).
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
         let db = &self.inner;
+        // The lanes' open files are sealed first (the next writes open new
+        // ones), so that the last step can relocate every value of the
+        // range into key order, not only those in sealed files.
+        if let Some(lanes) = &db.blob_lanes
+            && db.options.enable_blob_garbage_collection
+        {
+            lanes.seal(&super::write::blobs::VersionFiles(db))?;
+        }
         let _only_one = db.bg.compaction_lock.lock();
         let deepest = {
             let v = db.versions.lock().current();
