@@ -1,8 +1,11 @@
 //! Verifying a database directory without opening it ([`check_db`]):
 //! `CURRENT` and the live manifest (every record checksum and edit), every
 //! table (footer, meta blocks, then every data block through a full
-//! iteration, and its size against the manifest), every WAL (every record
-//! checksum and write batch). Read-only; thread-safe.
+//! iteration, and its size against the manifest), every pointer of a live
+//! table into a blob file (the value it names is read and checked against
+//! the pointer's CRC), every WAL (every record checksum and write batch),
+//! every blob file (every whole chunk and every value). Read-only;
+//! thread-safe.
 //!
 //! A damaged tail of a WAL or manifest is reported too: after a clean
 //! shutdown there is none, after a crash the next open would cut it off.
@@ -10,7 +13,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::blob::format::BlobPointer;
+use crate::blob::reader::BlobReader;
 use crate::error::{Error, Result};
+use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::sst::verify_table;
 use crate::version::manifest::{manifest_path, read_current, read_manifest};
@@ -116,6 +122,55 @@ pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> Chec
     }
 }
 
+/// Reads the value every blob pointer of table `path` names and checks it
+/// against the pointer's CRC; the first that fails is the table's problem
+/// (naming the key, the blob file and the offset).
+fn check_pointers(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    path: &Path,
+    blobs: &mut HashMap<u64, std::result::Result<BlobReader, String>>,
+) -> Option<Problem> {
+    let table = match verify_table(fs, path) {
+        Ok(t) => t,
+        Err(e) => return Some(problem(e)),
+    };
+    let mut it = table.iter();
+    it.seek_to_first();
+    while it.valid() {
+        if let Some(p) = crate::keys::parse_internal_key(it.key())
+            && p.kind == crate::keys::ValueKind::BlobIndex
+        {
+            let key = String::from_utf8_lossy(p.user_key).into_owned();
+            let Some(ptr) = BlobPointer::decode(it.value()) else {
+                return Some(Problem {
+                    offset: 0,
+                    reason: format!("key {key:?}: malformed blob pointer"),
+                });
+            };
+            let reader = blobs.entry(ptr.file_number).or_insert_with(|| {
+                let blob = crate::filenames::blob_file_path(dir, ptr.file_number);
+                BlobReader::open(fs, &blob, false).map_err(|e| e.to_string())
+            });
+            let got = match reader {
+                Ok(r) => r.get(&ptr).map(|_| ()).map_err(|e| e.to_string()),
+                Err(e) => Err(e.clone()),
+            };
+            if let Err(why) = got {
+                return Some(Problem {
+                    offset: 0,
+                    reason: format!(
+                        "key {key:?} points to blob file {} at offset {}: {why}",
+                        ptr.file_number, ptr.offset
+                    ),
+                });
+            }
+        }
+        it.next();
+    }
+    it.status().err().map(problem)
+}
+
 /// Checks every file of the database in `dir`, calling `progress` before
 /// each. Errors only if the directory cannot be listed; damage is reported
 /// per file.
@@ -163,6 +218,7 @@ pub fn check_db(
             },
         });
     }
+    let mut blobs: HashMap<u64, std::result::Result<BlobReader, String>> = HashMap::new();
     for name in &names {
         let path = dir.join(name);
         let kind = match crate::filenames::parse(name) {
@@ -184,6 +240,8 @@ pub fn check_db(
                     offset: size.min(want),
                     reason: format!("file is {size} bytes, the manifest says {want}"),
                 });
+            } else {
+                c.problem = check_pointers(fs, dir, &path, &mut blobs);
             }
         }
         out.push(c);
