@@ -57,16 +57,16 @@ impl BlobFiles for VersionFiles<'_> {
     }
 }
 
-/// `batch` with its large values moved to blob files; the batch itself
-/// when it has none (or blob files are off).
-pub(crate) fn separate(db: &DbInner, batch: WriteBatch) -> Result<WriteBatch> {
+/// `batch` with its large values moved to blob files; `None` when it has
+/// none (or blob files are off), and the batch stays as it is.
+pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<WriteBatch>> {
     let Some(lanes) = &db.blob_lanes else {
-        return Ok(batch);
+        return Ok(None);
     };
     let large =
         |op: &BatchOp<'_>| matches!(op, BatchOp::Put { value, .. } if lanes.takes(value.len()));
     if !batch.iter().any(|op| large(&op)) {
-        return Ok(batch);
+        return Ok(None);
     }
     let files = VersionFiles(db);
     let mut out = WriteBatch::new();
@@ -88,5 +88,5 @@ pub(crate) fn separate(db: &DbInner, batch: WriteBatch) -> Result<WriteBatch> {
             BatchOp::PutBlob { key, pointer } => out.put_blob_index(key, pointer),
         }
     }
-    Ok(out)
+    Ok(Some(out))
 }

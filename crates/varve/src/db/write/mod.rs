@@ -193,14 +193,18 @@ pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Res
                 .into(),
         ));
     }
-    validate(db, &batch)?;
+    let mut charge = validate(db, &batch)?;
     db.check_writable()?;
     if batch.is_empty() {
         return Ok(());
     }
-    // Large values go to blob files first; the batch then carries pointers.
-    let mut batch = blobs::separate(db, batch)?;
-    let charge = validate(db, &batch)?;
+    // Large values go to blob files first; the batch then carries pointers
+    // (and charges the memtable for them, not for the values).
+    let mut batch = batch;
+    if let Some(separated) = blobs::separate(db, &batch)? {
+        charge = super::memtables::batch_charge(&separated);
+        batch = separated;
+    }
     room::slowdown(db);
     let wp = &db.writes;
     let _counted = opts.sync.then(|| wp.syncer.sync_writer());
