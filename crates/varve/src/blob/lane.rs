@@ -135,6 +135,9 @@ struct OpenFile {
     chunks: u64,
     values: u64,
     value_bytes: u64,
+    /// Bytes known durable (fdatasynced): a sync with nothing appended
+    /// since does no IO.
+    synced: u64,
 }
 
 impl OpenFile {
@@ -168,6 +171,7 @@ impl OpenFile {
             chunks: 0,
             values: 0,
             value_bytes: 0,
+            synced: 0,
         })
     }
 
@@ -324,22 +328,34 @@ impl BlobLane {
     /// already.
     pub(crate) fn sync(&self) -> Result<()> {
         let mut open = self.open.lock();
-        let handle = match open.as_mut().map(|f| &mut f.file) {
-            Some(LaneFile::Staged(f)) => {
-                f.flush_partial()?;
-                Some((f.sync_handle()?, f.path().to_path_buf()))
+        let Some(f) = open.as_mut() else {
+            return Ok(());
+        };
+        let (number, len) = (f.number, f.file.len());
+        if len <= f.synced {
+            return Ok(()); // nothing appended since the last sync
+        }
+        let handle = match &mut f.file {
+            LaneFile::Staged(s) => {
+                s.flush_partial()?;
+                Some((s.sync_handle(), s.path().to_path_buf()))
             }
             // No second handle to sync through: under the mutex.
-            Some(LaneFile::Plain(f)) => {
-                f.sync_data()?;
+            LaneFile::Plain(w) => {
+                w.sync_data()?;
+                f.synced = len;
                 None
             }
-            None => None,
         };
         self.publish(open.as_ref());
         drop(open);
         if let Some((h, path)) = handle {
             h.sync_data().map_err(|e| Error::io(&path, e))?;
+            if let Some(f) = self.open.lock().as_mut()
+                && f.number == number
+            {
+                f.synced = f.synced.max(len);
+            }
         }
         Ok(())
     }

@@ -30,6 +30,7 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use super::format::PAGE;
 use crate::error::{Error, Result};
@@ -158,7 +159,8 @@ impl Drop for StageMap {
 pub(crate) struct StagedFile {
     path: PathBuf,
     number: u64,
-    file: File,
+    /// Shared with the lane's syncs, which fdatasync outside its mutex.
+    file: Arc<File>,
     stage: StageMap,
     /// File offset of the staged chunk (whole pages).
     base: u64,
@@ -194,7 +196,7 @@ impl StagedFile {
         let mut f = StagedFile {
             path: path.to_path_buf(),
             number,
-            file,
+            file: Arc::new(file),
             stage,
             base: 0,
             staged: 0,
@@ -299,10 +301,10 @@ impl StagedFile {
         Ok(())
     }
 
-    /// A second handle of the blob file, to fdatasync it outside the lane's
-    /// mutex after [`flush_partial`](Self::flush_partial).
-    pub(crate) fn sync_handle(&self) -> Result<File> {
-        self.file.try_clone().map_err(|e| Error::io(&self.path, e))
+    /// The blob file, to fdatasync it outside the lane's mutex after
+    /// [`flush_partial`](Self::flush_partial).
+    pub(crate) fn sync_handle(&self) -> Arc<File> {
+        Arc::clone(&self.file)
     }
 
     /// After the last chunk (which must end on a page boundary): the blob

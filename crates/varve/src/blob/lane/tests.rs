@@ -189,3 +189,25 @@ fn kill9_loses_no_acknowledged_value() {
         }
     }
 }
+
+/// A sync with nothing appended since the last one does no IO (a `sync`
+/// write pays for the lanes only when they hold something new).
+#[test]
+fn a_sync_with_nothing_new_does_no_io() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = crate::io::FaultInjectingFs::new(Arc::new(PosixFs));
+    let files = Files::default();
+    let lane = BlobLane::new(Arc::new(fs.clone()), dir.path(), LaneOptions::default());
+    lane.sync().expect("sync without a file");
+    let p = lane.put(&files, b"k1", &value(0)).expect("put");
+    let before = fs.syncs();
+    lane.sync().expect("sync");
+    assert_eq!(fs.syncs(), before + 1, "new bytes: one fdatasync");
+    lane.sync().expect("sync again");
+    lane.sync().expect("and again");
+    assert_eq!(fs.syncs(), before + 1, "nothing new: no fdatasync");
+    lane.put(&files, b"k2", &value(1)).expect("put");
+    lane.sync().expect("sync");
+    assert_eq!(fs.syncs(), before + 2);
+    assert_eq!(read(dir.path(), &p).expect("read"), value(0));
+}
