@@ -15,6 +15,11 @@
 //! (a value out of order, a step back, a value larger than the window, a
 //! lane's open file) is one aligned read per value, as for `get`.
 //!
+//! Window buffers come from (and go back to) the table read-ahead's
+//! per-thread buffer pool, so a scan does not allocate and zero a new
+//! window for every step; a dropped state cancels its prefetches that the
+//! pool has not started.
+//!
 //! Single-threaded (owned by one iterator). Invariants: a value is served
 //! from a window only if the window holds all of its bytes; a window is
 //! never read from a file a write lane still appends to; at most
@@ -26,7 +31,7 @@ use super::cache::BlobReaders;
 use super::format::{BlobPointer, PAGE, value_from_span};
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
-use crate::sst::{PrefetchJob, PrefetchWorker, ReaderPool};
+use crate::sst::{PrefetchJob, PrefetchWorker, ReaderPool, give_chunk_buffer, take_chunk_buffer};
 
 /// Smallest window.
 const FIRST_WINDOW: usize = 64 << 10;
@@ -72,6 +77,24 @@ struct Stream {
     pending: std::collections::VecDeque<Pending>,
     /// When it was last used (for replacing the least recent).
     used: u64,
+}
+
+/// A window buffer of `len` bytes: a pooled one when the thread has one.
+fn buffer(len: usize) -> AlignedBuf {
+    match take_chunk_buffer(len) {
+        Some(mut b) => {
+            b.resize(len);
+            b
+        }
+        None => AlignedBuf::new(len),
+    }
+}
+
+/// Gives a window's buffer back to the pool once nothing else holds it.
+fn recycle(buf: Arc<AlignedBuf>) {
+    if let Ok(b) = Arc::try_unwrap(buf) {
+        give_chunk_buffer(b);
+    }
 }
 
 /// One iterator's blob read-ahead state.
@@ -136,7 +159,7 @@ impl BlobReadahead {
             Some(w) => w,
             None => {
                 let len = need.max(self.streams[i].size);
-                let mut buf = AlignedBuf::new(len);
+                let mut buf = buffer(len);
                 let got = readers
                     .reader(p.file_number)?
                     .read_into(buf.as_mut_slice(), start)?;
@@ -149,7 +172,9 @@ impl BlobReadahead {
         };
         let full = window.got == window.buf.as_slice().len();
         let mut next = next_window(window.start, window.got);
-        self.streams[i].window = Some(window);
+        if let Some(old) = self.streams[i].window.replace(window) {
+            recycle(old.buf);
+        }
         if full {
             if let Some(last) = self.streams[i].pending.back() {
                 next = next_window(last.start, last.len);
@@ -224,6 +249,8 @@ impl BlobReadahead {
             }
             if live {
                 self.arrived.push((done.id, done.buf, done.got));
+            } else {
+                recycle(done.buf);
             }
         };
         let got = got.ok()?;
@@ -257,7 +284,7 @@ impl BlobReadahead {
             id,
             file: reader.file(),
             start,
-            buf: AlignedBuf::new(len),
+            buf: buffer(len),
             bounds: None,
             early: true,
         };
@@ -283,4 +310,23 @@ fn serve(s: &Stream, readers: &BlobReaders, p: &BlobPointer) -> Result<Option<Ve
     let path = readers.path_of(p.file_number);
     let span = &w.buf.as_slice()[..w.got];
     Ok(Some(value_from_span(p, span, w.start, &path)?.to_vec()))
+}
+
+impl Drop for BlobReadahead {
+    /// The pool skips the prefetches it has not started; the windows go
+    /// back to the thread's buffer pool.
+    fn drop(&mut self) {
+        if let Some(w) = &self.worker {
+            w.cancel_below
+                .store(self.next_id, std::sync::atomic::Ordering::Release);
+        }
+        for s in self.streams.drain(..) {
+            if let Some(w) = s.window {
+                recycle(w.buf);
+            }
+        }
+        for (_, buf, _) in self.arrived.drain(..) {
+            recycle(buf);
+        }
+    }
 }

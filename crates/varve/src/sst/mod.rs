@@ -39,6 +39,9 @@ pub use format::{BlockHandle, Compression, Footer};
 pub(crate) use index_search::IndexSearch;
 pub use properties::TableProperties;
 pub use readahead::ReaderPool;
+pub(crate) use readahead::buffers::{
+    pool_give as give_chunk_buffer, pool_take as take_chunk_buffer,
+};
 pub(crate) use readahead::prefetch_worker::{Job as PrefetchJob, Worker as PrefetchWorker};
 pub(crate) use readahead::{COMPACTION_READAHEAD, DEFAULT_READAHEAD, Readahead};
 pub(crate) use table::PointPlan;

@@ -31,7 +31,7 @@ thread_local! {
 }
 
 /// A pooled buffer of this thread holding at least `len` bytes.
-pub(super) fn pool_take(len: usize) -> Option<AlignedBuf> {
+pub(crate) fn pool_take(len: usize) -> Option<AlignedBuf> {
     CHUNK_POOL
         .try_with(|pool| {
             let mut pool = pool.try_borrow_mut().ok()?;
@@ -44,7 +44,7 @@ pub(super) fn pool_take(len: usize) -> Option<AlignedBuf> {
 
 /// Gives `buf` to this thread's pool if it is within the bounds (else it
 /// is freed).
-pub(super) fn pool_give(buf: AlignedBuf) {
+pub(crate) fn pool_give(buf: AlignedBuf) {
     let _ = CHUNK_POOL.try_with(|pool| {
         if let Ok(mut pool) = pool.try_borrow_mut() {
             let total: usize = pool.iter().map(AlignedBuf::capacity).sum();

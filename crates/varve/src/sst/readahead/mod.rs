@@ -64,7 +64,7 @@
 //! `buf_valid` bytes of `buf` hold the file `file` from `buf_start` on;
 //! `pending` chunks are contiguous and start where the buffer ends.
 
-mod buffers;
+pub(crate) mod buffers;
 pub(crate) mod chunk_check;
 mod prefetch;
 pub(crate) mod prefetch_worker;
