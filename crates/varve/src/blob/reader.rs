@@ -1,7 +1,9 @@
 //! [`BlobReader`]: reads values of one blob file by pointer (one aligned
-//! read each), and walks its chunks for `check`, `dump-blob` and repair.
+//! read each), and walks its chunks for `check`, `dump-blob` and repair;
+//! [`PointerCheck`] follows many pointers of a directory once each (check
+//! and repair).
 //!
-//! Thread-safe (`&self`, positional reads). Invariants: a value is returned
+//! `BlobReader` is thread-safe (`&self`, positional reads). Invariants: a value is returned
 //! only if it matches its pointer's CRC; every failure names the file and
 //! offset.
 
@@ -209,6 +211,56 @@ fn read_exact(
         ));
     }
     Ok(buf)
+}
+
+/// The blob files of one directory, opened on first use, for a pass that
+/// follows many pointers once each (`varve check`, repair): a file that
+/// cannot be opened is remembered, not tried again for every pointer. The
+/// engine's own cache is [`BlobReaders`](super::cache::BlobReaders).
+/// Single-threaded.
+pub(crate) struct PointerCheck<'a> {
+    fs: &'a dyn FileSystem,
+    dir: PathBuf,
+    readers: std::collections::HashMap<u64, std::result::Result<BlobReader, String>>,
+}
+
+impl<'a> PointerCheck<'a> {
+    /// Follows pointers into the blob files of `dir`.
+    pub(crate) fn new(fs: &'a dyn FileSystem, dir: &Path) -> PointerCheck<'a> {
+        PointerCheck {
+            fs,
+            dir: dir.to_path_buf(),
+            readers: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Reads the value the encoded pointer `raw` names and checks it
+    /// against the pointer's CRC. The error says why, naming the blob file
+    /// and offset ("points to blob file N at offset O: ...").
+    pub(crate) fn check(&mut self, raw: &[u8]) -> std::result::Result<BlobPointer, String> {
+        let p = BlobPointer::decode(raw).ok_or("has a malformed blob pointer")?;
+        let (fs, dir) = (self.fs, &self.dir);
+        let reader = self.readers.entry(p.file_number).or_insert_with(|| {
+            let path = crate::filenames::blob_file_path(dir, p.file_number);
+            BlobReader::open(fs, &path, false).map_err(|e| e.to_string())
+        });
+        let got = match reader {
+            Ok(r) => r.get(&p).map(|_| ()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
+        got.map(|()| p).map_err(|why| {
+            format!(
+                "points to blob file {} at offset {}: {why}",
+                p.file_number, p.offset
+            )
+        })
+    }
+
+    /// The reader of blob file `n`, if a pointer into it was followed and
+    /// the file opened.
+    pub(crate) fn reader(&self, n: u64) -> Option<&BlobReader> {
+        self.readers.get(&n)?.as_ref().ok()
+    }
 }
 
 #[cfg(test)]

@@ -51,8 +51,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::batch::WriteBatch;
-use crate::blob::format::BlobPointer;
-use crate::blob::reader::BlobReader;
+use crate::blob::reader::PointerCheck;
 use crate::blob::stage::apply_stage;
 use crate::compaction::filter::VersionFilter;
 use crate::compaction::output::{OutputConfig, TableOutputs};
@@ -180,7 +179,11 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
             apply_stage(&dir.join(name), *n)?;
         }
     }
-    let mut blobs = RepairBlobs::default();
+    let mut blobs = RepairBlobs {
+        pointers: PointerCheck::new(fs.as_ref(), dir),
+        kept: HashMap::new(),
+        keys_lost: Vec::new(),
+    };
     let (outputs, entries) = merge(dir, options, &tables, &memtables, &new_number, &mut blobs)?;
     report.outputs = outputs.iter().map(|f| f.number).collect();
     report.entries = entries;
@@ -287,7 +290,7 @@ fn merge(
     tables: &[Arc<Table>],
     memtables: &[Arc<MemTable>],
     new_number: &(dyn Fn() -> u64 + Sync),
-    blobs: &mut RepairBlobs,
+    blobs: &mut RepairBlobs<'_>,
 ) -> Result<(Vec<FileMetaData>, u64)> {
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for t in tables {
@@ -316,9 +319,7 @@ fn merge(
     while input.valid() {
         let keep = filter.keep(input.key(), |_| true)
             && match keys::parse_internal_key(input.key()) {
-                Some(p) if p.kind == ValueKind::BlobIndex => {
-                    blobs.check(dir, options, p.user_key, input.value())
-                }
+                Some(p) if p.kind == ValueKind::BlobIndex => blobs.check(p.user_key, input.value()),
                 _ => true,
             };
         if keep {
@@ -337,34 +338,19 @@ fn merge(
 type KeptBlobFile = (BlobFileEdit, Option<(u64, u64, u64)>);
 
 /// The blob files a repair reads, and what survived in each.
-#[derive(Default)]
-struct RepairBlobs {
-    /// Readers by file number (`Err`: the file cannot be read).
-    readers: HashMap<u64, std::result::Result<BlobReader, String>>,
+struct RepairBlobs<'a> {
+    pointers: PointerCheck<'a>,
     /// Pointers kept per file: (count, bytes).
     kept: HashMap<u64, (u64, u64)>,
     keys_lost: Vec<(Vec<u8>, String)>,
 }
 
-impl RepairBlobs {
+impl RepairBlobs<'_> {
     /// Whether the newest entry of `key`, the pointer `value`, names a
     /// value that reads back with its CRC; a key that fails is recorded.
-    fn check(&mut self, dir: &Path, options: &Options, key: &[u8], value: &[u8]) -> bool {
-        let Some(p) = BlobPointer::decode(value) else {
-            self.keys_lost
-                .push((key.to_vec(), "malformed blob pointer".into()));
-            return false;
-        };
-        let reader = self.readers.entry(p.file_number).or_insert_with(|| {
-            let path = filenames::blob_file_path(dir, p.file_number);
-            BlobReader::open(options.fs.as_ref(), &path, false).map_err(|e| e.to_string())
-        });
-        let got = match reader {
-            Ok(r) => r.get(&p).map(|_| ()).map_err(|e| e.to_string()),
-            Err(e) => Err(e.clone()),
-        };
-        match got {
-            Ok(()) => {
+    fn check(&mut self, key: &[u8], value: &[u8]) -> bool {
+        match self.pointers.check(value) {
+            Ok(p) => {
                 let e = self.kept.entry(p.file_number).or_default();
                 e.0 += 1;
                 e.1 += u64::from(p.length);
@@ -383,7 +369,7 @@ impl RepairBlobs {
     /// crash.
     fn kept_file(&self, fs: &dyn FileSystem, dir: &Path, n: u64) -> Option<KeptBlobFile> {
         let &(count, bytes) = self.kept.get(&n)?;
-        let reader = self.readers.get(&n)?.as_ref().ok()?;
+        let reader = self.pointers.reader(n)?;
         let size = fs.file_size(&filenames::blob_file_path(dir, n)).ok()?;
         let footer = reader.chunks(false).ok().and_then(|w| w.footer);
         let exact = footer.filter(|f| count <= f.value_count && bytes <= f.value_bytes);

@@ -13,8 +13,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::blob::format::BlobPointer;
-use crate::blob::reader::BlobReader;
+use crate::blob::reader::PointerCheck;
 use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
@@ -127,9 +126,8 @@ pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> Chec
 /// (naming the key, the blob file and the offset).
 fn check_pointers(
     fs: &dyn FileSystem,
-    dir: &Path,
     path: &Path,
-    blobs: &mut HashMap<u64, std::result::Result<BlobReader, String>>,
+    blobs: &mut PointerCheck<'_>,
 ) -> Option<Problem> {
     let table = match verify_table(fs, path) {
         Ok(t) => t,
@@ -140,31 +138,12 @@ fn check_pointers(
     while it.valid() {
         if let Some(p) = crate::keys::parse_internal_key(it.key())
             && p.kind == crate::keys::ValueKind::BlobIndex
+            && let Err(why) = blobs.check(it.value())
         {
-            let key = String::from_utf8_lossy(p.user_key).into_owned();
-            let Some(ptr) = BlobPointer::decode(it.value()) else {
-                return Some(Problem {
-                    offset: 0,
-                    reason: format!("key {key:?}: malformed blob pointer"),
-                });
-            };
-            let reader = blobs.entry(ptr.file_number).or_insert_with(|| {
-                let blob = crate::filenames::blob_file_path(dir, ptr.file_number);
-                BlobReader::open(fs, &blob, false).map_err(|e| e.to_string())
+            return Some(Problem {
+                offset: 0,
+                reason: format!("key {:?} {why}", String::from_utf8_lossy(p.user_key)),
             });
-            let got = match reader {
-                Ok(r) => r.get(&ptr).map(|_| ()).map_err(|e| e.to_string()),
-                Err(e) => Err(e.clone()),
-            };
-            if let Err(why) = got {
-                return Some(Problem {
-                    offset: 0,
-                    reason: format!(
-                        "key {key:?} points to blob file {} at offset {}: {why}",
-                        ptr.file_number, ptr.offset
-                    ),
-                });
-            }
         }
         it.next();
     }
@@ -218,7 +197,7 @@ pub fn check_db(
             },
         });
     }
-    let mut blobs: HashMap<u64, std::result::Result<BlobReader, String>> = HashMap::new();
+    let mut blobs = PointerCheck::new(fs, dir);
     for name in &names {
         let path = dir.join(name);
         let kind = match crate::filenames::parse(name) {
@@ -241,7 +220,7 @@ pub fn check_db(
                     reason: format!("file is {size} bytes, the manifest says {want}"),
                 });
             } else {
-                c.problem = check_pointers(fs, dir, &path, &mut blobs);
+                c.problem = check_pointers(fs, &path, &mut blobs);
             }
         }
         out.push(c);
