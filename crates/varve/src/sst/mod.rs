@@ -50,4 +50,4 @@ pub(crate) use table_builder::{TableBuilder, TableBuilderOptions};
 pub(crate) use table_iter::TableIterOptions;
 #[cfg(test)]
 pub(crate) use table_iter::TableIterator;
-pub(crate) use verify::verify_table;
+pub(crate) use verify::{verify_table, verify_table_with};

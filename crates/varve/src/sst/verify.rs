@@ -1,5 +1,6 @@
 //! [`verify_table`]: read a whole table once, so that every block's
-//! checksum is verified, for `varve check` and repair. Stateless.
+//! checksum is verified, for `varve check` and repair ([`verify_table_with`]
+//! also shows each entry to the caller in the same pass). Stateless.
 
 use std::sync::Arc;
 
@@ -14,6 +15,16 @@ pub(crate) fn verify_table(
     fs: &dyn crate::io::FileSystem,
     path: &std::path::Path,
 ) -> Result<Arc<Table>> {
+    verify_table_with(fs, path, |_, _| Ok(()))
+}
+
+/// [`verify_table`], handing every entry (internal key, value) to `visit`
+/// on the way; the first error of `visit` ends the walk and is returned.
+pub(crate) fn verify_table_with(
+    fs: &dyn crate::io::FileSystem,
+    path: &std::path::Path,
+    mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<Arc<Table>> {
     let size = fs.file_size(path)?;
     let file = fs.open_random_access(path)?;
     let table = Table::open(file, size, TableReadOptions::default())?;
@@ -21,6 +32,7 @@ pub(crate) fn verify_table(
     it.seek_to_first();
     let mut n = 0u64;
     while it.valid() {
+        visit(it.key(), it.value())?;
         n += 1;
         it.next();
     }

@@ -15,9 +15,8 @@ use std::path::{Path, PathBuf};
 
 use crate::blob::reader::PointerCheck;
 use crate::error::{Error, Result};
-use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
-use crate::sst::verify_table;
+use crate::sst::{verify_table, verify_table_with};
 use crate::version::manifest::{manifest_path, read_current, read_manifest};
 use crate::wal::TailStatus;
 
@@ -121,33 +120,39 @@ pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> Chec
     }
 }
 
-/// Reads the value every blob pointer of table `path` names and checks it
-/// against the pointer's CRC; the first that fails is the table's problem
-/// (naming the key, the blob file and the offset).
-fn check_pointers(
+/// A table the live manifest lists: every block (as [`check_file`]), in
+/// the same pass every blob pointer (the value it names is read and checked
+/// against the pointer's CRC; a failure names the key, the blob file and
+/// the offset), then its size against the manifest's `want`.
+fn check_live_table(
     fs: &dyn FileSystem,
     path: &Path,
+    want: u64,
     blobs: &mut PointerCheck<'_>,
-) -> Option<Problem> {
-    let table = match verify_table(fs, path) {
-        Ok(t) => t,
-        Err(e) => return Some(problem(e)),
-    };
-    let mut it = table.iter();
-    it.seek_to_first();
-    while it.valid() {
-        if let Some(p) = crate::keys::parse_internal_key(it.key())
-            && p.kind == crate::keys::ValueKind::BlobIndex
-            && let Err(why) = blobs.check(it.value())
-        {
-            return Some(Problem {
-                offset: 0,
-                reason: format!("key {:?} {why}", String::from_utf8_lossy(p.user_key)),
-            });
-        }
-        it.next();
+) -> Result<Option<Problem>> {
+    let verified = super::file_number(path, super::table, "nnnnnn.sst").and_then(|_| {
+        verify_table_with(
+            fs,
+            path,
+            |key, value| match crate::keys::parse_internal_key(key) {
+                Some(p) if p.kind == crate::keys::ValueKind::BlobIndex => {
+                    blobs.check(value).map(|_| ()).map_err(|why| {
+                        let key = String::from_utf8_lossy(p.user_key);
+                        Error::corruption(path, 0, format!("key {key:?} {why}"))
+                    })
+                }
+                _ => Ok(()),
+            },
+        )
+    });
+    if let Err(e) = verified {
+        return Ok(Some(problem(e)));
     }
-    it.status().err().map(problem)
+    let size = fs.file_size(path)?;
+    Ok((size != want).then(|| Problem {
+        offset: size.min(want),
+        reason: format!("file is {size} bytes, the manifest says {want}"),
+    }))
 }
 
 /// Checks every file of the database in `dir`, calling `progress` before
@@ -207,22 +212,18 @@ pub fn check_db(
             _ => continue,
         };
         progress(&path);
-        let mut c = check_file(fs, &path, kind);
-        if c.problem.is_none()
-            && kind == FileCheckKind::Table
-            && let Some(crate::filenames::FileKind::Table(n)) = crate::filenames::parse(name)
-            && let Some(&want) = live.get(&n)
-        {
-            let size = fs.file_size(&path)?;
-            if size != want {
-                c.problem = Some(Problem {
-                    offset: size.min(want),
-                    reason: format!("file is {size} bytes, the manifest says {want}"),
-                });
-            } else {
-                c.problem = check_pointers(fs, &path, &mut blobs);
-            }
-        }
+        let live_size = match crate::filenames::parse(name) {
+            Some(crate::filenames::FileKind::Table(n)) => live.get(&n).copied(),
+            _ => None,
+        };
+        let c = match live_size {
+            Some(want) => CheckedFile {
+                problem: check_live_table(fs, &path, want, &mut blobs)?,
+                path,
+                kind,
+            },
+            None => check_file(fs, &path, kind),
+        };
         out.push(c);
     }
     let mut missing: Vec<u64> = live
