@@ -127,24 +127,6 @@ pub(crate) fn sealed_files(v: &Version) -> HashSet<u64> {
         .collect()
 }
 
-/// Files closed after a crash that no table points into any more (every
-/// table's oldest blob file is newer). Only tables can point into them:
-/// the open flushed every replayed memtable before closing them, and
-/// writes after the open go to new files.
-pub(crate) fn unreferenced_crash_closed(v: &Version) -> Vec<u64> {
-    let oldest = (0..crate::version::NUM_LEVELS)
-        .flat_map(|l| v.files(l))
-        .map(|f| f.oldest_blob_file)
-        .filter(|&n| n != 0)
-        .min()
-        .unwrap_or(u64::MAX);
-    v.blob_files()
-        .iter()
-        .filter(|&(&n, b)| b.crash_closed && n < oldest)
-        .map(|(&n, _)| n)
-        .collect()
-}
-
 /// What a relocating job needs.
 #[derive(Clone, Copy)]
 pub(crate) struct RelocateConfig<'a> {

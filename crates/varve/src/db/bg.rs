@@ -395,17 +395,6 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         let garbage: u64 = edit.blob_garbage.iter().map(|g| g.2).sum();
         let mut vs = db.versions.lock();
         vs.log_and_apply(edit)?;
-        // Files closed after a crash leave once nothing points into them.
-        let unreferenced = blob_gc::unreferenced_crash_closed(&vs.current());
-        if !unreferenced.is_empty() {
-            db.info_log.log(format!(
-                "blob files {unreferenced:?} (closed after a crash) are no longer referenced"
-            ));
-            vs.log_and_apply(VersionEdit {
-                deleted_blob_files: unreferenced,
-                ..VersionEdit::default()
-            })?;
-        }
         db.install(&vs, |sv| SuperVersion {
             version: vs.current(),
             ..sv.clone()

@@ -165,19 +165,38 @@ impl Builder {
         Ok(())
     }
 
-    /// The version holding every file of the builder. A sealed blob file
-    /// whose every value is garbage leaves it (no table points into it;
-    /// the obsolete-file pass deletes it once no older version lists it).
+    /// The version holding every file of the builder. A blob file nothing
+    /// can point into any more leaves it (the obsolete-file pass deletes it
+    /// once no older version lists it): a sealed file whose every value is
+    /// garbage, and a file closed after a crash (state 2) when every
+    /// table's oldest blob file is newer. Only tables can point into the
+    /// latter: the open flushed every replayed memtable before closing it,
+    /// and later writes go to new files. Both rules depend on the version
+    /// alone, so replaying the same edits removes a file at the same point.
     pub(crate) fn finish(self) -> Version {
         let mut v = Version::new();
-        v.blobs = self.blobs;
-        v.blobs.retain(|_, b| !b.all_garbage());
         let mut l0: Vec<Arc<FileMetaData>> = self.l0.into_values().collect();
         l0.sort_by_key(|f| std::cmp::Reverse((f.largest_seq, f.number)));
         v.files[0] = l0;
         for (i, files) in self.deeper.into_iter().enumerate() {
             v.files[i + 1] = files.into_values().collect();
         }
+        v.blobs = self.blobs;
+        let oldest_pointed_to = if v.blobs.values().any(|b| b.crash_closed) {
+            v.files
+                .iter()
+                .flatten()
+                .map(|f| f.oldest_blob_file)
+                .filter(|&n| n != 0)
+                .min()
+                .unwrap_or(u64::MAX)
+        } else {
+            u64::MAX
+        };
+        let unreachable = |n: u64, b: &BlobFileState| {
+            b.all_garbage() || (b.crash_closed && n < oldest_pointed_to)
+        };
+        v.blobs.retain(|&n, b| !unreachable(n, b));
         v
     }
 }
@@ -273,15 +292,20 @@ mod tests {
             value_count: 0,
             value_bytes: 4096,
         };
-        let v = build(
-            &Version::new(),
-            &VersionEdit {
-                blob_files: vec![crashed],
-                blob_garbage: vec![(7, 5, 4096)],
-                ..VersionEdit::default()
+        // A table points into it (its oldest blob file).
+        let mut edit = VersionEdit {
+            blob_files: vec![crashed],
+            blob_garbage: vec![(7, 5, 4096)],
+            ..VersionEdit::default()
+        };
+        edit.add_file(
+            1,
+            FileMetaData {
+                oldest_blob_file: 7,
+                ..meta(20, "a", "b", 1)
             },
-        )
-        .expect("crash-closed: counts unknown, bytes bound");
+        );
+        let v = build(&Version::new(), &edit).expect("crash-closed: counts unknown, bytes bound");
         assert!(v.blob_files().contains_key(&7));
         assert!(
             build(
@@ -294,6 +318,11 @@ mod tests {
             .is_err(),
             "more garbage bytes than the bound"
         );
+        // Once no table points into it, it leaves the version.
+        let mut gone = VersionEdit::default();
+        gone.delete_file(1, 20);
+        let v = build(&v, &gone).expect("table gone");
+        assert!(!v.blob_files().contains_key(&7), "nothing points into it");
     }
 
     #[test]
