@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use super::blob_gc::GcPolicy;
 use crate::version::{FileMetaData, NUM_LEVELS, Version};
 
 /// Shape parameters of the tree.
@@ -222,6 +223,45 @@ pub(crate) fn pick(
         }
     }
     None
+}
+
+/// How blob garbage collection takes part in picking (see [`pick_next`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlobGcPick {
+    /// The thresholds: `ratio` also marks garbage pressure (that share of
+    /// all sealed value bytes dead).
+    pub policy: GcPolicy,
+    /// The last compaction was not one for blob garbage.
+    pub gc_turn: bool,
+}
+
+/// The next compaction: the most needed level's ([`pick`]), and blob
+/// garbage collection ([`pick_blob_gc`]) when `gc` is given. Under garbage
+/// pressure (a `ratio` share of all sealed value bytes dead) the two take
+/// turns, garbage first on its turn, for files at `ratio`; otherwise
+/// garbage collection runs only when no level is due, for files at
+/// `force_threshold`. A sustained overwrite always leaves the levels work
+/// to do: without turns its garbage grew the directory to 5x the live data.
+pub(crate) fn pick_next(
+    v: &Version,
+    t: &LevelTargets,
+    being_compacted: &HashSet<u64>,
+    gc: Option<BlobGcPick>,
+    compact_pointer: impl Fn(usize) -> Option<Vec<u8>>,
+) -> Option<CompactionPlan> {
+    let levels = || pick(v, t, being_compacted, &compact_pointer);
+    let Some(gc) = gc else {
+        return levels();
+    };
+    let GcPolicy {
+        ratio,
+        force_threshold,
+    } = gc.policy;
+    if gc.gc_turn && super::blob_gc::garbage_share(v) >= ratio {
+        pick_blob_gc(v, ratio, being_compacted).or_else(levels)
+    } else {
+        levels().or_else(|| pick_blob_gc(v, force_threshold, being_compacted))
+    }
 }
 
 /// A compaction for blob garbage collection: of the blob files that are

@@ -269,35 +269,30 @@ fn compaction_loop(db: &DbInner) {
     }
 }
 
+/// The blob garbage-collection thresholds of the options.
+fn gc_policy(db: &DbInner) -> GcPolicy {
+    GcPolicy {
+        ratio: db.options.blob_garbage_collection_ratio,
+        force_threshold: db.options.blob_garbage_collection_force_threshold,
+    }
+}
+
 /// Picks and runs one compaction if a level is due. Returns whether it ran.
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let _only_one = db.bg.compaction_lock.lock();
     let plan = {
         let vs = db.versions.lock();
         let busy = db.bg.being_compacted.lock().clone();
-        let v = vs.current();
-        let gc = db.options.enable_blob_garbage_collection;
-        let ratio = db.options.blob_garbage_collection_ratio;
-        // Under garbage pressure (a quarter of the sealed value bytes dead,
-        // by default), compactions for blob garbage take turns with the
-        // levels' own, starting with the files most garbage-heavy; else
-        // they run when no level is due, for files at the force threshold.
-        let pressure =
-            gc && blob_gc::garbage_share(&v) >= ratio && !db.bg.last_was_gc.load(Ordering::Relaxed);
-        let gc_plan = |threshold: f64| {
-            gc.then(|| picker::pick_blob_gc(&v, threshold, &busy))
-                .flatten()
-        };
-        let levels = || {
-            picker::pick(&v, &db.level_targets(), &busy, |l| {
-                vs.compact_pointer(l).map(<[u8]>::to_vec)
-            })
-        };
-        if pressure {
-            gc_plan(ratio).or_else(levels)
-        } else {
-            levels().or_else(|| gc_plan(db.options.blob_garbage_collection_force_threshold))
-        }
+        let gc = db
+            .options
+            .enable_blob_garbage_collection
+            .then(|| picker::BlobGcPick {
+                policy: gc_policy(db),
+                gc_turn: !db.bg.last_was_gc.load(Ordering::Relaxed),
+            });
+        picker::pick_next(&vs.current(), &db.level_targets(), &busy, gc, |l| {
+            vs.compact_pointer(l).map(<[u8]>::to_vec)
+        })
     };
     match plan {
         Some(plan) => {
@@ -351,13 +346,7 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
     } else if plan.relocate_all {
         blob_gc::sealed_files(&version)
     } else {
-        blob_gc::relocation_set(
-            &version,
-            &GcPolicy {
-                ratio: db.options.blob_garbage_collection_ratio,
-                force_threshold: db.options.blob_garbage_collection_force_threshold,
-            },
-        )
+        blob_gc::relocation_set(&version, &gc_policy(db))
     };
     let ctx = JobContext {
         dir: &db.dir,
