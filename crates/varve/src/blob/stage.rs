@@ -57,11 +57,24 @@ fn boot_id() -> [u8; 36] {
     })
 }
 
+/// What a staging file's name adds to its blob file's.
+const STAGE_SUFFIX: &str = ".stage";
+
 /// The staging file of blob file `path`.
 pub(crate) fn stage_path(blob: &Path) -> PathBuf {
     let mut s = blob.as_os_str().to_owned();
-    s.push(".stage");
+    s.push(STAGE_SUFFIX);
     PathBuf::from(s)
+}
+
+/// True for the name of a staging file (`nnnnnn.blob.stage`).
+pub(crate) fn is_stage_file_name(name: &str) -> bool {
+    name.strip_suffix(STAGE_SUFFIX).is_some_and(|blob| {
+        matches!(
+            crate::filenames::parse(blob),
+            Some(crate::filenames::FileKind::Blob(_))
+        )
+    })
 }
 
 /// A shared, writable mapping of a whole file of fixed length.
@@ -406,6 +419,16 @@ mod tests {
 
     fn read(path: &Path) -> Vec<u8> {
         std::fs::read(path).expect("read")
+    }
+
+    #[test]
+    fn staging_file_names() {
+        let p = stage_path(Path::new("/db/000012.blob"));
+        assert_eq!(p, Path::new("/db/000012.blob.stage"));
+        assert!(is_stage_file_name("000012.blob.stage"));
+        assert!(!is_stage_file_name("000012.blob"));
+        assert!(!is_stage_file_name("000012.sst.stage"));
+        assert!(!is_stage_file_name("notes.stage"));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
 use crate::blob::cache::BlobReaders;
 use crate::blob::lane::{BlobWriteLanes, LaneOptions};
-use crate::blob::stage::{StageOutcome, apply_stage};
+use crate::blob::stage::{StageOutcome, apply_stage, is_stage_file_name};
 use crate::compaction::blob_gc::BlobFlow;
 use crate::compaction::flush::build_table;
 use crate::error::{Error, Result};
@@ -113,64 +113,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
 
     edit.blob_garbage = flow.garbage();
-    // Blob files a crash left open: no lane appends to them again, and
-    // every pointer into them is in a table now (the replayed memtables
-    // above). Close them at the length they have; their last chunk may
-    // hold values without entries, so only a byte bound is known.
-    for (&number, b) in versions.current().blob_files() {
-        if b.sealed {
-            continue;
-        }
-        // Values a crash left in the lane's staging area (in the page cache
-        // after a kill -9) go into the file first.
-        if fs.uses_os_files() {
-            match apply_stage(&blob_file_path(dir, number), number)? {
-                StageOutcome::None => {}
-                StageOutcome::Applied { offset, bytes } => info_log.log(format!(
-                    "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
-                )),
-                StageOutcome::Ignored(why) => info_log.log(format!(
-                    "recovery: ignored the staging file of blob file {number}: {why}"
-                )),
-            }
-        }
-        let size = match fs.file_size(&blob_file_path(dir, number)) {
-            Ok(size) => size,
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                info_log.log(format!(
-                    "recovery: blob file {number} was logged but never created; dropped"
-                ));
-                edit.deleted_blob_files.push(number);
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        // The tables written above point into it and the WALs that also
-        // did are about to be retired: its bytes must be durable first (a
-        // kill -9 leaves them in the page cache only). Truncating to the
-        // length it has syncs it.
-        fs.truncate(&blob_file_path(dir, number), size)?;
-        info_log.log(format!(
-            "recovery: closed blob file {number} left open by a crash ({size} bytes)"
-        ));
-        edit.blob_files.push(BlobFileEdit {
-            number,
-            sealed: true,
-            crash_closed: true,
-            size,
-            value_count: 0,
-            value_bytes: size.saturating_sub(crate::blob::format::PAGE as u64),
-        });
-    }
-    // A staging file left behind by a crash after its file was sealed.
-    for name in fs.list_dir(dir)? {
-        if name.ends_with(".blob.stage") {
-            info_log.log(format!(
-                "recovery: removed {name}, left by a sealed blob file"
-            ));
-            fs.remove_file(&dir.join(&name))?;
-        }
-    }
+    close_crash_open_blob_files(fs.as_ref(), dir, &versions, &info_log, &mut edit)?;
 
     // A new database's first WAL takes the number its manifest reserved.
     let log_number = if exists {
@@ -251,6 +194,78 @@ struct Assembly<'a> {
     table_cache: Arc<TableCache>,
     block_cache: Option<Arc<BlockCache>>,
     read_only: bool,
+}
+
+/// Closes the blob files a crash left open (in `edit`, which also names
+/// the L0 tables the replayed memtables became): no lane appends to them
+/// again, and every pointer into them is in a table now. The values a
+/// crash left in a lane's staging area go into the file first; the file is
+/// then made durable at the length it has and recorded as state 2 (its
+/// last chunk may hold values without entries, so only a byte bound is
+/// known). A file that was logged but never created is dropped; staging
+/// files of sealed files are removed.
+fn close_crash_open_blob_files(
+    fs: &dyn crate::io::FileSystem,
+    dir: &Path,
+    versions: &VersionSet,
+    info_log: &InfoLog,
+    edit: &mut VersionEdit,
+) -> Result<()> {
+    for (&number, b) in versions.current().blob_files() {
+        if b.sealed {
+            continue;
+        }
+        // Values a crash left in the lane's staging area (in the page cache
+        // after a kill -9) go into the file first.
+        if fs.uses_os_files() {
+            match apply_stage(&blob_file_path(dir, number), number)? {
+                StageOutcome::None => {}
+                StageOutcome::Applied { offset, bytes } => info_log.log(format!(
+                    "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
+                )),
+                StageOutcome::Ignored(why) => info_log.log(format!(
+                    "recovery: ignored the staging file of blob file {number}: {why}"
+                )),
+            }
+        }
+        let size = match fs.file_size(&blob_file_path(dir, number)) {
+            Ok(size) => size,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                info_log.log(format!(
+                    "recovery: blob file {number} was logged but never created; dropped"
+                ));
+                edit.deleted_blob_files.push(number);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        // The tables in `edit` point into it and the WALs that also did
+        // are about to be retired: its bytes must be durable first (a
+        // kill -9 leaves them in the page cache only). Truncating to the
+        // length it has syncs it.
+        fs.truncate(&blob_file_path(dir, number), size)?;
+        info_log.log(format!(
+            "recovery: closed blob file {number} left open by a crash ({size} bytes)"
+        ));
+        edit.blob_files.push(BlobFileEdit {
+            number,
+            sealed: true,
+            crash_closed: true,
+            size,
+            value_count: 0,
+            value_bytes: size.saturating_sub(crate::blob::format::PAGE as u64),
+        });
+    }
+    // A staging file left behind by a crash after its file was sealed.
+    for name in fs.list_dir(dir)? {
+        if is_stage_file_name(&name) {
+            info_log.log(format!(
+                "recovery: removed {name}, left by a sealed blob file"
+            ));
+            fs.remove_file(&dir.join(&name))?;
+        }
+    }
+    Ok(())
 }
 
 fn assemble(a: Assembly<'_>) -> DbInner {
