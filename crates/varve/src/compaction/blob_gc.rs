@@ -25,6 +25,7 @@ use crate::blob::format::{BlobPointer, Creator};
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
 use crate::io::FileSystem;
+use crate::keys::{self, ValueKind};
 use crate::version::Version;
 
 /// Pointers read and written per blob file: `(count, bytes)`.
@@ -35,6 +36,26 @@ pub(crate) struct BlobFlow {
 }
 
 impl BlobFlow {
+    /// The entry (internal key, value) the job read: its pointer, counted
+    /// as read, if it is a `BlobIndex` entry; corruption naming `what` (the
+    /// job's input) if the pointer does not decode.
+    pub(crate) fn read(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        dir: &Path,
+        what: &str,
+    ) -> Result<Option<BlobPointer>> {
+        match keys::parse_internal_key(key) {
+            Some(k) if k.kind == ValueKind::BlobIndex => {
+                let p = decode_pointer(value, dir, what)?;
+                self.input(&p);
+                Ok(Some(p))
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// A pointer the job read.
     pub(crate) fn input(&mut self, p: &BlobPointer) {
         let e = self.read.entry(p.file_number).or_default();
@@ -248,7 +269,7 @@ impl Drop for Relocator<'_> {
 }
 
 /// The pointer of a `BlobIndex` entry, or corruption naming the job.
-pub(crate) fn decode_pointer(value: &[u8], dir: &Path, what: &str) -> Result<BlobPointer> {
+fn decode_pointer(value: &[u8], dir: &Path, what: &str) -> Result<BlobPointer> {
     BlobPointer::decode(value)
         .ok_or_else(|| Error::corruption(dir, 0, format!("malformed blob pointer in {what}")))
 }

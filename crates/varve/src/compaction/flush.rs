@@ -11,13 +11,13 @@
 
 use std::path::Path;
 
-use super::blob_gc::{BlobFlow, decode_pointer};
+use super::blob_gc::BlobFlow;
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
-use crate::keys::{self, SequenceNumber, ValueKind};
+use crate::keys::SequenceNumber;
 use crate::sst::TableBuilderOptions;
 use crate::version::FileMetaData;
 
@@ -54,14 +54,7 @@ pub(crate) fn build_table(
     let mut filter = VersionFilter::new(snapshots);
     iter.seek_to_first();
     while iter.valid() {
-        let pointer = match keys::parse_internal_key(iter.key()) {
-            Some(p) if p.kind == ValueKind::BlobIndex => {
-                let ptr = decode_pointer(iter.value(), dir, "a memtable")?;
-                flow.input(&ptr);
-                Some(ptr)
-            }
-            _ => None,
-        };
+        let pointer = flow.read(iter.key(), iter.value(), dir, "a memtable")?;
         if filter.keep(iter.key(), |_| false) {
             if let Some(p) = &pointer {
                 flow.output(p);

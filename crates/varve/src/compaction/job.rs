@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::blob_gc::{BlobFlow, RelocateConfig, Relocator, decode_pointer};
+use super::blob_gc::{BlobFlow, RelocateConfig, Relocator};
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
@@ -22,7 +22,7 @@ use crate::filenames::{blob_file_path, table_path};
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::merging::MergingIterator;
-use crate::keys::{self, SequenceNumber, ValueKind, compare_internal_keys};
+use crate::keys::{self, SequenceNumber, compare_internal_keys};
 use crate::sst::{COMPACTION_READAHEAD, TableBuilderOptions};
 use crate::version::{BlobFileEdit, FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::version::{ScanOptions, TableCache};
@@ -290,14 +290,7 @@ fn write_outputs(
         {
             break;
         }
-        let pointer = match keys::parse_internal_key(key) {
-            Some(p) if p.kind == ValueKind::BlobIndex => {
-                let ptr = decode_pointer(input.value(), ctx.dir, "a compaction input")?;
-                flow.input(&ptr);
-                Some(ptr)
-            }
-            _ => None,
-        };
+        let pointer = flow.read(key, input.value(), ctx.dir, "a compaction input")?;
         if filter.keep(key, |uk| bottommost(ctx.version, output_level, uk)) {
             let moved = match (&pointer, relocator.as_mut()) {
                 (Some(p), Some(r)) => r.relocate(keys::user_key(key), p)?,
