@@ -275,7 +275,7 @@ impl ChunkEntries {
     }
 
     /// Values added so far.
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn count(&self) -> u32 {
         self.count
     }
@@ -332,13 +332,11 @@ impl ChunkEntries {
 /// Builds one chunk in memory: values back to back, then their entries and
 /// the trailer, padded to whole pages. (For `BlobFileWriter`, see there.)
 #[derive(Debug, Default)]
-#[allow(dead_code)]
 pub(crate) struct ChunkBuilder {
     values: Vec<u8>,
     entries: ChunkEntries,
 }
 
-#[allow(dead_code)]
 impl ChunkBuilder {
     /// An empty builder.
     pub(crate) fn new() -> ChunkBuilder {
@@ -351,6 +349,7 @@ impl ChunkBuilder {
     }
 
     /// Values added so far.
+    #[cfg(test)]
     pub(crate) fn count(&self) -> u32 {
         self.entries.count()
     }
