@@ -221,8 +221,11 @@ impl BlobReadahead {
             .enumerate()
             .min_by_key(|(_, s)| s.used)
             .map_or(0, |(i, _)| i);
-        // A prefetch of the replaced stream still arrives; it is dropped.
-        self.streams[i] = fresh;
+        // A prefetch of the replaced stream still arrives; it is recycled
+        // then (see `take_pending`).
+        if let Some(w) = std::mem::replace(&mut self.streams[i], fresh).window {
+            recycle(w.buf);
+        }
         i
     }
 
