@@ -19,6 +19,18 @@ use crate::{Options, ReadOptions, WriteBatch};
 /// Key -> value.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// The smallest blob file number the current version lists.
+fn first_blob_file(db: &Db) -> u64 {
+    *db.inner
+        .versions
+        .lock()
+        .current()
+        .blob_files()
+        .keys()
+        .next()
+        .expect("a blob file")
+}
+
 /// These tests write the blob file and its pointers themselves: the write
 /// path keeps every value inline.
 fn inline_options() -> Options {
@@ -132,15 +144,7 @@ fn blob_values_read_back_everywhere() {
     check_all(&db, &model); // from the memtable
     db.flush().expect("flush");
     check_all(&db, &model); // from an L0 table
-    let blob = *db
-        .inner
-        .versions
-        .lock()
-        .current()
-        .blob_files()
-        .keys()
-        .next()
-        .expect("blob");
+    let blob = first_blob_file(&db);
     let oldest = |db: &Db| -> Vec<u64> {
         let v = db.inner.versions.lock().current();
         (0..crate::version::NUM_LEVELS)
@@ -195,15 +199,7 @@ fn a_missing_blob_file_fails_the_open_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, _, _) = setup(dir.path());
     db.flush().expect("flush");
-    let blob = *db
-        .inner
-        .versions
-        .lock()
-        .current()
-        .blob_files()
-        .keys()
-        .next()
-        .expect("blob");
+    let blob = first_blob_file(&db);
     db.close().expect("close");
     let path = blob_file_path(dir.path(), blob);
     std::fs::remove_file(&path).expect("remove");
@@ -220,15 +216,7 @@ fn a_damaged_blob_value_is_an_error_never_a_wrong_or_skipped_value() {
     let (db, model, offsets) = setup(dir.path());
     db.flush().expect("flush");
     let bad_key = b"key0018".to_vec(); // a 10,000-byte value
-    let blob = *db
-        .inner
-        .versions
-        .lock()
-        .current()
-        .blob_files()
-        .keys()
-        .next()
-        .expect("blob");
+    let blob = first_blob_file(&db);
     let path = blob_file_path(dir.path(), blob);
     let mut bytes = std::fs::read(&path).expect("read");
     bytes[offsets[&bad_key] as usize] ^= 0x20;
