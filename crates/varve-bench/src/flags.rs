@@ -184,6 +184,14 @@ pub struct Flags {
     #[arg(long, default_value_t = 256 << 20)]
     pub blob_file_size: u64,
 
+    /// Ours, varve only: bytes of data blocks that tables pointing into
+    /// blob files keep in memory, outside the block cache
+    /// (`Options::pinned_blob_tables_size`; 0: none). Not given: varve's
+    /// default, 256 MiB. The other engines have no such setting (RocksDB
+    /// and fjall read those blocks through their caches).
+    #[arg(long)]
+    pub pinned_blob_tables_size: Option<usize>,
+
     /// Relocate the live values of blob files that are mostly garbage during
     /// compaction. Not given: true (db_bench: false). varve and rocksdb:
     /// `enable_blob_garbage_collection`; fjall always collects, so false sets

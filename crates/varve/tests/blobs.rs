@@ -357,3 +357,72 @@ fn check_follows_every_pointer_into_the_blob_files() {
         "{found:?}"
     );
 }
+
+/// With the tables that point into blob files pinned
+/// (`Options::pinned_blob_tables_size`), a cold point read of a separated
+/// value reads the disk once, for the value, whatever the block cache; with
+/// pinning off, the table block holding the pointer is a read of its own.
+#[test]
+fn a_point_read_of_a_blob_value_is_one_read_with_pinned_tables() {
+    use std::sync::Arc;
+    use varve::testing::FaultInjectingFs;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let value = |i: u32| vec![(i % 251) as u8; 4096];
+    {
+        let db = Db::open(dir.path(), options()).expect("open");
+        for i in 0..3000u32 {
+            db.put(
+                format!("k{:05}", (i * 7919) % 3000),
+                value((i * 7919) % 3000),
+            )
+            .expect("put");
+        }
+        db.compact_range(None, None).expect("compact");
+        db.close().expect("close");
+    }
+    for (pin, max_reads_per_get) in [(64usize << 20, 1.0f64), (0, 2.0)] {
+        let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+        let db = Db::open(
+            dir.path(),
+            Options {
+                fs: Arc::new(fs.clone()),
+                cache_size: 0,
+                pinned_blob_tables_size: pin,
+                ..options()
+            },
+        )
+        .expect("reopen");
+        // The first get of each table opens it (and pins it); count after.
+        assert_eq!(db.get("k00000").expect("get"), Some(value(0)));
+        let pinned = db.stats().pinned_blob_table_bytes;
+        if pin > 0 {
+            assert!(pinned > 0, "the pointer tables are pinned");
+        } else {
+            assert_eq!(pinned, 0);
+        }
+        fs.record_reads(true);
+        let _ = fs.take_read_log();
+        let keys = 500u32;
+        for i in 0..keys {
+            let k = (i * 13) % 3000;
+            assert_eq!(db.get(format!("k{k:05}")).expect("get"), Some(value(k)));
+        }
+        let log = fs.take_read_log();
+        let blob = log
+            .iter()
+            .filter(|r| r.path.extension().is_some_and(|x| x == "blob"))
+            .count();
+        let per_get = log.len() as f64 / f64::from(keys);
+        assert_eq!(blob, keys as usize, "one read of each value");
+        if pin > 0 {
+            assert_eq!(log.len(), blob, "pinned: no table reads at all");
+        } else {
+            assert!(
+                per_get > 1.5,
+                "without pinning a table read each: {per_get}"
+            );
+        }
+        assert!(per_get <= max_reads_per_get, "{per_get} reads per get");
+        db.close().expect("close");
+    }
+}

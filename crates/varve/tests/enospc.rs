@@ -186,9 +186,14 @@ fn check_full_disk_errors(o: &Outcome, wal_failed: bool) {
         );
     }
     if wal_failed {
+        // The file that filled the disk: the WAL, or the blob file the
+        // large values go to.
         assert!(
-            o.io_enospc.iter().any(|e| e.contains(".log")),
-            "no writer got the WAL's ENOSPC as an IO error naming the file: {:?}",
+            o.io_enospc
+                .iter()
+                .any(|e| e.contains(".log") || e.contains(".blob")),
+            "no writer got the ENOSPC of the WAL or a blob file as an IO error naming the \
+             file: {:?}",
             o.errors
         );
     }
@@ -620,6 +625,34 @@ fn full_wal_with_short_writes_then_resume() {
     check_poisoned(&db, &o);
     let err = db.resume().expect_err("still full");
     assert!(err.is_no_space(), "{err}");
+    fs.heal();
+    resume_write_reopen(db, dir.path(), opts, o);
+}
+
+/// Blob files fill the disk (the WAL has room): the puts of large values
+/// fail before they have a sequence number, the lane gives its file up
+/// with the values it holds, and resume writes them out and closes it.
+#[test]
+fn full_blob_files_then_resume() {
+    let dir = common::fast_tempdir();
+    let (fs, opts) = faulty(Options {
+        min_blob_size: Some(1000),
+        ..Options::default()
+    });
+    let db = Db::open(dir.path(), opts.clone()).expect("open");
+    let before = write_more(&db, "before");
+    fs.short_writes(true);
+    fs.limit_space_of(".blob", 300_000);
+    let mut o = write_until_full(&db, "w");
+    check_full_disk_errors(&o, true);
+    assert!(
+        o.io_enospc.iter().any(|e| e.contains(".blob")),
+        "the blob files filled the disk: {:?}",
+        o.io_enospc
+    );
+    o.acked.extend(before);
+    check_poisoned(&db, &o);
+    check(&db, &o, "while poisoned");
     fs.heal();
     resume_write_reopen(db, dir.path(), opts, o);
 }

@@ -26,13 +26,24 @@ fn check_poisoned_then_reopen(
     fs: &FaultInjectingFs,
     first_error: Error,
 ) {
+    check_poisoned_then_reopen_naming(dir, db, fs, first_error, ".log");
+}
+
+/// As above, the first error naming a file whose name ends in `suffix`.
+fn check_poisoned_then_reopen_naming(
+    dir: &std::path::Path,
+    db: Db,
+    fs: &FaultInjectingFs,
+    first_error: Error,
+    suffix: &str,
+) {
     assert!(
         matches!(first_error, Error::Io { .. }),
         "the failing write reports the IO error: {first_error}"
     );
     assert!(
-        first_error.to_string().contains(".log"),
-        "the error names the WAL: {first_error}"
+        first_error.to_string().contains(suffix),
+        "the error names the {suffix} file: {first_error}"
     );
     fs.heal();
     let later = db.put(b"later", b"x").expect_err("poisoned");
@@ -88,6 +99,11 @@ fn failed_fdatasync_poisons() {
 fn disk_full_is_an_error_not_a_crash() {
     let dir = common::fast_tempdir();
     let (fs, opts) = faulty();
+    // Values inline: the WAL is what meets the full disk.
+    let opts = Options {
+        min_blob_size: None,
+        ..opts
+    };
     let db = Db::open(dir.path(), opts).expect("open");
     for i in 0..10 {
         db.put(format!("before-{i}"), b"v").expect("put");
@@ -99,6 +115,25 @@ fn disk_full_is_an_error_not_a_crash() {
         other => panic!("expected an IO error, got {other}"),
     }
     check_poisoned_then_reopen(dir.path(), db, &fs, e);
+}
+
+/// With blob files (the default), a large value meets the full disk in its
+/// blob file: the same error, naming that file, and the same poisoning.
+#[test]
+fn disk_full_under_a_blob_value_is_an_error_naming_the_blob_file() {
+    let dir = common::fast_tempdir();
+    let (fs, opts) = faulty();
+    let db = Db::open(dir.path(), opts).expect("open");
+    for i in 0..10 {
+        db.put(format!("before-{i}"), b"v").expect("put");
+    }
+    fs.set_free_space(100);
+    let e = db.put(b"big", vec![7u8; 4096]).expect_err("no space");
+    match &e {
+        Error::Io { source, .. } => assert_eq!(source.kind(), std::io::ErrorKind::StorageFull),
+        other => panic!("expected an IO error, got {other}"),
+    }
+    check_poisoned_then_reopen_naming(dir.path(), db, &fs, e, ".blob");
 }
 
 #[test]

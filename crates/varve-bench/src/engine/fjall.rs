@@ -43,6 +43,11 @@ pub struct Fjall {
 
 /// The key-value separation the blob flags ask for (`None`: off).
 fn kv_separation(flags: &Flags) -> Result<Option<KvSeparationOptions>> {
+    anyhow::ensure!(
+        flags.pinned_blob_tables_size.is_none(),
+        "--pinned_blob_tables_size: varve's own setting; fjall reads its index blocks \
+         through its cache (--cache_size)"
+    );
     if !flags.enable_blob_files {
         return Ok(None);
     }

@@ -38,6 +38,11 @@ pub struct Rocks {
 
 /// Opens (creating if missing) a RocksDB database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
+    anyhow::ensure!(
+        flags.pinned_blob_tables_size.is_none(),
+        "--pinned_blob_tables_size: varve's own setting; RocksDB reads the blocks of blob \
+         pointer tables through its block cache (--cache_size)"
+    );
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.set_write_buffer_size(flags.write_buffer_size);

@@ -13,7 +13,9 @@
 //! default true: `ScanPrefetch::Adaptive`), and with `--async_io` so do
 //! `par_count`'s (`ScanPrefetch::Always`). `--wal_writer` picks
 //! `Options::wal_writer`. `--enable_blob_files` sets `Options::min_blob_size`
-//! to `--min_blob_size`; `--blob_file_size`,
+//! to `--min_blob_size` (without it, values stay inline, as in db_bench:
+//! varve's own default, 4096, is not used, so the same flags mean the same
+//! on every engine); `--pinned_blob_tables_size` sets the same-named option; `--blob_file_size`,
 //! `--enable_blob_garbage_collection`, `--blob_garbage_collection_ratio` and
 //! `--blob_garbage_collection_force_threshold` set the same-named options
 //! (varve's defaults when not given). varve picks blob files for GC by
@@ -68,6 +70,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         },
         max_subcompactions: flags.subcompactions.max(1),
         min_blob_size: flags.enable_blob_files.then_some(flags.min_blob_size),
+        pinned_blob_tables_size: flags
+            .pinned_blob_tables_size
+            .unwrap_or(defaults.pinned_blob_tables_size),
         // Without blob files the other blob flags do nothing (as in
         // db_bench), so they cannot fail the open either.
         blob_file_size: if flags.enable_blob_files {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::format::BlobPointer;
+use super::format::{BlobPointer, value_crc};
 use super::lane::BlobWriteLanes;
 use super::reader::BlobReader;
 use crate::error::{Error, Result};
@@ -27,8 +27,8 @@ pub(crate) struct BlobReaders {
     dir: PathBuf,
     direct: bool,
     open: Mutex<HashMap<u64, Arc<BlobReader>>>,
-    /// The database's write lanes: a value still staged in one is written
-    /// to its file before it is read.
+    /// The database's write lanes: a value still staged in one is read
+    /// from its staging area.
     lanes: Option<Arc<BlobWriteLanes>>,
 }
 
@@ -68,10 +68,18 @@ impl BlobReaders {
         self.value_of(&p)
     }
 
-    /// The value `p` names (one aligned read, checked).
+    /// The value `p` names (one aligned read, checked), or its bytes from
+    /// the staging area of the lane that still holds them.
     pub(crate) fn value_of(&self, p: &BlobPointer) -> Result<Vec<u8>> {
-        if let Some(lanes) = &self.lanes {
-            lanes.make_readable(p)?;
+        if let Some(v) = self.lanes.as_ref().and_then(|l| l.staged_value(p)) {
+            if value_crc(&v) != p.crc {
+                return Err(Error::corruption(
+                    self.path_of(p.file_number),
+                    p.offset,
+                    "a staged blob value does not match its pointer's checksum",
+                ));
+            }
+            return Ok(v);
         }
         self.reader(p.file_number)?.get(p)
     }

@@ -39,6 +39,11 @@ pub(crate) trait BlobFiles: Send + Sync {
     fn open_blob_file(&self) -> Result<u64>;
     /// A lane sealed a file: it is complete and durable.
     fn sealed_blob_file(&self, meta: BlobFileMeta) -> Result<()>;
+    /// A file given up after a failure holds every value staged for it
+    /// durably, in `size` bytes, no lane appends to it again, and the
+    /// tables point to every value of it still in use: it is closed
+    /// without a footer (state 2, like a file a crash left open).
+    fn closed_failed_blob_file(&self, number: u64, size: u64) -> Result<()>;
 }
 
 /// Sizes of a lane's chunks and files.
@@ -69,9 +74,13 @@ pub(crate) struct BlobLane {
     dir: PathBuf,
     opts: LaneOptions,
     open: Mutex<Option<OpenFile>>,
+    /// Files given up after a failed write or sync (see
+    /// [`BlobLane::close_failed`]): kept, with their staging areas, so that
+    /// their values stay readable and nothing acknowledged is lost.
+    failed: Mutex<Vec<OpenFile>>,
     /// The open file's number (0: none) and how many of its bytes the
-    /// blob file itself holds: a read past that flushes the staged bytes
-    /// first ([`BlobLane::make_readable`]).
+    /// blob file itself holds: a read past that takes the staged bytes
+    /// ([`BlobLane::staged_value`]).
     readable: (AtomicU64, AtomicU64),
 }
 
@@ -117,10 +126,23 @@ impl LaneFile {
         }
     }
 
-    fn flush_partial(&mut self) -> Result<()> {
+    /// The `len` bytes at `offset` if they are still staged (a plain file
+    /// holds every appended byte).
+    fn staged(&self, offset: u64, len: usize) -> Option<&[u8]> {
         match self {
-            LaneFile::Staged(f) => f.flush_partial(),
-            LaneFile::Plain(_) => Ok(()),
+            LaneFile::Staged(f) => f.staged_range(offset, len),
+            LaneFile::Plain(_) => None,
+        }
+    }
+
+    /// Every appended byte written and durable; the file's length.
+    fn make_durable(&mut self) -> Result<u64> {
+        match self {
+            LaneFile::Staged(f) => f.make_durable(),
+            LaneFile::Plain(f) => {
+                f.sync_data()?;
+                Ok(f.len())
+            }
         }
     }
 }
@@ -189,8 +211,9 @@ impl OpenFile {
     }
 
     /// Closes the last chunk, appends the footer, makes the file durable at
-    /// exactly its length.
-    fn seal(mut self) -> Result<BlobFileMeta> {
+    /// exactly its length. On failure every staged byte stays staged (the
+    /// file goes to the lane's failed files).
+    fn seal(&mut self) -> Result<BlobFileMeta> {
         self.close_chunk()?;
         let footer = BlobFooter {
             chunk_count: self.chunks,
@@ -199,8 +222,8 @@ impl OpenFile {
         };
         self.file.append(&footer.encode())?;
         let size = self.file.len();
-        match self.file {
-            LaneFile::Plain(mut f) => f.sync_data()?,
+        match &mut self.file {
+            LaneFile::Plain(f) => f.sync_data()?,
             LaneFile::Staged(f) => {
                 let written = f.finish()?;
                 debug_assert_eq!(written, size);
@@ -213,6 +236,14 @@ impl OpenFile {
             value_bytes: self.value_bytes,
         })
     }
+
+    /// Closes a file whose bytes are durable: its staging file goes.
+    fn discard(self) -> Result<()> {
+        match self.file {
+            LaneFile::Staged(f) => f.remove_stage(),
+            LaneFile::Plain(_) => Ok(()),
+        }
+    }
 }
 
 impl BlobLane {
@@ -224,6 +255,7 @@ impl BlobLane {
             dir: dir.to_path_buf(),
             opts,
             open: Mutex::new(None),
+            failed: Mutex::new(Vec::new()),
             readable: (AtomicU64::new(0), AtomicU64::new(0)),
         }
     }
@@ -237,24 +269,59 @@ impl BlobLane {
         self.readable.0.store(number, Ordering::Release);
     }
 
-    /// Makes the value `p` names readable from its blob file: if it is
-    /// still staged in this lane, the staged bytes are written first.
-    pub(crate) fn make_readable(&self, p: &BlobPointer) -> Result<()> {
-        if self.readable.0.load(Ordering::Acquire) != p.file_number {
-            return Ok(()); // not this lane's open file (or sealed: all there)
+    /// The bytes of the value `p` names if this lane still stages them
+    /// (its open file's current chunk, or a file given up after a
+    /// failure); `None` when the blob file itself holds them. A reader
+    /// never writes.
+    pub(crate) fn staged_value(&self, p: &BlobPointer) -> Option<Vec<u8>> {
+        let len = p.length as usize;
+        if self.readable.0.load(Ordering::Acquire) == p.file_number {
+            let end = p.offset + u64::from(p.length);
+            if self.readable.1.load(Ordering::Acquire) >= end {
+                return None;
+            }
+            let open = self.open.lock();
+            if let Some(f) = open.as_ref()
+                && f.number == p.file_number
+            {
+                return f.file.staged(p.offset, len).map(<[u8]>::to_vec);
+            }
         }
-        let end = p.offset + u64::from(p.length);
-        if self.readable.1.load(Ordering::Acquire) >= end {
-            return Ok(());
+        let failed = self.failed.lock();
+        failed
+            .iter()
+            .find(|f| f.number == p.file_number)
+            .and_then(|f| f.file.staged(p.offset, len).map(<[u8]>::to_vec))
+    }
+
+    /// Gives up the open file after a failed step (its bookkeeping may be
+    /// behind its bytes): it goes to the failed files, keeping its staged
+    /// values readable, until [`close_failed`](Self::close_failed).
+    fn give_up(&self, open: &mut Option<OpenFile>) {
+        if let Some(f) = open.take() {
+            self.failed.lock().push(f);
         }
-        let mut open = self.open.lock();
-        if let Some(f) = open.as_mut()
-            && f.number == p.file_number
-        {
-            f.file.flush_partial()?;
+        self.publish(None);
+    }
+
+    /// Closes the files given up after failures (`Db::resume`, once the
+    /// disk has room): each is written out from its staging area and made
+    /// durable; returns their numbers and sizes. Stops at the first
+    /// failure, keeping that file and the rest for the next call.
+    pub(crate) fn close_failed(&self) -> Result<Vec<(u64, u64)>> {
+        let mut failed = self.failed.lock();
+        let mut closed = Vec::new();
+        while let Some(f) = failed.last_mut() {
+            let size = f.file.make_durable()?;
+            let number = f.number;
+            if let Some(f) = failed.pop() {
+                // Durable: the staging file has done its job (one left
+                // behind is removed by the next open).
+                let _ = f.discard();
+            }
+            closed.push((number, size));
         }
-        self.publish(open.as_ref());
-        Ok(())
+        Ok(closed)
     }
 
     /// Appends `value` (written for `key`); returns its pointer once the
@@ -270,11 +337,9 @@ impl BlobLane {
         if put.is_err() {
             // A failed step may leave the file's bookkeeping behind its
             // bytes: the lane gives the file up. Its values so far stay in
-            // the file and its staging file; the manifest still lists it
-            // as open, so the next open closes it (applying the staged
-            // bytes) like a file a crash left open.
-            *open = None;
-            self.publish(None);
+            // the file and its staging area; `Db::resume` (or, after a
+            // crash, the next open) writes them out and closes it.
+            self.give_up(&mut open);
         }
         put
     }
@@ -291,9 +356,15 @@ impl BlobLane {
                 && f.chunk_start + (f.chunk.size_with(key.len(), value.len()) as u64)
                     > self.opts.file_size
         });
-        if full && let Some(f) = open.take() {
-            self.publish(None);
-            files.sealed_blob_file(f.seal()?)?;
+        if full && let Some(f) = open.as_mut() {
+            let meta = f.seal()?;
+            files.sealed_blob_file(meta)?;
+            if let Some(f) = open.take() {
+                self.publish(None);
+                // Sealed and recorded: a staging file left by a failure
+                // here is removed by the next open.
+                let _ = f.discard();
+            }
         }
         let f = match open.as_mut() {
             Some(f) => f,
@@ -336,42 +407,70 @@ impl BlobLane {
             return Ok(()); // nothing appended since the last sync
         }
         let handle = match &mut f.file {
-            LaneFile::Staged(s) => {
-                s.flush_partial()?;
-                Some((s.sync_handle(), s.path().to_path_buf()))
-            }
+            LaneFile::Staged(s) => s
+                .flush_partial()
+                .map(|()| Some((s.sync_handle(), s.path().to_path_buf()))),
             // No second handle to sync through: under the mutex.
-            LaneFile::Plain(w) => {
-                w.sync_data()?;
+            LaneFile::Plain(w) => w.sync_data().map(|()| {
                 f.synced = len;
                 None
+            }),
+        };
+        let handle = match handle {
+            Ok(h) => h,
+            Err(e) => {
+                self.give_up(&mut open);
+                return Err(e);
             }
         };
         self.publish(open.as_ref());
         drop(open);
         if let Some((h, path)) = handle {
-            h.sync_data().map_err(|e| Error::io(&path, e))?;
-            if let Some(f) = self.open.lock().as_mut()
-                && f.number == number
-            {
-                f.synced = f.synced.max(len);
+            let synced = h.sync_data().map_err(|e| Error::io(&path, e));
+            let mut open = self.open.lock();
+            match synced {
+                Ok(()) => {
+                    if let Some(f) = open.as_mut()
+                        && f.number == number
+                    {
+                        f.synced = f.synced.max(len);
+                    }
+                }
+                Err(e) => {
+                    if open.as_ref().is_some_and(|f| f.number == number) {
+                        self.give_up(&mut open);
+                    }
+                    return Err(e);
+                }
             }
         }
         Ok(())
     }
 
+    /// True if this lane appends to blob file `number`.
+    pub(crate) fn is_open_file(&self, number: u64) -> bool {
+        self.readable.0.load(Ordering::Acquire) == number
+    }
+
     /// Seals the open file (at close); `None` when the lane has none.
     pub(crate) fn seal(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
-        let taken = self.open.lock().take();
-        self.publish(None);
-        match taken {
-            Some(f) => {
-                let meta = f.seal()?;
-                files.sealed_blob_file(meta)?;
-                Ok(Some(meta))
+        let mut open = self.open.lock();
+        let Some(f) = open.as_mut() else {
+            return Ok(None);
+        };
+        let meta = match f.seal() {
+            Ok(meta) => meta,
+            Err(e) => {
+                self.give_up(&mut open);
+                return Err(e);
             }
-            None => Ok(None),
+        };
+        files.sealed_blob_file(meta)?;
+        if let Some(f) = open.take() {
+            self.publish(None);
+            f.discard()?;
         }
+        Ok(Some(meta))
     }
 }
 
@@ -380,6 +479,9 @@ impl BlobLane {
 pub(crate) struct BlobWriteLanes {
     lanes: Vec<BlobLane>,
     min_size: usize,
+    /// Files [`close_failed`](BlobWriteLanes::close_failed) wrote out,
+    /// not yet recorded as closed ([`record_closed`](BlobWriteLanes::record_closed)).
+    closed: Mutex<Vec<(u64, u64)>>,
 }
 
 impl BlobWriteLanes {
@@ -397,6 +499,7 @@ impl BlobWriteLanes {
                 .map(|_| BlobLane::new(Arc::clone(fs), dir, opts))
                 .collect(),
             min_size,
+            closed: Mutex::new(Vec::new()),
         }
     }
 
@@ -427,15 +530,41 @@ impl BlobWriteLanes {
 
     /// True if a lane still appends to blob file `number`.
     pub(crate) fn is_open(&self, number: u64) -> bool {
-        self.lanes
-            .iter()
-            .any(|l| l.readable.0.load(Ordering::Acquire) == number)
+        self.lanes.iter().any(|l| l.is_open_file(number))
     }
 
-    /// Makes the value `p` names readable from its blob file (see
-    /// [`BlobLane::make_readable`]).
-    pub(crate) fn make_readable(&self, p: &BlobPointer) -> Result<()> {
-        self.lanes.iter().try_for_each(|l| l.make_readable(p))
+    /// The value `p` names if a lane still stages it (see
+    /// [`BlobLane::staged_value`]).
+    pub(crate) fn staged_value(&self, p: &BlobPointer) -> Option<Vec<u8>> {
+        self.lanes.iter().find_map(|l| l.staged_value(p))
+    }
+
+    /// Writes out every file a lane gave up after a failure (see
+    /// [`BlobLane::close_failed`]); the number written out. Their
+    /// pointers may still be in memtables only: they are recorded closed
+    /// by [`record_closed`](Self::record_closed), once flushed.
+    pub(crate) fn close_failed(&self) -> Result<usize> {
+        let mut n = 0;
+        for lane in &self.lanes {
+            let closed = lane.close_failed()?;
+            n += closed.len();
+            self.closed.lock().extend(closed);
+        }
+        Ok(n)
+    }
+
+    /// Records the files [`close_failed`](Self::close_failed) wrote out
+    /// as closed, once every memtable that may point into them is flushed
+    /// (a closed file nothing points to is dropped); the number recorded.
+    pub(crate) fn record_closed(&self, files: &dyn BlobFiles) -> Result<usize> {
+        let mut closed = self.closed.lock();
+        let mut n = 0;
+        while let Some(&(number, size)) = closed.last() {
+            files.closed_failed_blob_file(number, size)?;
+            closed.pop();
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Seals every lane's open file (at close).

@@ -321,18 +321,44 @@ impl StagedFile {
     }
 
     /// After the last chunk (which must end on a page boundary): the blob
-    /// file is durable at exactly its length and the staging file is gone.
-    pub(crate) fn finish(mut self) -> Result<u64> {
+    /// file is durable at exactly its length, returned. The staging file
+    /// stays until [`remove_stage`](Self::remove_stage) (a failure here
+    /// leaves every staged byte where it was).
+    pub(crate) fn finish(&mut self) -> Result<u64> {
         debug_assert_eq!(self.staged % PAGE, 0);
         self.end_chunk()?;
         self.file
             .sync_data()
             .map_err(|e| Error::io(&self.path, e))?;
-        let len = self.base;
+        Ok(self.base)
+    }
+
+    /// Writes every staged byte (the last page padded) and makes the blob
+    /// file durable; returns its length. For a file given up after a
+    /// failure: afterwards it holds every value ever staged.
+    pub(crate) fn make_durable(&mut self) -> Result<u64> {
+        self.flush_partial()?;
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io(&self.path, e))?;
+        Ok(self.base + (self.staged.div_ceil(PAGE) * PAGE) as u64)
+    }
+
+    /// The `len` bytes at file offset `offset` if all of them are still in
+    /// the staging area (the current chunk), whether or not they were also
+    /// written to the blob file.
+    pub(crate) fn staged_range(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(offset.checked_sub(self.base)?).ok()?;
+        let end = start.checked_add(len)?;
+        (end <= self.staged).then(|| &self.stage.bytes()[PAGE + start..PAGE + end])
+    }
+
+    /// Closes the file and removes its staging file (once the blob file
+    /// holds every staged byte durably).
+    pub(crate) fn remove_stage(self) -> Result<()> {
         let stage = self.stage.path.clone();
         drop(self);
-        std::fs::remove_file(&stage).map_err(|e| Error::io(&stage, e))?;
-        Ok(len)
+        std::fs::remove_file(&stage).map_err(|e| Error::io(&stage, e))
     }
 }
 
@@ -456,8 +482,37 @@ mod tests {
         assert!(on_disk[PAGE + 100..].iter().all(|&b| b == 3));
         f.append(&[9u8; PAGE]).expect("footer");
         assert_eq!(f.finish().expect("finish"), 5 * PAGE as u64);
+        assert!(stage_path(&path).exists(), "kept until remove_stage");
+        f.remove_stage().expect("remove stage");
         assert!(!stage_path(&path).exists(), "the staging file is removed");
         assert_eq!(read(&path).len(), 5 * PAGE);
+    }
+
+    #[test]
+    fn staged_bytes_are_readable_and_make_durable_writes_them_all() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("000011.blob");
+        let mut f = StagedFile::create(&path, 11, PAGE).expect("create");
+        f.append(&[1u8; PAGE]).expect("header");
+        f.end_chunk().expect("end");
+        assert_eq!(f.staged_range(0, 10), None, "written chunks are not staged");
+        f.append(&[4u8; 300]).expect("v1");
+        f.append(&[5u8; 200]).expect("v2");
+        let base = PAGE as u64;
+        assert_eq!(f.staged_range(base, 300), Some(&[4u8; 300][..]));
+        assert_eq!(f.staged_range(base + 300, 200), Some(&[5u8; 200][..]));
+        assert_eq!(f.staged_range(base + 300, 201), None, "past the staged end");
+        assert_eq!(f.staged_range(u64::MAX, 2), None);
+        assert_eq!(read(&path).len(), PAGE, "nothing of the chunk written yet");
+        assert_eq!(f.make_durable().expect("durable"), 2 * PAGE as u64);
+        let on_disk = read(&path);
+        assert_eq!(on_disk.len(), 2 * PAGE);
+        assert_eq!(&on_disk[PAGE..PAGE + 300], &[4u8; 300]);
+        assert_eq!(&on_disk[PAGE + 300..PAGE + 500], &[5u8; 200]);
+        // Still staged (and readable) after the flush.
+        assert_eq!(f.staged_range(base, 300), Some(&[4u8; 300][..]));
+        f.remove_stage().expect("remove");
+        assert!(!stage_path(&path).exists());
     }
 
     #[test]

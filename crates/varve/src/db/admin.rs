@@ -119,6 +119,9 @@ impl Db {
         }
         s.open_tables = db.table_cache.open_tables() as u64;
         s.pinned_table_memory = db.table_cache.pinned_memory() as u64;
+        let (pinned, budget) = db.table_cache.pinned_blob_tables();
+        s.pinned_blob_table_bytes = pinned as u64;
+        s.pinned_blob_table_budget = budget as u64;
         s.memtable_bytes = sv.memtable_usage() as u64;
         s.immutable_memtables = sv.imms.len() as u64;
         s.add_blob_files(&sv.version);

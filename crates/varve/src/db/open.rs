@@ -84,7 +84,16 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     if let Some(tail) = versions.recovered_tail() {
         info_log.log(format!("recovery: ignored torn manifest tail {tail:?}"));
     }
-    let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions, false)?;
+    let blob_sizes = apply_staged_blob_bytes(fs.as_ref(), dir, &versions, &info_log)?;
+    let recovered = recovery::recover(
+        fs.as_ref(),
+        dir,
+        &options,
+        &info_log,
+        &mut versions,
+        false,
+        Some(&blob_sizes),
+    )?;
 
     let (table_cache, block_cache) = caches(dir, &options);
 
@@ -196,11 +205,50 @@ struct Assembly<'a> {
     read_only: bool,
 }
 
+/// Before the WALs are replayed: the values a crash left in the staging
+/// area of each blob file still open (in the page cache after a `kill -9`)
+/// go into the file. Returns what recovery's pointer check needs: every
+/// listed blob file's size (sealed: as recorded; open: on disk now, 0 if
+/// it was never created).
+fn apply_staged_blob_bytes(
+    fs: &dyn crate::io::FileSystem,
+    dir: &Path,
+    versions: &VersionSet,
+    info_log: &InfoLog,
+) -> Result<recovery::BlobSizes> {
+    let mut sizes = recovery::BlobSizes::new();
+    for (&number, b) in versions.current().blob_files() {
+        if b.sealed {
+            sizes.insert(number, (b.size, true));
+            continue;
+        }
+        let path = blob_file_path(dir, number);
+        if fs.uses_os_files() {
+            match apply_stage(&path, number)? {
+                StageOutcome::None => {}
+                StageOutcome::Applied { offset, bytes } => info_log.log(format!(
+                    "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
+                )),
+                StageOutcome::Ignored(why) => info_log.log(format!(
+                    "recovery: ignored the staging file of blob file {number}: {why}"
+                )),
+            }
+        }
+        let size = match fs.file_size(&path) {
+            Ok(size) => size,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e),
+        };
+        sizes.insert(number, (size, false));
+    }
+    Ok(sizes)
+}
+
 /// Closes the blob files a crash left open (in `edit`, which also names
 /// the L0 tables the replayed memtables became): no lane appends to them
-/// again, and every pointer into them is in a table now. The values a
-/// crash left in a lane's staging area go into the file first; the file is
-/// then made durable at the length it has and recorded as state 2 (its
+/// again, and every pointer into them is in a table now. Their staged
+/// values went into them before the replay (`apply_staged_blob_bytes`);
+/// each is made durable at the length it has and recorded as state 2 (its
 /// last chunk may hold values without entries, so only a byte bound is
 /// known). A file that was logged but never created is dropped; staging
 /// files of sealed files are removed.
@@ -214,19 +262,6 @@ fn close_crash_open_blob_files(
     for (&number, b) in versions.current().blob_files() {
         if b.sealed {
             continue;
-        }
-        // Values a crash left in the lane's staging area (in the page cache
-        // after a kill -9) go into the file first.
-        if fs.uses_os_files() {
-            match apply_stage(&blob_file_path(dir, number), number)? {
-                StageOutcome::None => {}
-                StageOutcome::Applied { offset, bytes } => info_log.log(format!(
-                    "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
-                )),
-                StageOutcome::Ignored(why) => info_log.log(format!(
-                    "recovery: ignored the staging file of blob file {number}: {why}"
-                )),
-            }
         }
         let size = match fs.file_size(&blob_file_path(dir, number)) {
             Ok(size) => size,
@@ -247,14 +282,8 @@ fn close_crash_open_blob_files(
         info_log.log(format!(
             "recovery: closed blob file {number} left open by a crash ({size} bytes)"
         ));
-        edit.blob_files.push(BlobFileEdit {
-            number,
-            sealed: true,
-            crash_closed: true,
-            size,
-            value_count: 0,
-            value_bytes: size.saturating_sub(crate::blob::format::PAGE as u64),
-        });
+        edit.blob_files
+            .push(BlobFileEdit::crash_closed(number, size));
     }
     // A staging file left behind by a crash after its file was sealed.
     for name in fs.list_dir(dir)? {
@@ -336,6 +365,7 @@ fn caches(dir: &Path, options: &Options) -> (Arc<TableCache>, Option<Arc<BlockCa
         block_cache.clone(),
         options.max_open_files,
         options.use_direct_reads,
+        options.pinned_blob_tables_size,
     ));
     (table_cache, block_cache)
 }
@@ -356,7 +386,17 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
     let lock = take_lock(fs.as_ref(), dir, &lock_path)?;
     let info_log = InfoLog::disabled();
     let mut versions = VersionSet::recover_checked(Arc::clone(&fs), dir, true)?;
-    let recovered = recovery::recover(fs.as_ref(), dir, &options, &info_log, &mut versions, true)?;
+    // Read-only: staged bytes are not applied, so no pointer check (a value
+    // only staged reads as `Corruption` until a writable open applies it).
+    let recovered = recovery::recover(
+        fs.as_ref(),
+        dir,
+        &options,
+        &info_log,
+        &mut versions,
+        true,
+        None,
+    )?;
     let last_sequence = recovered.last_sequence.max(versions.last_sequence());
     // The replayed memtables, newest first; the newest is the mutable one
     // (no write ever reaches it).

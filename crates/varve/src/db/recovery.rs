@@ -14,14 +14,29 @@
 //! After a clean close (the manifest's last edit records the live WAL and
 //! its synced length), that log must be readable up to that length: a log
 //! cut or damaged before it is `Corruption`, since no crash can shorten a
-//! synced, closed log. Runs single-threaded during open.
+//! synced, closed log.
+//!
+//! Blob pointers: a record written without `sync` may reach the disk
+//! while the blob value it points to did not (a power loss keeps any
+//! prefix of a file's unsynced bytes). Given the sizes of the blob files
+//! still open ([`BlobSizes`], after their staged bytes were applied),
+//! replay ends at the first record pointing past the end of one, like at
+//! a torn tail, and skips every later record and log: every `sync` write
+//! synced the blob files after every record before it was placed, so no
+//! acknowledged `sync` write lies past that point, and the database is a
+//! prefix of the writes, as without blob files. A pointer into a sealed
+//! file past its recorded size, or into a file the manifest does not list,
+//! is `Corruption` (those files are durable). Runs single-threaded during
+//! open.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::info_log::InfoLog;
 use super::memtables::{batch_charge, insert_batch};
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
+use crate::blob::format::BlobPointer;
 use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, wal_path};
 use crate::io::FileSystem;
@@ -50,7 +65,9 @@ pub struct RecoveryReport {
     pub logs_replayed: Vec<u64>,
     /// Records (write batches) replayed.
     pub records: u64,
-    /// Tails cut off damaged logs.
+    /// Tails cut off damaged logs, and the parts of logs not replayed
+    /// because a record before them pointed to a blob value a power loss
+    /// took (those files are left as they were; the open retires them).
     pub truncated: Vec<TruncatedTail>,
     /// Highest sequence number found.
     pub last_sequence: u64,
@@ -63,6 +80,12 @@ pub struct RecoveryReport {
     /// why). Nothing in them is needed by the recovered database.
     pub lost: Vec<(String, String)>,
 }
+
+/// What recovery knows of each blob file the manifest lists: its size, and
+/// whether it is sealed (durable at that size) or was open (the size it
+/// has on disk now). `None` skips the pointer check (a read-only open,
+/// which cannot apply staged bytes).
+pub(crate) type BlobSizes = HashMap<u64, (u64, bool)>;
 
 /// The state rebuilt from the WALs.
 pub(crate) struct Recovered {
@@ -82,6 +105,7 @@ pub(crate) fn recover(
     info_log: &InfoLog,
     versions: &mut VersionSet,
     read_only: bool,
+    blob_sizes: Option<&BlobSizes>,
 ) -> Result<Recovered> {
     let mut logs = Vec::new();
     for name in fs.list_dir(dir)? {
@@ -115,13 +139,32 @@ pub(crate) fn recover(
             "the database was closed cleanly with this log live, and it is missing",
         ));
     }
+    // Where replay ended at a record whose blob value a power loss took.
+    let mut blob_cut: Option<(u64, String)> = None;
     for (i, &number) in logs.iter().enumerate() {
         let path = wal_path(dir, number);
+        if let Some((cut_log, why)) = &blob_cut {
+            // Everything after the cut is skipped (see the module docs).
+            let size = fs.file_size(&path)?;
+            let reason = format!("follows log {cut_log}, whose replay ended early: {why}");
+            cut_log_at(info_log, &mut report, &path, 0, size, reason);
+            continue;
+        }
         let mut records = 0u64;
+        let mut cut_here: Option<(u64, String)> = None;
         let outcome = wal::replay(fs, &path, number, |payload, offset| {
+            if cut_here.is_some() {
+                return Ok(());
+            }
             let batch = WriteBatch::from_encoded(payload).map_err(|reason| {
                 Error::corruption(&path, offset, format!("bad write batch: {reason}"))
             })?;
+            if let Some(sizes) = blob_sizes
+                && let Some(why) = lost_blob_value(&batch, sizes, &path, offset)?
+            {
+                cut_here = Some((offset, why));
+                return Ok(());
+            }
             apply(&mut memtables, &batch, options.write_buffer_size)
                 .map_err(|reason| Error::corruption(&path, offset, reason))?;
             if !batch.is_empty() {
@@ -146,7 +189,11 @@ pub(crate) fn recover(
                 ),
             ));
         }
-        if let TailStatus::Truncated { offset, reason } = outcome.tail {
+        if let Some((offset, why)) = cut_here {
+            let size = fs.file_size(&path)?;
+            cut_log_at(info_log, &mut report, &path, offset, size, why.clone());
+            blob_cut = Some((number, why));
+        } else if let TailStatus::Truncated { offset, reason } = outcome.tail {
             let newest = i + 1 == logs.len();
             if !newest && options.paranoid_checks && !wal::zero_from(fs, &path, offset)? {
                 return Err(Error::corruption(
@@ -186,6 +233,81 @@ pub(crate) fn recover(
         last_sequence,
         report,
     })
+}
+
+/// Why `batch` (the record at `offset` of log `path`) cannot be replayed:
+/// it points past the end of a blob file that was still open (a power loss
+/// took the value). `Corruption` for a pointer that no crash explains.
+fn lost_blob_value(
+    batch: &WriteBatch,
+    sizes: &BlobSizes,
+    path: &Path,
+    offset: u64,
+) -> Result<Option<String>> {
+    for op in batch.iter() {
+        let BatchOp::PutBlob { pointer, .. } = op else {
+            continue;
+        };
+        let p = BlobPointer::decode(pointer)
+            .ok_or_else(|| Error::corruption(path, offset, "malformed blob pointer"))?;
+        let end = p.offset + u64::from(p.length);
+        match sizes.get(&p.file_number) {
+            None => {
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    format!(
+                        "a record points into blob file {}, which the manifest does not list",
+                        p.file_number
+                    ),
+                ));
+            }
+            Some(&(size, true)) if end > size => {
+                return Err(Error::corruption(
+                    path,
+                    offset,
+                    format!(
+                        "a record points to bytes {}..{end} of sealed blob file {} of {size} \
+                         bytes",
+                        p.offset, p.file_number
+                    ),
+                ));
+            }
+            Some(&(size, false)) if end > size => {
+                return Ok(Some(format!(
+                    "its blob value ({} bytes at {} of blob file {}) is past the file's end \
+                     ({size} bytes): a write without sync whose value a power loss took",
+                    p.length, p.offset, p.file_number
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(None)
+}
+
+/// Reports that the replay of log `path` (of `size` bytes) ended at
+/// `offset`. The file is left as it is: the open's edit retires it, and an
+/// open that fails before that finds the same point again.
+fn cut_log_at(
+    info_log: &InfoLog,
+    report: &mut RecoveryReport,
+    path: &Path,
+    offset: u64,
+    size: u64,
+    reason: String,
+) {
+    info_log.log(format!(
+        "recovery: ended the replay of {} at offset {offset} ({} bytes not replayed): {reason}",
+        path.display(),
+        size.saturating_sub(offset)
+    ));
+    report.truncated.push(TruncatedTail {
+        file: path.to_path_buf(),
+        offset,
+        bytes_removed: size.saturating_sub(offset),
+        reason,
+    });
 }
 
 /// Inserts a replayed batch, starting a new memtable when the last is full.

@@ -5,7 +5,10 @@
 //! path's `switching` mutex (one switch at a time, so no memtable switch
 //! or other resume runs): refuse unless the first failure was a full disk;
 //! start a new manifest if a manifest write failed
-//! (`VersionSet::restart_manifest`); end the current WAL and start a fresh
+//! (`VersionSet::restart_manifest`); write out and close the blob files a
+//! write lane gave up after a failure (their staged values are
+//! acknowledged writes; they are recorded closed once the flush below put
+//! their pointers in tables); end the current WAL and start a fresh
 //! one (`write::restart_log`, which takes the write gate exclusively, drops
 //! the writes that failed from the memtable and clears the poison before
 //! it lets writers in). Then, without locks, wait until the background
@@ -50,10 +53,23 @@ pub(crate) fn resume(db: &DbInner) -> Result<()> {
         }
         db.info_log.log(format!("resume: after \"{}\"", poison.why));
         db.versions.lock().restart_manifest()?;
+        let _no_lane_syncs = db.writes.no_lane_syncs();
+        if let Some(lanes) = &db.blob_lanes {
+            let closed = lanes.close_failed()?;
+            if closed > 0 {
+                db.info_log.log(format!(
+                    "resume: wrote out {closed} blob files given up after failures"
+                ));
+            }
+        }
         write::restart_log(db)?;
     }
     loop {
         if db.super_version().imms.is_empty() {
+            // The tables point into the blob files written out above now.
+            if let Some(lanes) = &db.blob_lanes {
+                lanes.record_closed(&write::blobs::VersionFiles(db))?;
+            }
             // The flush thread deletes what its last edit retired right
             // after installing it; do it here too, so the old logs (and a
             // failed manifest, and the tables of its edit) are gone when

@@ -106,6 +106,11 @@ pub struct DbStats {
     pub open_tables: u64,
     /// Bytes of index and filter blocks pinned by open tables.
     pub pinned_table_memory: u64,
+    /// Bytes of data blocks pinned by open tables that point into blob
+    /// files (`Options::pinned_blob_tables_size`).
+    pub pinned_blob_table_bytes: u64,
+    /// The budget for those.
+    pub pinned_blob_table_budget: u64,
     /// Bytes of memtable arenas.
     pub memtable_bytes: u64,
     /// Immutable memtables waiting for a flush.
@@ -187,6 +192,8 @@ impl DbStats {
             block_cache_capacity: 0,
             open_tables: 0,
             pinned_table_memory: 0,
+            pinned_blob_table_bytes: 0,
+            pinned_blob_table_budget: 0,
             memtable_bytes: 0,
             immutable_memtables: 0,
             blob_files: 0,
@@ -282,6 +289,12 @@ impl DbStats {
                 } else {
                     100.0 * self.blob_garbage_bytes as f64 / self.blob_value_bytes as f64
                 }
+            );
+            let _ = writeln!(
+                s,
+                "Blob pointer tables pinned: {:.1} of {:.1} MiB",
+                mib(self.pinned_blob_table_bytes),
+                mib(self.pinned_blob_table_budget)
             );
             let _ = writeln!(
                 s,

@@ -39,7 +39,8 @@ use crate::memtable::MemTable;
 use crate::sst::BlockCache;
 use crate::sst::{
     Block, BlockBuilder, BlockHandle, BloomFilter, Compression, FOOTER_LEN, FilterBuilder,
-    Readahead, Table, TableBuilder, TableBuilderOptions, TableIterOptions, TableReadOptions,
+    PinBudget, Readahead, Table, TableBuilder, TableBuilderOptions, TableIterOptions,
+    TableReadOptions,
 };
 use crate::util::checksum::{crc32c, crc32c_extend, mask};
 use crate::version::{FileMetaData, NUM_LEVELS, Version, VersionEdit, VersionSet};
@@ -55,6 +56,8 @@ pub const FLAG_NO_VERIFY: u8 = 4;
 pub const FLAG_CACHE: u8 = 8;
 /// Flags-byte bit (`sst_table`): iterate with read-ahead.
 pub const FLAG_READAHEAD: u8 = 16;
+/// Flags-byte bit (`sst_table`): pin every data block at open.
+pub const FLAG_PIN: u8 = 32;
 
 /// Log number of the fuzzed WALs and manifests.
 pub const LOG_NUMBER: u64 = 7;

@@ -21,6 +21,7 @@ pub fn sst_table(data: &[u8]) {
         cache: (flags & FLAG_CACHE != 0).then(|| BlockCache::new(256 << 10)),
         cache_id: 9,
         verify_checksums: flags & FLAG_NO_VERIFY == 0,
+        pin: (flags & FLAG_PIN != 0).then(|| PinBudget::new(1 << 20)),
     };
     let Ok(table) = Table::open(file, len, opts) else {
         return;
@@ -51,6 +52,7 @@ pub fn sst_table(data: &[u8]) {
     }
     let _ = table.index_samples();
     let _ = table.pinned_memory();
+    let _ = table.pinned_data_memory();
 }
 
 /// Rewrites the footer checksum and the trailers of the meta blocks the

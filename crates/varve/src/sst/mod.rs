@@ -17,6 +17,7 @@ mod block_cache;
 mod filter;
 mod format;
 mod index_search;
+mod pinned;
 mod properties;
 mod readahead;
 mod table;
@@ -37,6 +38,7 @@ pub(crate) use format::FOOTER_LEN;
 pub use format::{BlockHandle, Compression, Footer};
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use index_search::IndexSearch;
+pub(crate) use pinned::PinBudget;
 pub use properties::TableProperties;
 pub use readahead::ReaderPool;
 pub(crate) use readahead::buffers::{

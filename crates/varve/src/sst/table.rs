@@ -11,6 +11,8 @@
 //! find their data block through an `IndexSearch` built at open (a dense
 //! array of key windows) instead of walking the index block. Every failed
 //! check is `Error::Corruption` naming the file and the block's offset.
+//! A table opened with a [`PinBudget`] that has room also reads every data
+//! block at open and keeps them ([`PinnedBlocks`]): its reads do no IO.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -29,9 +31,14 @@ use super::format::{
     read_block,
 };
 use super::index_search::IndexSearch;
+use super::pinned::{PinBudget, PinnedBlocks};
 use super::properties::TableProperties;
 use super::readahead::Readahead;
 use super::table_iter::{TableIterOptions, TableIterator};
+
+/// A table is pinned (given a budget) only if its entries average at most
+/// this many bytes of key and value.
+const PIN_MAX_ENTRY_BYTES: u64 = 256;
 
 /// How a table is read.
 #[derive(Clone)]
@@ -43,6 +50,9 @@ pub(crate) struct TableReadOptions {
     /// Verify data block checksums on read (default true). Blocks read at
     /// open are always verified.
     pub verify_checksums: bool,
+    /// Read every data block at open and keep them, if they fit this
+    /// budget (`None`: never).
+    pub pin: Option<Arc<PinBudget>>,
 }
 
 impl Default for TableReadOptions {
@@ -51,6 +61,7 @@ impl Default for TableReadOptions {
             cache: None,
             cache_id: 0,
             verify_checksums: true,
+            pin: None,
         }
     }
 }
@@ -61,6 +72,7 @@ impl fmt::Debug for TableReadOptions {
             .field("cache", &self.cache.is_some())
             .field("cache_id", &self.cache_id)
             .field("verify_checksums", &self.verify_checksums)
+            .field("pin", &self.pin.is_some())
             .finish()
     }
 }
@@ -92,6 +104,8 @@ pub(crate) struct Table {
     index_search: Option<IndexSearch>,
     filter: Option<BloomFilter>,
     props: TableProperties,
+    /// Every data block, when pinned at open.
+    pinned: Option<PinnedBlocks>,
 }
 
 impl fmt::Debug for Table {
@@ -199,7 +213,19 @@ impl Table {
                 "properties disagree with the file layout",
             ));
         }
+        // Pinned only if the entries are small (keys and blob pointers),
+        // so the budget goes to tables whose values live elsewhere.
+        let small_entries =
+            props.raw_key_bytes + props.raw_value_bytes <= PIN_MAX_ENTRY_BYTES * props.num_entries;
+        let pinned = match &opts.pin {
+            Some(budget) if small_entries => {
+                let handles = data_handles(&index).map_err(|r| corrupt(footer.index.offset, &r))?;
+                PinnedBlocks::load(file.as_ref(), &path, &handles, data_end, budget)?
+            }
+            _ => None,
+        };
         Ok(Arc::new(Table {
+            pinned,
             file,
             path,
             data_end,
@@ -341,6 +367,12 @@ impl Table {
             + self.props.memory()
     }
 
+    /// Bytes of data blocks pinned at open (0 when not pinned).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn pinned_data_memory(&self) -> usize {
+        self.pinned.as_ref().map_or(0, PinnedBlocks::memory)
+    }
+
     /// Approximate file offset where entries `>= internal_key` start (from
     /// the index; no data IO). Past the last key: the end of the data blocks.
     #[cfg(any(test, feature = "fuzzing"))]
@@ -422,6 +454,9 @@ impl Table {
         ra: Option<(&mut Readahead, u64)>,
         fill_cache: bool,
     ) -> Result<Arc<Block>> {
+        if let Some(b) = self.pinned.as_ref().and_then(|p| p.get(handle.offset)) {
+            return Ok(Arc::clone(b));
+        }
         if let Some(cache) = &self.cache
             && let Some(b) = cache.get(self.cache_id, handle.offset)
         {
@@ -465,6 +500,20 @@ impl Table {
         }
         Ok(block)
     }
+}
+
+/// The handles of the data blocks, in file order (the index was checked).
+fn data_handles(index: &Arc<Block>) -> std::result::Result<Vec<BlockHandle>, String> {
+    let mut out = Vec::new();
+    let mut it = index.iter();
+    it.seek_to_first();
+    while it.valid() {
+        out.push(BlockHandle::decode_exact(it.value()).ok_or("malformed index entry")?);
+        it.next();
+    }
+    it.status()
+        .map_err(|_| "malformed index block".to_string())?;
+    Ok(out)
 }
 
 /// Checks that the index entries are parsable internal keys mapping to

@@ -80,6 +80,20 @@ impl BlobFileEdit {
             crash_closed: false,
         }
     }
+
+    /// The record of a blob file closed without its footer (state 2): by
+    /// the open after a crash, or by `Db::resume` after a write to it
+    /// failed. `size` bytes, the first page its header.
+    pub(crate) fn crash_closed(number: u64, size: u64) -> BlobFileEdit {
+        BlobFileEdit {
+            number,
+            sealed: true,
+            crash_closed: true,
+            size,
+            value_count: 0,
+            value_bytes: size.saturating_sub(crate::blob::format::PAGE as u64),
+        }
+    }
 }
 
 /// One change to the set of files and counters; every field is optional.

@@ -19,7 +19,7 @@ use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::level::LevelIterator;
 use crate::sst::BlockCache;
-use crate::sst::{Readahead, ReaderPool, Table, TableIterOptions, TableReadOptions};
+use crate::sst::{PinBudget, Readahead, ReaderPool, Table, TableIterOptions, TableReadOptions};
 use crate::util::lru::LruShard;
 
 /// Cache of open tables.
@@ -32,6 +32,9 @@ pub(crate) struct TableCache {
     cache_owner: u64,
     capacity: usize,
     direct_reads: bool,
+    /// Tables that point into blob files pin their data blocks within this
+    /// budget (`None`: never).
+    pin: Option<Arc<PinBudget>>,
     /// Open tables by file number, each charged 1 against `capacity`.
     lru: Mutex<LruShard<u64, Arc<Table>>>,
 }
@@ -79,8 +82,10 @@ impl TableCache {
         block_cache: Option<Arc<BlockCache>>,
         capacity: usize,
         direct_reads: bool,
+        pin_blob_tables: usize,
     ) -> Self {
         TableCache {
+            pin: (pin_blob_tables > 0).then(|| PinBudget::new(pin_blob_tables)),
             dir,
             fs,
             cache_owner: block_cache.as_ref().map_or(0, |c| c.new_owner()),
@@ -115,6 +120,7 @@ impl TableCache {
                 cache: self.block_cache.clone().filter(|_| cache_id.is_some()),
                 cache_id: cache_id.unwrap_or(0),
                 verify_checksums: true,
+                pin: self.pin.clone().filter(|_| file.oldest_blob_file != 0),
             },
         )?;
         // Another thread may have opened it meanwhile; the last copy stays.
@@ -166,6 +172,12 @@ impl TableCache {
         self.lru.lock().len()
     }
 
+    /// Bytes of data blocks pinned by open tables that point into blob
+    /// files, and the budget for them.
+    pub(crate) fn pinned_blob_tables(&self) -> (usize, usize) {
+        self.pin.as_ref().map_or((0, 0), |p| (p.used(), p.limit()))
+    }
+
     /// Bytes of index, filter and properties pinned by the open tables.
     pub(crate) fn pinned_memory(&self) -> usize {
         self.lru.lock().values().map(|t| t.pinned_memory()).sum()
@@ -212,7 +224,14 @@ mod tests {
     fn bounds_open_tables_and_reopens_evicted_ones() {
         let dir = tempfile::tempdir().expect("tempdir");
         let files = make_tables(dir.path(), 20);
-        let cache = TableCache::new(dir.path().to_path_buf(), Arc::new(PosixFs), None, 4, false);
+        let cache = TableCache::new(
+            dir.path().to_path_buf(),
+            Arc::new(PosixFs),
+            None,
+            4,
+            false,
+            0,
+        );
         let first = cache.get(&files[0]).expect("open");
         assert!(
             Arc::ptr_eq(&first, &cache.get(&files[0]).expect("hit")),

@@ -44,9 +44,23 @@ impl BlobFiles for VersionFiles<'_> {
     }
 
     fn sealed_blob_file(&self, meta: BlobFileMeta) -> Result<()> {
+        self.record(BlobFileEdit::sealed(&meta))
+    }
+
+    fn closed_failed_blob_file(&self, number: u64, size: u64) -> Result<()> {
+        self.0.info_log.log(format!(
+            "resume: closed blob file {number} ({size} bytes), given up after a failed write"
+        ));
+        self.record(BlobFileEdit::crash_closed(number, size))
+    }
+}
+
+impl VersionFiles<'_> {
+    /// Logs `edit` and installs the version that has it.
+    fn record(&self, edit: BlobFileEdit) -> Result<()> {
         let mut vs = self.0.versions.lock();
         vs.log_and_apply(VersionEdit {
-            blob_files: vec![BlobFileEdit::sealed(&meta)],
+            blob_files: vec![edit],
             ..VersionEdit::default()
         })?;
         self.0.install(&vs, |sv| SuperVersion {

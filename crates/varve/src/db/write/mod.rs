@@ -30,8 +30,13 @@
 //! the memtable; later writes get `Error::Poisoned`. A batch is inserted
 //! and published before its bytes reach the file, so until `resume` (or a
 //! reopen) a read may see a write that then failed; it never becomes
-//! durable. The error path adds only branches: nothing on the success path
-//! changed for it. Thread-safety: any number of threads may call
+//! durable. A `sync` write whose blob values could not be made durable
+//! (the lanes' sync failed after its record was placed) fails the same
+//! way: it poisons the database and its sequence range is kept in
+//! `failed_writes`, which `Db::resume` also drops from the memtable (its
+//! record stays in the old log: a crash before resume's flush may bring
+//! it back, with its values, which resume made durable). The error path
+//! adds only branches: nothing on the success path changed for it. Thread-safety: any number of threads may call
 //! [`write()`] at once.
 
 pub(crate) mod blobs;
@@ -71,6 +76,14 @@ pub(crate) struct WritePath {
     switching: Mutex<()>,
     seq: Sequencer,
     syncer: syncer::Syncer,
+    /// Sequence ranges of writes placed in the current log that failed
+    /// for a reason other than the log (a blob lane's sync); `Db::resume`
+    /// drops them from the memtable.
+    failed_writes: Mutex<Vec<(u64, u64)>>,
+    /// Held shared by a `sync` writer while it syncs the blob lanes and
+    /// records a failure; `Db::resume` holds it exclusively, so that no
+    /// write fails that way while it takes the failed ones out.
+    lane_syncs: RwLock<()>,
 }
 
 impl WritePath {
@@ -82,6 +95,8 @@ impl WritePath {
             switching: Mutex::new(()),
             seq: Sequencer::new(last_sequence),
             syncer: syncer::Syncer::default(),
+            failed_writes: Mutex::new(Vec::new()),
+            lane_syncs: RwLock::new(()),
         }
     }
 
@@ -95,6 +110,12 @@ impl WritePath {
     /// `Db::resume` takes it before [`restart_log`].
     pub(crate) fn switching(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.switching.lock()
+    }
+
+    /// Excludes `sync` writers from syncing the blob lanes (for
+    /// `Db::resume`; see `lane_syncs`).
+    pub(crate) fn no_lane_syncs(&self) -> parking_lot::RwLockWriteGuard<'_, ()> {
+        self.lane_syncs.write()
     }
 
     /// The current log.
@@ -276,9 +297,13 @@ pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Res
     // WAL record that points to them (docs/blob-files.md, "Ordering").
     if opts.sync
         && let Some(lanes) = &db.blob_lanes
-        && let Err(e) = lanes.sync()
     {
-        return Err(failed(db, &log, (first, last), end, record_len, e));
+        let _syncing = wp.lane_syncs.read();
+        if let Err(e) = lanes.sync() {
+            wp.failed_writes.lock().push((first, last));
+            db.poison_err("blob file sync failed", &e);
+            return Err(e);
+        }
     }
     if opts.sync
         && let Err(e) = {

@@ -177,8 +177,11 @@ fn create_log(db: &DbInner, need: usize) -> Result<(WalLog, Arc<MemTable>)> {
 /// fdatasync'ed (every record below it was acknowledged, or will be: its
 /// writers still wait for `durable`), and its memtable is rebuilt without
 /// the sequence ranges its failed writers reported, so a write that failed
-/// never becomes durable or visible after this. Fails (changing nothing
-/// the next attempt depends on) if a step hits the full disk again.
+/// never becomes durable or visible after this. The same goes for writes
+/// whose blob values could not be synced (`failed_writes`, their records
+/// in a log that still works): their entries must all be in the current
+/// memtable, or resume gives up (reopen). Fails (changing nothing the next
+/// attempt depends on) if a step hits the full disk again.
 pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
     let mut gate = db.writes.gate.write();
     let old = Arc::clone(&gate);
@@ -217,13 +220,24 @@ pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
     };
     // In memory only: done before the new log exists, so a failure here
     // leaves no file behind.
-    let kept = match &survivors {
-        Some((_, lost)) => Some(without_sequences(
-            &old.mem,
-            lost,
-            db.options.write_buffer_size,
-        )?),
-        None => None,
+    let failed = db.writes.failed_writes.lock().clone();
+    let kept = if survivors.is_some() || !failed.is_empty() {
+        let mut dropped: Vec<(u64, u64)> = failed.clone();
+        if let Some((_, lost)) = &survivors {
+            dropped.extend_from_slice(lost);
+        }
+        let (kept, count) = without_sequences(&old.mem, &dropped, db.options.write_buffer_size)?;
+        let expected: u64 = dropped.iter().map(|&(first, last)| last - first + 1).sum();
+        if count != expected {
+            return Err(Error::Poisoned(format!(
+                "of {expected} entries of failed writes only {count} are in the current \
+                 memtable (the others went to an older one): resume cannot take them out, \
+                 reopen the database"
+            )));
+        }
+        Some(kept)
+    } else {
+        None
     };
     let (log, mem) = create_log(db, 0)?;
     let (number, path) = (log.number, log.path().to_path_buf());
@@ -258,8 +272,15 @@ pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
         }
     }
     *gate = Arc::new(log);
+    db.writes.failed_writes.lock().clear();
     db.clear_poison(&old);
     drop(gate);
+    if !failed.is_empty() {
+        db.info_log.log(format!(
+            "resume: dropped {} writes whose blob values failed to sync from the memtable",
+            failed.len()
+        ));
+    }
     match survivors {
         None => db.info_log.log(format!(
             "resume: new WAL {}, every memtable is being flushed",
@@ -278,12 +299,13 @@ pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
 
 /// A copy of `mem` without the entries whose sequence number lies in one
 /// of `lost` (inclusive ranges), oldest memtable first (more than one only
-/// if a copy ever needs more room than the original had).
+/// if a copy ever needs more room than the original had), and how many
+/// entries it left out.
 fn without_sequences(
     mem: &Arc<MemTable>,
     lost: &[(u64, u64)],
     write_buffer_size: usize,
-) -> Result<Vec<Arc<MemTable>>> {
+) -> Result<(Vec<Arc<MemTable>>, u64)> {
     let mut lost = lost.to_vec();
     lost.sort_unstable();
     let is_lost = |seq: u64| {
@@ -291,13 +313,16 @@ fn without_sequences(
         i > 0 && lost[i - 1].1 >= seq
     };
     let mut out = vec![Arc::new(MemTable::new(mem.capacity()))];
+    let mut left_out = 0u64;
     let mut it = mem.iter();
     it.seek_to_first();
     while it.valid() {
         let parsed = parse_internal_key(it.key()).ok_or_else(|| {
             Error::Poisoned("a memtable entry has an unparsable internal key".into())
         })?;
-        if !is_lost(parsed.seq) {
+        if is_lost(parsed.seq) {
+            left_out += 1;
+        } else {
             let value = it.value();
             let last = out.last().map(Arc::clone);
             let added = last.is_some_and(|m| {
@@ -317,7 +342,7 @@ fn without_sequences(
         it.next();
     }
     it.status()?;
-    Ok(out)
+    Ok((out, left_out))
 }
 
 #[cfg(test)]
@@ -339,7 +364,8 @@ mod tests {
                 .expect("add");
         }
         let lost = [(8, 8), (3, 4), (11, 12)];
-        let copies = without_sequences(&mem, &lost, 1 << 20).expect("copy");
+        let (copies, left_out) = without_sequences(&mem, &lost, 1 << 20).expect("copy");
+        assert_eq!(left_out, 5, "entries 3, 4, 8, 11 and 12");
         assert_eq!(copies.len(), 1, "fits one memtable");
         let mut seen = Vec::new();
         let mut it = copies[0].iter();
@@ -361,7 +387,8 @@ mod tests {
                 .add(seq, ValueKind::Value, b"abc", &[0; 8])
                 .expect("add");
         }
-        let copies = without_sequences(&small, &[], 1 << 10).expect("copy");
+        let (copies, left_out) = without_sequences(&small, &[], 1 << 10).expect("copy");
+        assert_eq!(left_out, 0);
         assert_eq!(copies.iter().map(|m| m.len()).sum::<usize>(), 2);
     }
 }

@@ -9,6 +9,7 @@ use super::{
 };
 use crate::error::Error;
 use crate::internal_iter::InternalIterator;
+use crate::io::RandomAccessFile;
 use crate::keys::{
     MAX_SEQUENCE, ValueKind, compare_internal_keys, make_internal_key, parse_internal_key,
 };
@@ -86,6 +87,7 @@ fn round_trip_all_variants() {
                 cache: cache.clone(),
                 cache_id: i as u64,
                 verify_checksums: true,
+                pin: None,
             };
             let table = open_table(&path, opts).expect("open");
             assert_eq!(table.properties(), &props);
@@ -351,6 +353,7 @@ fn concurrent_readers_share_a_table_and_cache() {
         cache: Some(cache.clone()),
         cache_id: 7,
         verify_checksums: true,
+        pin: None,
     };
     let table = open_table(&path, opts).expect("open");
     std::thread::scope(|s| {
@@ -413,4 +416,120 @@ fn write_errors_are_returned_and_sticky() {
     b.add(&entries[0].0, &entries[0].1).expect("add");
     assert!(b.estimated_file_size() > 0);
     assert!(matches!(b.finish(), Err(Error::Io { .. })));
+}
+
+/// A table opened with a budget that has room reads every data block at
+/// open: afterwards gets and scans read nothing from the file, and the
+/// budget is charged until the table is dropped. One that does not fit
+/// reads as before.
+#[test]
+fn pinned_tables_read_no_blocks_and_release_their_budget() {
+    use crate::sst::PinBudget;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(91);
+    let entries = random_entries(&mut rng, 2000, 12);
+    for (name, compression) in [("p.sst", Compression::None), ("z.sst", Compression::Lz4)] {
+        let (path, props) = write_table(dir.path(), name, &entries, small_blocks(compression, 10));
+        assert!(props.num_data_blocks > 20);
+        let budget = PinBudget::new(64 << 20);
+        let file = Arc::new(CountingFile::open(&path));
+        let table = Table::open(
+            Arc::clone(&file) as Arc<dyn RandomAccessFile>,
+            props.file_size,
+            TableReadOptions {
+                pin: Some(Arc::clone(&budget)),
+                ..TableReadOptions::default()
+            },
+        )
+        .expect("open");
+        assert!(table.pinned_data_memory() > 0);
+        assert_eq!(budget.used(), table.pinned_data_memory());
+        let reads_after_open = file.reads();
+        check_table(&table, &entries, &mut rng);
+        assert_eq!(
+            file.reads(),
+            reads_after_open,
+            "a pinned table reads no block"
+        );
+        drop(table);
+        assert_eq!(budget.used(), 0, "the budget comes back");
+        // Too small a budget: not pinned, the blocks are read on demand.
+        let small = PinBudget::new(100);
+        let table = Table::open(
+            Arc::clone(&file) as Arc<dyn RandomAccessFile>,
+            props.file_size,
+            TableReadOptions {
+                pin: Some(Arc::clone(&small)),
+                ..TableReadOptions::default()
+            },
+        )
+        .expect("open");
+        assert_eq!(table.pinned_data_memory(), 0);
+        assert_eq!(small.used(), 0);
+        let before = file.reads();
+        check_table(&table, &entries, &mut rng);
+        assert!(file.reads() > before);
+    }
+}
+
+/// A damaged data block fails the open of a pinned table with the
+/// corruption (naming the block), and gives the budget back.
+#[test]
+fn a_damaged_block_fails_a_pinned_open() {
+    use crate::sst::PinBudget;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = Rng::new(92);
+    let entries = random_entries(&mut rng, 500, 12);
+    let (path, props) = write_table(
+        dir.path(),
+        "d.sst",
+        &entries,
+        small_blocks(Compression::None, 10),
+    );
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[100] ^= 0x40;
+    std::fs::write(&path, &bytes).expect("write");
+    let budget = PinBudget::new(64 << 20);
+    let err = open_table(
+        &path,
+        TableReadOptions {
+            pin: Some(Arc::clone(&budget)),
+            ..TableReadOptions::default()
+        },
+    )
+    .expect_err("damaged");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert_eq!(budget.used(), 0);
+    let _ = props;
+}
+
+/// A file that counts its reads.
+#[derive(Debug)]
+struct CountingFile {
+    inner: Arc<dyn RandomAccessFile>,
+    reads: std::sync::atomic::AtomicU64,
+}
+
+impl CountingFile {
+    fn open(path: &std::path::Path) -> CountingFile {
+        use crate::io::{FileSystem, PosixFs};
+        CountingFile {
+            inner: PosixFs.open_random_access(path).expect("open"),
+            reads: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn reads(&self) -> u64 {
+        self.reads.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl RandomAccessFile for CountingFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> crate::error::Result<usize> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.read_at(buf, offset)
+    }
+    fn path(&self) -> &std::path::Path {
+        self.inner.path()
+    }
 }
