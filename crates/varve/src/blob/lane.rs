@@ -3,17 +3,19 @@
 //! into the staging mapping of the lane's open blob file
 //! ([`StagedFile`]) and get a [`BlobPointer`] back; at a chunk's end the
 //! lane appends the chunk's entries and trailer and the whole chunk goes to
-//! the blob file with one direct write; at `file_size` it seals the file
+//! the blob file with one direct write, in the background while the next
+//! chunk is staged; at `file_size` it seals the file
 //! (footer, fdatasync) and opens the next one. On a file system whose
 //! paths are not OS files (the fault-injecting one) it appends through
 //! `WritableFile` instead.
 //!
 //! Thread-safety: `Send + Sync`; one mutex per lane, held for the copy of
-//! one value (and, once per chunk, its direct write). `fdatasync` runs on a
+//! one value (and, once per chunk, to start its direct write). `fdatasync` runs on a
 //! second handle, outside the mutex ([`BlobLane::sync`]). Invariants: a
 //! pointer is returned only after its value was copied into the staging
 //! mapping (page cache: it survives `kill -9`); the open file always holds
-//! its header and whole chunks, the staging area the current chunk; a
+//! its header and whole chunks, the staging slots the current chunk and
+//! the one before it; a
 //! file's number is registered (through [`BlobFiles`]) before any pointer
 //! into it is handed out; `readable` never claims bytes the blob file does
 //! not hold.
@@ -58,10 +60,12 @@ pub(crate) struct LaneOptions {
 impl Default for LaneOptions {
     fn default() -> Self {
         LaneOptions {
-            // One direct write per 256 KiB: large enough for the disk's
-            // sequential rate, small enough that a lane's staging area
-            // stays a few pages of the page cache.
-            chunk_size: 256 << 10,
+            // One direct write per 1 MiB: a 1M-value fill of 4 KiB values
+            // ran 18% faster than with 256 KiB chunks (fewer writes, each
+            // pinning pages and kicking the device once) and no faster
+            // with 2 MiB; a lane's two staging slots stay 2 MiB of the
+            // page cache.
+            chunk_size: 1 << 20,
             file_size: 256 << 20,
         }
     }
@@ -89,7 +93,7 @@ pub(crate) struct BlobLane {
 enum LaneFile {
     /// Staged in a mapping, written in whole chunks with direct IO (OS
     /// files: the fast path).
-    Staged(StagedFile),
+    Staged(Box<StagedFile>),
     /// Plain appends through the database's file system, for one whose
     /// paths are not OS files (the fault-injecting one in tests).
     Plain(Box<dyn WritableFile>),
@@ -171,7 +175,11 @@ impl OpenFile {
     ) -> Result<OpenFile> {
         let path = blob_file_path(dir, number);
         let mut file = if fs.uses_os_files() {
-            LaneFile::Staged(StagedFile::create(&path, number, opts.chunk_size + PAGE)?)
+            LaneFile::Staged(Box::new(StagedFile::create(
+                &path,
+                number,
+                opts.chunk_size + PAGE,
+            )?))
         } else {
             LaneFile::Plain(fs.create_writable(&path)?)
         };

@@ -10,6 +10,7 @@
 //! keeps a database's readers by file number. Nothing here owns threads.
 
 pub(crate) mod cache;
+pub(crate) mod chunk_writer;
 pub(crate) mod file_writer;
 pub(crate) mod format;
 pub(crate) mod lane;

@@ -1,30 +1,34 @@
 //! [`StagedFile`]: a write lane's blob file written in whole, page-aligned
-//! chunks with `O_DIRECT`, its open chunk staged in a small memory-mapped
-//! file beside it (`nnnnnn.blob.stage`, `docs/blob-files.md`, "Staging and
-//! direct IO").
+//! chunks with `O_DIRECT`, its last two chunks staged in two small
+//! memory-mapped files beside it (`nnnnnn.blob.stage` and
+//! `nnnnnn.blob.stage1`, `docs/blob-files.md`, "Staging and direct IO").
 //!
-//! A value is copied into the staging mapping (page cache: it survives
-//! `kill -9`) and the staging header records how many bytes are staged and
-//! their CRC. When the lane ends a chunk, the staged chunk goes to the blob
-//! file with one direct write, and the staging area is reused for the next
-//! chunk: blob bytes reach the disk once, in large aligned writes, and the
-//! page cache holds only the staging area. [`StagedFile::flush_partial`]
-//! writes the staged bytes so far (rounded up to whole pages; the next
-//! write of the chunk overwrites the padding) so that a reader or a sync
-//! finds them in the blob file. After a crash, [`apply_stage`] copies the
-//! staged bytes into the blob file if the staging file was written since
-//! the machine booted (the header records the kernel's boot id): then its
-//! pages were in the page cache the whole time and are exactly what the
-//! lane staged. After a restart (a power loss) the staging file may hold
-//! any mix of old and new pages, so it is ignored; no `sync` write relied
-//! on it (a sync writes the staged bytes to the blob file and fdatasyncs
-//! that), and each value is still checked against its pointer's CRC when
-//! read.
+//! A value is copied into the current slot's mapping (page cache: it
+//! survives `kill -9`) and the slot's header records where its chunk goes
+//! and how many bytes are staged. When the lane ends a chunk, the chunk's
+//! direct write starts in the background ([`ChunkWriter`]) and the next
+//! chunk is staged in the other slot, once the write of the chunk before
+//! it (which that slot held) completed: blob bytes reach the disk once, in
+//! large aligned writes, and the page cache holds only the two slots.
+//! [`StagedFile::flush_partial`] waits for the write in flight and writes
+//! the staged bytes so far (rounded up to whole pages; the next write of
+//! the chunk overwrites the padding), for a sync. After a crash,
+//! [`apply_stage`] copies each slot's staged bytes into the blob file if
+//! its staging file was written since the machine booted (the header
+//! records the kernel's boot id): then its pages were in the page cache
+//! the whole time and are exactly what the lane staged. After a restart (a
+//! power loss) a staging file may hold any mix of old and new pages, so it
+//! is ignored; no `sync` write relied on it (a sync writes the staged
+//! bytes to the blob file and fdatasyncs that), and each value is still
+//! checked against its pointer's CRC when read.
 //!
 //! Single-threaded (`&mut self`; the lane's mutex). Invariants: the blob
-//! file holds every byte below `base + flushed`; staged bytes are never
-//! changed once staged, until their chunk is written; the staging header's
-//! count covers exactly the staged bytes (raised after they are copied).
+//! file holds every byte below the previous chunk's offset, and, once its
+//! write is reaped, below the current chunk's offset plus its flushed
+//! bytes; staged bytes are never changed once staged, and a slot is not
+//! touched while its chunk's write is in flight (the `SAFETY` of
+//! [`StagedFile::end_chunk`]); each header's count covers exactly its
+//! slot's staged bytes (raised after they are copied).
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -32,9 +36,10 @@ use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use super::chunk_writer::ChunkWriter;
 use super::format::PAGE;
 use crate::error::{Error, Result};
-use crate::util::coding::{decode_fixed32, decode_fixed64, put_fixed32, put_fixed64};
+use crate::util::coding::{decode_fixed32, decode_fixed64};
 use crate::wal::{Preallocate, allocate, map_shared};
 
 const STAGE_MAGIC: &[u8; 8] = b"varveSTG";
@@ -57,23 +62,28 @@ fn boot_id() -> [u8; 36] {
     })
 }
 
-/// What a staging file's name adds to its blob file's.
-const STAGE_SUFFIX: &str = ".stage";
+/// What the two staging files' names add to their blob file's.
+const STAGE_SUFFIXES: [&str; 2] = [".stage", ".stage1"];
 
-/// The staging file of blob file `path`.
-pub(crate) fn stage_path(blob: &Path) -> PathBuf {
-    let mut s = blob.as_os_str().to_owned();
-    s.push(STAGE_SUFFIX);
-    PathBuf::from(s)
+/// The two staging files of blob file `path` (`nnnnnn.blob.stage` and
+/// `nnnnnn.blob.stage1`).
+pub(crate) fn stage_paths(blob: &Path) -> [PathBuf; 2] {
+    STAGE_SUFFIXES.map(|suffix| {
+        let mut s = blob.as_os_str().to_owned();
+        s.push(suffix);
+        PathBuf::from(s)
+    })
 }
 
-/// True for the name of a staging file (`nnnnnn.blob.stage`).
+/// True for the name of a staging file.
 pub(crate) fn is_stage_file_name(name: &str) -> bool {
-    name.strip_suffix(STAGE_SUFFIX).is_some_and(|blob| {
-        matches!(
-            crate::filenames::parse(blob),
-            Some(crate::filenames::FileKind::Blob(_))
-        )
+    STAGE_SUFFIXES.iter().any(|suffix| {
+        name.strip_suffix(suffix).is_some_and(|blob| {
+            matches!(
+                crate::filenames::parse(blob),
+                Some(crate::filenames::FileKind::Blob(_))
+            )
+        })
     })
 }
 
@@ -167,26 +177,92 @@ impl Drop for StageMap {
     }
 }
 
-/// A blob file written through a staging mapping and direct writes.
+/// One of a staged file's two staging areas: a mapped staging file and the
+/// chunk it holds.
+#[derive(Debug)]
+struct Slot {
+    stage: StageMap,
+    /// File offset of the chunk staged here (whole pages).
+    base: u64,
+    /// Bytes staged at `base`.
+    staged: usize,
+    /// Of those, bytes already written to the blob file (the current
+    /// slot's partial flushes).
+    flushed: usize,
+}
+
+impl Slot {
+    /// Records `number`, `base` and `staged` in the slot's header (its CRC
+    /// last covering them).
+    fn write_header(&mut self, number: u64) {
+        let mut h = [0u8; HEADER_LEN + 4];
+        h[..8].copy_from_slice(STAGE_MAGIC);
+        h[8..12].copy_from_slice(&STAGE_VERSION.to_le_bytes());
+        h[12..20].copy_from_slice(&number.to_le_bytes());
+        h[20..28].copy_from_slice(&self.base.to_le_bytes());
+        h[28..36].copy_from_slice(&(self.staged as u64).to_le_bytes());
+        h[36..72].copy_from_slice(&boot_id());
+        let c = crc32c::crc32c(&h[..HEADER_LEN]);
+        h[HEADER_LEN..].copy_from_slice(&c.to_le_bytes());
+        self.stage.bytes_mut()[..h.len()].copy_from_slice(&h);
+    }
+
+    /// The staged bytes from `from` (rounded down to a page) to the end
+    /// (rounded up, the padding zeroed), and their file offset.
+    fn pages_from(&mut self, from: usize) -> Result<Option<(u64, &[u8])>> {
+        let start = from / PAGE * PAGE;
+        let end = self.staged.div_ceil(PAGE) * PAGE;
+        if end <= start {
+            return Ok(None);
+        }
+        let stage_end = PAGE + end;
+        if stage_end > self.stage.len {
+            self.stage.grow(stage_end)?;
+        }
+        let staged = self.staged;
+        self.stage.bytes_mut()[PAGE + staged..stage_end].fill(0);
+        let buf = &self.stage.bytes()[PAGE + start..stage_end];
+        debug_assert_eq!(
+            buf.as_ptr() as usize % PAGE,
+            0,
+            "direct IO needs an aligned buffer"
+        );
+        Ok(Some((self.base + start as u64, buf)))
+    }
+
+    /// The `len` bytes at file offset `offset` if all are in this slot.
+    fn range(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        let start = usize::try_from(offset.checked_sub(self.base)?).ok()?;
+        let end = start.checked_add(len)?;
+        (end <= self.staged).then(|| &self.stage.bytes()[PAGE + start..PAGE + end])
+    }
+}
+
+/// A blob file written through two staging mappings and direct writes: a
+/// finished chunk is written in the background from its slot while the
+/// next one is staged in the other.
 #[derive(Debug)]
 pub(crate) struct StagedFile {
+    /// Declared first: a write still in flight is reaped (when dropped)
+    /// before the slots' mappings go.
+    writer: ChunkWriter,
     path: PathBuf,
     number: u64,
     /// Shared with the lane's syncs, which fdatasync outside its mutex.
     file: Arc<File>,
-    stage: StageMap,
-    /// File offset of the staged chunk (whole pages).
-    base: u64,
-    /// Bytes staged at `base`.
-    staged: usize,
-    /// Of those, bytes already in the blob file.
-    flushed: usize,
+    slots: [Slot; 2],
+    /// The slot being staged into; the other holds the chunk before it
+    /// (being written, or written), while `previous` says so.
+    cur: usize,
+    /// The other slot holds the previous chunk (readable from it until the
+    /// slot is reused).
+    previous: bool,
 }
 
 impl StagedFile {
-    /// Creates blob file `path` (number `number`) and its staging file,
-    /// with room for `capacity` staged bytes (grown when a value needs
-    /// more).
+    /// Creates blob file `path` (number `number`) and its two staging
+    /// files, each with room for `capacity` staged bytes (grown when a
+    /// value needs more).
     pub(crate) fn create(path: &Path, number: u64, capacity: usize) -> Result<StagedFile> {
         // Direct writes where the file system has them (not tmpfs before
         // Linux 6.6); the same aligned writes go through the page cache
@@ -205,17 +281,25 @@ impl StagedFile {
         }
         .map_err(|e| Error::io(path, e))?;
         let capacity = capacity.max(PAGE).div_ceil(PAGE) * PAGE;
-        let stage = StageMap::create(&stage_path(path), PAGE + capacity)?;
+        let slot = |i: usize| -> Result<Slot> {
+            Ok(Slot {
+                stage: StageMap::create(&stage_paths(path)[i], PAGE + capacity)?,
+                base: 0,
+                staged: 0,
+                flushed: 0,
+            })
+        };
         let mut f = StagedFile {
+            writer: ChunkWriter::new(),
             path: path.to_path_buf(),
             number,
             file: Arc::new(file),
-            stage,
-            base: 0,
-            staged: 0,
-            flushed: 0,
+            slots: [slot(0)?, slot(1)?],
+            cur: 0,
+            previous: false,
         };
-        f.write_header();
+        f.slots[0].write_header(number);
+        f.slots[1].write_header(number);
         Ok(f)
     }
 
@@ -226,90 +310,91 @@ impl StagedFile {
 
     /// Bytes appended so far (the file's logical length).
     pub(crate) fn len(&self) -> u64 {
-        self.base + self.staged as u64
+        let s = &self.slots[self.cur];
+        s.base + s.staged as u64
     }
 
-    /// Bytes a reader finds in the blob file itself.
+    /// Bytes a reader surely finds in the blob file itself (below the
+    /// chunk being written, if one is).
     pub(crate) fn readable_len(&self) -> u64 {
-        self.base + self.flushed as u64
-    }
-
-    fn write_header(&mut self) {
-        let mut h = Vec::with_capacity(HEADER_LEN + 4);
-        h.extend_from_slice(STAGE_MAGIC);
-        put_fixed32(&mut h, STAGE_VERSION);
-        put_fixed64(&mut h, self.number);
-        put_fixed64(&mut h, self.base);
-        put_fixed64(&mut h, self.staged as u64);
-        h.extend_from_slice(&boot_id());
-        debug_assert_eq!(h.len(), HEADER_LEN);
-        let c = crc32c::crc32c(&h);
-        put_fixed32(&mut h, c);
-        self.stage.bytes_mut()[..h.len()].copy_from_slice(&h);
+        if self.writer.in_flight() {
+            return self.slots[1 - self.cur].base;
+        }
+        let s = &self.slots[self.cur];
+        s.base + s.flushed as u64
     }
 
     /// Stages `data` after the bytes appended so far.
     pub(crate) fn append(&mut self, data: &[u8]) -> Result<()> {
-        let end = PAGE + self.staged + data.len();
-        if end > self.stage.len {
-            self.stage.grow(end.div_ceil(PAGE) * PAGE)?;
+        let number = self.number;
+        let s = &mut self.slots[self.cur];
+        let end = PAGE + s.staged + data.len();
+        if end > s.stage.len {
+            s.stage.grow(end.div_ceil(PAGE) * PAGE)?;
         }
-        let at = PAGE + self.staged;
-        self.stage.bytes_mut()[at..at + data.len()].copy_from_slice(data);
-        self.staged += data.len();
+        let at = PAGE + s.staged;
+        s.stage.bytes_mut()[at..at + data.len()].copy_from_slice(data);
+        s.staged += data.len();
         // The count is raised after the bytes are in place: a process
         // killed in between leaves the old count, which covers whole values.
-        self.write_header();
+        s.write_header(number);
         Ok(())
     }
 
-    /// Writes the staged bytes from `from` (rounded down to a page) to the
-    /// end of the staged region (rounded up, the padding zeroed).
-    fn write_staged(&mut self, from: usize) -> Result<()> {
-        let start = from / PAGE * PAGE;
-        let end = self.staged.div_ceil(PAGE) * PAGE;
-        if end <= start {
-            return Ok(());
-        }
-        let stage_end = PAGE + end;
-        if stage_end > self.stage.len {
-            self.stage.grow(stage_end)?;
-        }
-        let staged = self.staged;
-        self.stage.bytes_mut()[PAGE + staged..stage_end].fill(0);
-        let buf = &self.stage.bytes()[PAGE + start..stage_end];
-        debug_assert_eq!(
-            buf.as_ptr() as usize % PAGE,
-            0,
-            "direct IO needs an aligned buffer"
-        );
-        let offset = self.base + start as u64;
-        self.file
-            .write_all_at(buf, offset)
-            .map_err(|e| Error::io(&self.path, e))?;
-        self.flushed = self.staged;
-        Ok(())
+    /// Waits for the previous chunk's write, if one is in flight.
+    fn wait_previous(&mut self) -> Result<()> {
+        self.writer.wait(&self.file, &self.path)
     }
 
-    /// Ends a chunk: the staged bytes (ending on a page boundary) go to the
-    /// blob file, and the staging area starts over after them.
+    /// Ends a chunk: its staged bytes (ending on a page boundary) start on
+    /// their way to the blob file, and the next chunk is staged in the
+    /// other slot (once the write of the chunk before has completed).
     pub(crate) fn end_chunk(&mut self) -> Result<()> {
-        debug_assert_eq!(self.staged % PAGE, 0, "a chunk ends on a page boundary");
-        let from = self.flushed;
-        self.write_staged(from)?;
-        self.base += self.staged as u64;
-        self.staged = 0;
-        self.flushed = 0;
-        self.write_header();
+        debug_assert_eq!(
+            self.slots[self.cur].staged % PAGE,
+            0,
+            "a chunk ends on a page boundary"
+        );
+        // The other slot is about to be reused: its write must be done.
+        self.wait_previous()?;
+        let (file, path) = (Arc::clone(&self.file), self.path.clone());
+        let cur = &mut self.slots[self.cur];
+        let from = cur.flushed;
+        let next_base = cur.base + cur.staged as u64;
+        if let Some((offset, buf)) = cur.pages_from(from)? {
+            // SAFETY: `buf` is this slot's mapping, which stays mapped and
+            // unchanged until the write is reaped: the slot is next
+            // appended to, grown or flushed only after `wait_previous`
+            // (the next `end_chunk`, `flush_partial` or `finish`), and
+            // `writer`, declared first, reaps the write before the slots
+            // are dropped.
+            unsafe { self.writer.start(&file, &path, buf, offset) }?;
+        }
+        cur.flushed = cur.staged;
+        self.cur = 1 - self.cur;
+        self.previous = true;
+        let number = self.number;
+        let next = &mut self.slots[self.cur];
+        next.base = next_base;
+        next.staged = 0;
+        next.flushed = 0;
+        next.write_header(number);
         Ok(())
     }
 
-    /// Writes the staged bytes not yet in the blob file (for a reader, a
-    /// sync or a checkpoint).
+    /// Writes the staged bytes not yet in the blob file, and waits for the
+    /// chunk in flight (for a reader, a sync or a checkpoint).
     pub(crate) fn flush_partial(&mut self) -> Result<()> {
-        if self.flushed < self.staged {
-            let from = self.flushed;
-            self.write_staged(from)?;
+        self.wait_previous()?;
+        let s = &mut self.slots[self.cur];
+        if s.flushed < s.staged {
+            let from = s.flushed;
+            if let Some((offset, buf)) = s.pages_from(from)? {
+                self.file
+                    .write_all_at(buf, offset)
+                    .map_err(|e| Error::io(&self.path, e))?;
+            }
+            s.flushed = s.staged;
         }
         Ok(())
     }
@@ -321,44 +406,63 @@ impl StagedFile {
     }
 
     /// After the last chunk (which must end on a page boundary): the blob
-    /// file is durable at exactly its length, returned. The staging file
-    /// stays until [`remove_stage`](Self::remove_stage) (a failure here
+    /// file is durable at exactly its length, returned. The staging files
+    /// stay until [`remove_stage`](Self::remove_stage) (a failure here
     /// leaves every staged byte where it was).
     pub(crate) fn finish(&mut self) -> Result<u64> {
-        debug_assert_eq!(self.staged % PAGE, 0);
         self.end_chunk()?;
+        self.wait_previous()?;
         self.file
             .sync_data()
             .map_err(|e| Error::io(&self.path, e))?;
-        Ok(self.base)
+        Ok(self.slots[self.cur].base)
     }
 
     /// Writes every staged byte (the last page padded) and makes the blob
     /// file durable; returns its length. For a file given up after a
-    /// failure: afterwards it holds every value ever staged.
+    /// failure: afterwards it holds every value ever staged, including
+    /// the previous chunk's, rewritten whatever became of its write.
     pub(crate) fn make_durable(&mut self) -> Result<u64> {
+        let _ = self.wait_previous();
+        if self.previous {
+            let prev = &mut self.slots[1 - self.cur];
+            if let Some((offset, buf)) = prev.pages_from(0)? {
+                self.file
+                    .write_all_at(buf, offset)
+                    .map_err(|e| Error::io(&self.path, e))?;
+            }
+        }
+        let cur = &mut self.slots[self.cur];
+        cur.flushed = 0;
         self.flush_partial()?;
         self.file
             .sync_data()
             .map_err(|e| Error::io(&self.path, e))?;
-        Ok(self.base + (self.staged.div_ceil(PAGE) * PAGE) as u64)
+        let s = &self.slots[self.cur];
+        Ok(s.base + (s.staged.div_ceil(PAGE) * PAGE) as u64)
     }
 
     /// The `len` bytes at file offset `offset` if all of them are still in
-    /// the staging area (the current chunk), whether or not they were also
-    /// written to the blob file.
+    /// a staging area (the current chunk or the one before it), whether or
+    /// not they were also written to the blob file.
     pub(crate) fn staged_range(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        let start = usize::try_from(offset.checked_sub(self.base)?).ok()?;
-        let end = start.checked_add(len)?;
-        (end <= self.staged).then(|| &self.stage.bytes()[PAGE + start..PAGE + end])
+        self.slots[self.cur].range(offset, len).or_else(|| {
+            self.previous
+                .then(|| self.slots[1 - self.cur].range(offset, len))
+                .flatten()
+        })
     }
 
-    /// Closes the file and removes its staging file (once the blob file
+    /// Closes the file and removes its staging files (once the blob file
     /// holds every staged byte durably).
-    pub(crate) fn remove_stage(self) -> Result<()> {
-        let stage = self.stage.path.clone();
+    pub(crate) fn remove_stage(mut self) -> Result<()> {
+        self.wait_previous()?;
+        let stages = stage_paths(&self.path);
         drop(self);
-        std::fs::remove_file(&stage).map_err(|e| Error::io(&stage, e))
+        for stage in &stages {
+            std::fs::remove_file(stage).map_err(|e| Error::io(stage, e))?;
+        }
+        Ok(())
     }
 }
 
@@ -374,15 +478,29 @@ pub(crate) enum StageOutcome {
     Ignored(String),
 }
 
-/// After a crash: copies the bytes staged for blob file `number` at `blob`
-/// into it (buffered, then fdatasync) when the staging header checks out
-/// and was written in this boot, and removes the staging file.
-pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<StageOutcome> {
-    let stage = stage_path(blob);
-    let bytes = match std::fs::read(&stage) {
+/// After a crash: for each of the two staging files of blob file `number`
+/// at `blob`, copies its staged bytes into the blob file (buffered, then
+/// fdatasync) when its header checks out and was written in this boot, and
+/// removes it. The two hold disjoint ranges (the current chunk and the one
+/// before, which may be in the file already: rewriting it writes the same
+/// bytes). Returns what was done with each staging file there was.
+pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>> {
+    let mut outcomes = Vec::new();
+    for stage in stage_paths(blob) {
+        let outcome = apply_one_stage(blob, &stage, number)?;
+        if outcome != StageOutcome::None {
+            outcomes.push(outcome);
+        }
+    }
+    Ok(outcomes)
+}
+
+/// [`apply_stage`] for one of the two staging files.
+fn apply_one_stage(blob: &Path, stage: &Path, number: u64) -> Result<StageOutcome> {
+    let bytes = match std::fs::read(stage) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StageOutcome::None),
-        Err(e) => return Err(Error::io(&stage, e)),
+        Err(e) => return Err(Error::io(stage, e)),
     };
     let outcome = match parse_stage(&bytes, number) {
         Ok((base, data)) => {
@@ -399,7 +517,7 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<StageOutcome> {
         }
         Err(why) => StageOutcome::Ignored(why),
     };
-    std::fs::remove_file(&stage).map_err(|e| Error::io(&stage, e))?;
+    std::fs::remove_file(stage).map_err(|e| Error::io(stage, e))?;
     Ok(outcome)
 }
 
@@ -449,9 +567,12 @@ mod tests {
 
     #[test]
     fn staging_file_names() {
-        let p = stage_path(Path::new("/db/000012.blob"));
-        assert_eq!(p, Path::new("/db/000012.blob.stage"));
+        let [p0, p1] = stage_paths(Path::new("/db/000012.blob"));
+        assert_eq!(p0, Path::new("/db/000012.blob.stage"));
+        assert_eq!(p1, Path::new("/db/000012.blob.stage1"));
         assert!(is_stage_file_name("000012.blob.stage"));
+        assert!(is_stage_file_name("000012.blob.stage1"));
+        assert!(!is_stage_file_name("000012.blob.stage2"));
         assert!(!is_stage_file_name("000012.blob"));
         assert!(!is_stage_file_name("000012.sst.stage"));
         assert!(!is_stage_file_name("notes.stage"));
@@ -464,6 +585,7 @@ mod tests {
         let mut f = StagedFile::create(&path, 7, 2 * PAGE).expect("create");
         f.append(&[1u8; PAGE]).expect("header page");
         f.end_chunk().expect("end");
+        f.wait_previous().expect("written");
         assert_eq!(read(&path), vec![1u8; PAGE]);
         f.append(&[2u8; 100]).expect("value");
         assert_eq!(f.len(), PAGE as u64 + 100);
@@ -476,15 +598,22 @@ mod tests {
         // More than the capacity: the staging area grows.
         f.append(&[3u8; 3 * PAGE - 100]).expect("large value");
         f.end_chunk().expect("end");
+        f.wait_previous().expect("written");
         let on_disk = read(&path);
         assert_eq!(on_disk.len(), 4 * PAGE);
         assert_eq!(&on_disk[PAGE..PAGE + 100], &[2u8; 100]);
         assert!(on_disk[PAGE + 100..].iter().all(|&b| b == 3));
         f.append(&[9u8; PAGE]).expect("footer");
         assert_eq!(f.finish().expect("finish"), 5 * PAGE as u64);
-        assert!(stage_path(&path).exists(), "kept until remove_stage");
+        assert!(
+            stage_paths(&path).iter().all(|p| p.exists()),
+            "kept until remove_stage"
+        );
         f.remove_stage().expect("remove stage");
-        assert!(!stage_path(&path).exists(), "the staging file is removed");
+        assert!(
+            stage_paths(&path).iter().all(|p| !p.exists()),
+            "the staging files are removed"
+        );
         assert_eq!(read(&path).len(), 5 * PAGE);
     }
 
@@ -495,7 +624,12 @@ mod tests {
         let mut f = StagedFile::create(&path, 11, PAGE).expect("create");
         f.append(&[1u8; PAGE]).expect("header");
         f.end_chunk().expect("end");
-        assert_eq!(f.staged_range(0, 10), None, "written chunks are not staged");
+        f.wait_previous().expect("written");
+        assert_eq!(
+            f.staged_range(0, 10),
+            Some(&[1u8; 10][..]),
+            "the chunk before stays readable until its slot is reused"
+        );
         f.append(&[4u8; 300]).expect("v1");
         f.append(&[5u8; 200]).expect("v2");
         let base = PAGE as u64;
@@ -512,7 +646,7 @@ mod tests {
         // Still staged (and readable) after the flush.
         assert_eq!(f.staged_range(base, 300), Some(&[4u8; 300][..]));
         f.remove_stage().expect("remove");
-        assert!(!stage_path(&path).exists());
+        assert!(stage_paths(&path).iter().all(|p| !p.exists()));
     }
 
     #[test]
@@ -522,24 +656,33 @@ mod tests {
         let mut f = StagedFile::create(&path, 9, PAGE).expect("create");
         f.append(&[1u8; PAGE]).expect("header");
         f.end_chunk().expect("end");
+        f.wait_previous().expect("written");
         f.append(&[5u8; 300]).expect("v1");
         f.append(&[6u8; 200]).expect("v2");
-        // A kill -9 now: the staging mapping is in the page cache, the blob
-        // file has only the first page.
+        // A kill -9 now: the staging mappings are in the page cache, the
+        // blob file has only the first page.
         std::mem::forget(f);
         assert_eq!(read(&path).len(), PAGE);
         let out = apply_stage(&path, 9).expect("apply");
         assert_eq!(
             out,
-            StageOutcome::Applied {
-                offset: PAGE as u64,
-                bytes: 500
-            }
+            vec![
+                // The chunk before (already in the file: the same bytes).
+                StageOutcome::Applied {
+                    offset: 0,
+                    bytes: PAGE as u64
+                },
+                StageOutcome::Applied {
+                    offset: PAGE as u64,
+                    bytes: 500
+                },
+            ]
         );
         let b = read(&path);
+        assert_eq!(&b[..PAGE], &[1u8; PAGE]);
         assert_eq!(&b[PAGE..PAGE + 300], &[5u8; 300]);
         assert_eq!(&b[PAGE + 300..PAGE + 500], &[6u8; 200]);
-        assert_eq!(apply_stage(&path, 9).expect("again"), StageOutcome::None);
+        assert_eq!(apply_stage(&path, 9).expect("again"), vec![]);
     }
 
     #[test]
@@ -549,9 +692,13 @@ mod tests {
         let mut f = StagedFile::create(&path, 11, PAGE).expect("create");
         f.append(&[1u8; PAGE]).expect("header");
         f.end_chunk().expect("end");
+        f.wait_previous().expect("written");
         f.append(&[4u8; 64]).expect("v");
         std::mem::forget(f);
-        let stage = stage_path(&path);
+        // The first slot's chunk is in the file; only the current one is
+        // tried here.
+        let [first, stage] = stage_paths(&path);
+        std::fs::remove_file(&first).expect("remove");
         let good = read(&stage);
         // Written in another boot (a power loss restarted the machine): its
         // pages may be any mix of old and new.
@@ -561,8 +708,8 @@ mod tests {
         other_boot[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&c.to_le_bytes());
         std::fs::write(&stage, &other_boot).expect("write");
         assert!(matches!(
-            apply_stage(&path, 11).expect("apply"),
-            StageOutcome::Ignored(ref why) if why.contains("restarted")
+            apply_stage(&path, 11).expect("apply").as_slice(),
+            [StageOutcome::Ignored(why)] if why.contains("restarted")
         ));
         assert_eq!(read(&path).len(), PAGE, "the blob file is untouched");
         // A damaged header.
@@ -570,15 +717,63 @@ mod tests {
         damaged[25] ^= 1;
         std::fs::write(&stage, &damaged).expect("write");
         assert!(matches!(
-            apply_stage(&path, 11).expect("apply"),
-            StageOutcome::Ignored(ref why) if why.contains("checksum")
+            apply_stage(&path, 11).expect("apply").as_slice(),
+            [StageOutcome::Ignored(why)] if why.contains("checksum")
         ));
         // A staging file of another blob file.
         std::fs::write(&stage, &good).expect("write");
         assert!(matches!(
-            apply_stage(&path, 12).expect("apply"),
-            StageOutcome::Ignored(ref why) if why.contains("stages blob file 11")
+            apply_stage(&path, 12).expect("apply").as_slice(),
+            [StageOutcome::Ignored(why)] if why.contains("stages blob file 11")
         ));
         assert_eq!(read(&path).len(), PAGE, "the blob file is untouched");
+    }
+
+    /// Chunks alternate between the two slots, each written in the
+    /// background while the next is staged; a value of either of the last
+    /// two chunks reads from staging; dropping the file with a write in
+    /// flight waits for it (the write's buffer is the slot's mapping, which
+    /// the drop unmaps); `make_durable` rewrites both slots.
+    #[test]
+    fn chunks_alternate_slots_and_a_drop_waits_for_the_write_in_flight() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("000013.blob");
+        let chunk = |k: usize| vec![(k % 250) as u8 + 1; 64 * PAGE];
+        let mut f = StagedFile::create(&path, 13, 64 * PAGE).expect("create");
+        for k in 0..6 {
+            f.append(&chunk(k)).expect("append");
+            f.end_chunk().expect("end");
+            let size = (64 * PAGE) as u64;
+            let k = k as u64;
+            assert_eq!(f.staged_range(k * size, 10), Some(&chunk(k as usize)[..10]));
+            if k > 0 {
+                assert_eq!(f.staged_range((k - 1) * size, 10), None, "reused slot");
+            }
+        }
+        f.append(&[0xee; 100]).expect("partial");
+        // Dropped with the last chunk's write in flight.
+        drop(f);
+        let on_disk = read(&path);
+        assert_eq!(on_disk.len(), 6 * 64 * PAGE);
+        for k in 0..6 {
+            let at = k * 64 * PAGE;
+            assert!(
+                on_disk[at..at + 64 * PAGE]
+                    .iter()
+                    .all(|&b| b == chunk(k)[0]),
+                "chunk {k}"
+            );
+        }
+        // make_durable after the chunk before's write "failed": both
+        // slots are written again, the partial one padded.
+        let path = dir.path().join("000014.blob");
+        let mut f = StagedFile::create(&path, 14, PAGE).expect("create");
+        f.append(&[1u8; PAGE]).expect("a");
+        f.end_chunk().expect("end");
+        f.append(&[2u8; 10]).expect("b");
+        assert_eq!(f.make_durable().expect("durable"), 2 * PAGE as u64);
+        let on_disk = read(&path);
+        assert_eq!(&on_disk[..PAGE], &[1u8; PAGE]);
+        assert_eq!(&on_disk[PAGE..PAGE + 10], &[2u8; 10]);
     }
 }

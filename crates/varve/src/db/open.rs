@@ -224,14 +224,16 @@ fn apply_staged_blob_bytes(
         }
         let path = blob_file_path(dir, number);
         if fs.uses_os_files() {
-            match apply_stage(&path, number)? {
-                StageOutcome::None => {}
-                StageOutcome::Applied { offset, bytes } => info_log.log(format!(
-                    "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
-                )),
-                StageOutcome::Ignored(why) => info_log.log(format!(
-                    "recovery: ignored the staging file of blob file {number}: {why}"
-                )),
+            for outcome in apply_stage(&path, number)? {
+                match outcome {
+                    StageOutcome::None => {}
+                    StageOutcome::Applied { offset, bytes } => info_log.log(format!(
+                        "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
+                    )),
+                    StageOutcome::Ignored(why) => info_log.log(format!(
+                        "recovery: ignored a staging file of blob file {number}: {why}"
+                    )),
+                }
             }
         }
         let size = match fs.file_size(&path) {
