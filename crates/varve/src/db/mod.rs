@@ -141,9 +141,7 @@ impl Db {
         value: impl AsRef<[u8]>,
         opts: &WriteOptions,
     ) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        batch.put(key, value);
-        self.write_opt(batch, opts)
+        write::put(&self.inner, key.as_ref(), value.as_ref(), opts)
     }
 
     /// Deletes `key` (not an error if it is absent).

@@ -12,7 +12,8 @@
 use super::super::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::file_writer::BlobFileMeta;
-use crate::blob::lane::BlobFiles;
+use crate::blob::format::BlobPointer;
+use crate::blob::lane::{BlobFiles, BlobWriteLanes};
 use crate::db::memtables::SuperVersion;
 use crate::db::stats::Counters;
 use crate::error::Result;
@@ -82,20 +83,11 @@ pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<WriteB
     if !batch.iter().any(|op| large(&op)) {
         return Ok(None);
     }
-    let files = VersionFiles(db);
     let mut out = WriteBatch::new();
     for op in batch.iter() {
         match op {
             BatchOp::Put { key, value } if lanes.takes(value.len()) => {
-                // A value that could not be staged fails the write before
-                // it has a sequence number; the lane's file is given up and
-                // the database poisoned, as after a failed WAL write.
-                let p = lanes
-                    .put(&files, key, value)
-                    .inspect_err(|e| db.poison_err("blob write failed", e))?;
-                Counters::add(&db.counters.blob_values_written, 1);
-                Counters::add(&db.counters.blob_bytes_written, value.len() as u64);
-                out.put_blob_index(key, &p.encode());
+                out.put_blob_index(key, &stage(db, lanes, key, value)?.encode());
             }
             BatchOp::Put { key, value } => out.put(key, value),
             BatchOp::Delete { key } => out.delete(key),
@@ -103,4 +95,33 @@ pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<WriteB
         }
     }
     Ok(Some(out))
+}
+
+/// The batch of a single put of `value` (which `lanes` take): the value is
+/// staged straight from the caller's slice, and the batch holds only its
+/// pointer.
+pub(crate) fn separate_put(
+    db: &DbInner,
+    lanes: &BlobWriteLanes,
+    key: &[u8],
+    value: &[u8],
+) -> Result<WriteBatch> {
+    debug_assert!(lanes.takes(value.len()));
+    let p = stage(db, lanes, key, value)?;
+    let mut out = WriteBatch::new();
+    out.put_blob_index(key, &p.encode());
+    Ok(out)
+}
+
+/// Stages `value` (for `key`) in a write lane; its pointer. A value that
+/// could not be staged fails the write before it has a sequence number;
+/// the lane's file is given up and the database poisoned, as after a
+/// failed WAL write.
+fn stage(db: &DbInner, lanes: &BlobWriteLanes, key: &[u8], value: &[u8]) -> Result<BlobPointer> {
+    let p = lanes
+        .put(&VersionFiles(db), key, value)
+        .inspect_err(|e| db.poison_err("blob write failed", e))?;
+    Counters::add(&db.counters.blob_values_written, 1);
+    Counters::add(&db.counters.blob_bytes_written, value.len() as u64);
+    Ok(p)
 }

@@ -172,41 +172,47 @@ impl WritePath {
     }
 }
 
+/// Checks one entry against the size limits of the options.
+fn check_entry(db: &DbInner, key: &[u8], value_len: usize) -> Result<()> {
+    let o = &db.options;
+    if key.is_empty() {
+        return Err(Error::InvalidArgument("empty keys are not allowed".into()));
+    }
+    if key.len() > o.max_key_size {
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes exceeds max_key_size {}",
+            key.len(),
+            o.max_key_size
+        )));
+    }
+    if value_len > o.max_value_size {
+        return Err(Error::InvalidArgument(format!(
+            "value of {value_len} bytes exceeds max_value_size {}",
+            o.max_value_size
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the batch against the size limits of the options and returns the
 /// memtable bytes it needs.
 fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
-    let o = &db.options;
     let mut charge = 0;
     for op in batch.iter() {
         let key = op.key();
-        if key.is_empty() {
-            return Err(Error::InvalidArgument("empty keys are not allowed".into()));
-        }
-        if key.len() > o.max_key_size {
-            return Err(Error::InvalidArgument(format!(
-                "key of {} bytes exceeds max_key_size {}",
-                key.len(),
-                o.max_key_size
-            )));
-        }
         let value_len = match op {
             BatchOp::Put { value, .. } => value.len(),
             BatchOp::Delete { .. } => 0,
             BatchOp::PutBlob { pointer, .. } => pointer.len(),
         };
-        if value_len > o.max_value_size {
-            return Err(Error::InvalidArgument(format!(
-                "value of {value_len} bytes exceeds max_value_size {}",
-                o.max_value_size
-            )));
-        }
+        check_entry(db, key, value_len)?;
         charge += MemTable::entry_charge(key.len(), value_len);
     }
     Ok(charge)
 }
 
-/// Applies `batch` atomically (see the module docs).
-pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+/// Refuses write options that contradict each other.
+fn check_write_options(opts: &WriteOptions) -> Result<()> {
     if opts.sync && opts.disable_wal {
         return Err(Error::InvalidArgument(
             "WriteOptions: sync with disable_wal has nothing to sync (the write would not \
@@ -214,6 +220,31 @@ pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Res
                 .into(),
         ));
     }
+    Ok(())
+}
+
+/// A single put (`Db::put_opt`): a value that goes to a blob file is
+/// staged straight from the caller's slice, not copied into a batch
+/// first, and the batch holds only its pointer; other puts are a batch of
+/// one.
+pub(crate) fn put(db: &DbInner, key: &[u8], value: &[u8], opts: &WriteOptions) -> Result<()> {
+    if let Some(lanes) = &db.blob_lanes
+        && lanes.takes(value.len())
+    {
+        check_write_options(opts)?;
+        check_entry(db, key, value.len())?;
+        db.check_writable()?;
+        let batch = blobs::separate_put(db, lanes, key, value)?;
+        return write(db, batch, opts);
+    }
+    let mut batch = WriteBatch::new();
+    batch.put(key, value);
+    write(db, batch, opts)
+}
+
+/// Applies `batch` atomically (see the module docs).
+pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+    check_write_options(opts)?;
     let mut charge = validate(db, &batch)?;
     db.check_writable()?;
     if batch.is_empty() {
