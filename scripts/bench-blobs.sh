@@ -29,7 +29,8 @@
 #              end against the live data (NUM x (16 + 4096))
 #
 # Environment: NUM (1000000), REPS (3), MIN (blob threshold, 1024), DB_DIR
-# (default /work/bdb, needs ~10 GB free), BIN (a varve-bench built with
+# (default /work/bdb, needs ~20 GB free), KEEP_DBS (keep the read sections'
+# databases at the end), BIN (a varve-bench built with
 # --features rocksdb; default: build it into CARGO_TARGET_DIR). Page caches
 # are dropped before cold runs (needs root). Prints one line per result:
 #   section | engine | rep | metric : value
@@ -187,3 +188,6 @@ for s in "${SECTIONS[@]}"; do
         ;;
     esac
 done
+# The read sections' databases (reused by `readseq` after `reads`) take
+# ~10 GB: gone at the end unless KEEP_DBS is set.
+[ -n "${KEEP_DBS:-}" ] || rm -rf "$DB_DIR"/r-varve-blob "$DB_DIR"/r-varve "$DB_DIR"/r-rocksdb-blob
