@@ -15,6 +15,10 @@
 #           second pass), 1M x 100 B, bloom_bits=10
 #   writes  fillrandom (1M x 100 B, then waitforcompaction), fresh each run
 #
+# NEW_FLAGS: flags given to NEW_BIN's runs only (e.g. NEW_FLAGS=
+# "--enable_blob_files=true --min_blob_size=4096": small values with blob
+# files on, against a build without them).
+#
 # The databases are built once with OLD_BIN and copied for NEW_BIN before
 # either opens them again (a newer build may upgrade a manifest an older one
 # cannot read), so both read the same table files. KEEP=1 keeps them.
@@ -32,9 +36,10 @@ mkdir -p "$DB_DIR"
 # run LABEL BIN FLAGS...: one run; prints "LABEL | name : ..." for the last
 # pass of each benchmark (count,count and readseq,readseq: the warm pass).
 run() {
-    local label="$1" bin="$2"
+    local label="$1" bin="$2" extra=()
     shift 2
-    "$bin" --engine=varve --compression_type=none "$@" 2>&1 \
+    [ "$bin" = "$NEW" ] && read -ra extra <<<"${NEW_FLAGS:-}"
+    "$bin" --engine=varve --compression_type=none "$@" "${extra[@]}" 2>&1 \
         | grep -E '^[a-z]+ +:' \
         | awk '{n = $1; last[n] = $0; if (!(n in seen)) { seen[n] = 1; order[++k] = n } }
                END { for (i = 1; i <= k; i++) print last[order[i]] }' \
