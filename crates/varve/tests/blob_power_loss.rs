@@ -34,32 +34,12 @@ fn power_loss_keeps_every_synced_blob_value() {
             blob_file_size: 1 << 20,
             ..Options::default()
         };
-        let db = Arc::new(Db::open(&dir, opts).expect("open"));
-        let acked = Arc::new(Mutex::new(Vec::new()));
+        let db = Db::open(&dir, opts).expect("open");
         let delay = Duration::from_micros(next() % 30_000);
-        std::thread::scope(|s| {
-            let (db, acked) = (Arc::clone(&db), Arc::clone(&acked));
-            s.spawn(move || {
-                let sync = WriteOptions {
-                    sync: true,
-                    ..WriteOptions::default()
-                };
-                for n in 0u64.. {
-                    if db.put_opt(format!("key{n:06}"), value(n), &sync).is_err() {
-                        break; // the power is gone
-                    }
-                    acked.lock().expect("lock").push(n);
-                }
-            });
-            std::thread::sleep(delay);
-            fs.crash();
-        });
-        drop(Arc::into_inner(db).expect("sole owner"));
-        fs.apply_power_loss(next()).expect("apply power loss");
+        let acked = put_until_power_loss(db, &fs, delay, next(), |_| true);
         let db = Db::open(&dir, Options::default())
             .unwrap_or_else(|e| panic!("recovery after power loss {round}: {e}"));
-        let acked = acked.lock().expect("lock");
-        for &n in acked.iter() {
+        for &n in &acked {
             let got = db
                 .get(format!("key{n:06}"))
                 .unwrap_or_else(|e| panic!("round {round}, key {n}: {e}"));
@@ -218,30 +198,9 @@ fn power_loss_under_unsynced_blob_writes_recovers_a_prefix() {
             write_buffer_size: 4 << 20,
             ..Options::default()
         };
-        let db = Arc::new(Db::open(&dir, opts).expect("open"));
-        let synced = Arc::new(Mutex::new(Vec::new()));
+        let db = Db::open(&dir, opts).expect("open");
         let delay = Duration::from_micros(next() % 20_000);
-        std::thread::scope(|s| {
-            let (db, synced) = (Arc::clone(&db), Arc::clone(&synced));
-            s.spawn(move || {
-                for n in 0u64.. {
-                    let opts = WriteOptions {
-                        sync: n % 16 == 15,
-                        ..WriteOptions::default()
-                    };
-                    if db.put_opt(format!("key{n:06}"), value(n), &opts).is_err() {
-                        break; // the power is gone
-                    }
-                    if opts.sync {
-                        synced.lock().expect("lock").push(n);
-                    }
-                }
-            });
-            std::thread::sleep(delay);
-            fs.crash();
-        });
-        drop(Arc::into_inner(db).expect("sole owner"));
-        fs.apply_power_loss(next()).expect("apply power loss");
+        let synced = put_until_power_loss(db, &fs, delay, next(), |n| n % 16 == 15);
         let db = Db::open(&dir, Options::default())
             .unwrap_or_else(|e| panic!("recovery after power loss {round}: {e}"));
         if db
@@ -275,7 +234,7 @@ fn power_loss_under_unsynced_blob_writes_recovers_a_prefix() {
             let want = (n < m).then(|| value(n));
             assert_eq!(got, want, "round {round}: key {n} (prefix of {m})");
         }
-        for &n in synced.lock().expect("lock").iter() {
+        for &n in &synced {
             assert!(
                 n < m,
                 "round {round}: synced write {n} lost (prefix of {m})"
@@ -306,4 +265,41 @@ fn scan(db: &Db, forward: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
     }
     it.status().expect("scan");
     out
+}
+
+/// Puts `key{n}` = `value(n)` for n = 0, 1, ... (with `sync` where `sync(n)`
+/// says so) on a thread until the power goes, `delay` after the start;
+/// then closes `db` and applies the power loss (`seed`). Returns the `n`
+/// of the acknowledged `sync` puts.
+fn put_until_power_loss(
+    db: Db,
+    fs: &FaultInjectingFs,
+    delay: Duration,
+    seed: u64,
+    sync: impl Fn(u64) -> bool + Send + Sync,
+) -> Vec<u64> {
+    let db = Arc::new(db);
+    let synced = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        let (db, synced, sync) = (Arc::clone(&db), &synced, &sync);
+        s.spawn(move || {
+            for n in 0u64.. {
+                let opts = WriteOptions {
+                    sync: sync(n),
+                    ..WriteOptions::default()
+                };
+                if db.put_opt(format!("key{n:06}"), value(n), &opts).is_err() {
+                    break; // the power is gone
+                }
+                if opts.sync {
+                    synced.lock().expect("lock").push(n);
+                }
+            }
+        });
+        std::thread::sleep(delay);
+        fs.crash();
+    });
+    drop(Arc::into_inner(db).expect("sole owner"));
+    fs.apply_power_loss(seed).expect("apply power loss");
+    synced.into_inner().expect("lock")
 }

@@ -95,13 +95,14 @@ fn failed_fdatasync_poisons() {
     check_poisoned_then_reopen(dir.path(), db, &fs, e);
 }
 
-#[test]
-fn disk_full_is_an_error_not_a_crash() {
+/// Ten small puts, then a 4 KiB put on a disk with 100 bytes free: the put
+/// fails with ENOSPC as an IO error naming a file ending in `suffix`, and
+/// the database is poisoned as after any write failure.
+fn disk_full_under_a_large_put(min_blob_size: Option<usize>, suffix: &str) {
     let dir = common::fast_tempdir();
     let (fs, opts) = faulty();
-    // Values inline: the WAL is what meets the full disk.
     let opts = Options {
-        min_blob_size: None,
+        min_blob_size,
         ..opts
     };
     let db = Db::open(dir.path(), opts).expect("open");
@@ -114,26 +115,20 @@ fn disk_full_is_an_error_not_a_crash() {
         Error::Io { source, .. } => assert_eq!(source.kind(), std::io::ErrorKind::StorageFull),
         other => panic!("expected an IO error, got {other}"),
     }
-    check_poisoned_then_reopen(dir.path(), db, &fs, e);
+    check_poisoned_then_reopen_naming(dir.path(), db, &fs, e, suffix);
+}
+
+/// Values inline: the WAL is what meets the full disk.
+#[test]
+fn disk_full_is_an_error_not_a_crash() {
+    disk_full_under_a_large_put(None, ".log");
 }
 
 /// With blob files (the default), a large value meets the full disk in its
 /// blob file: the same error, naming that file, and the same poisoning.
 #[test]
 fn disk_full_under_a_blob_value_is_an_error_naming_the_blob_file() {
-    let dir = common::fast_tempdir();
-    let (fs, opts) = faulty();
-    let db = Db::open(dir.path(), opts).expect("open");
-    for i in 0..10 {
-        db.put(format!("before-{i}"), b"v").expect("put");
-    }
-    fs.set_free_space(100);
-    let e = db.put(b"big", vec![7u8; 4096]).expect_err("no space");
-    match &e {
-        Error::Io { source, .. } => assert_eq!(source.kind(), std::io::ErrorKind::StorageFull),
-        other => panic!("expected an IO error, got {other}"),
-    }
-    check_poisoned_then_reopen_naming(dir.path(), db, &fs, e, ".blob");
+    disk_full_under_a_large_put(Options::default().min_blob_size, ".blob");
 }
 
 #[test]

@@ -194,10 +194,9 @@ impl Drop for ChunkWriter {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_write_in_flight_lands_once_waited_for_or_dropped() {
-        let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("f");
+    /// A new empty file `name` in `dir`, open for reading and writing.
+    fn scratch(dir: &tempfile::TempDir, name: &str) -> (std::path::PathBuf, File) {
+        let path = dir.path().join(name);
         let file = File::options()
             .read(true)
             .write(true)
@@ -205,6 +204,13 @@ mod tests {
             .truncate(true)
             .open(&path)
             .expect("open");
+        (path, file)
+    }
+
+    #[test]
+    fn a_write_in_flight_lands_once_waited_for_or_dropped() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (path, file) = scratch(&dir, "f");
         let data: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
         let mut w = ChunkWriter::new();
         // SAFETY: `data` outlives the write: waited for below.
@@ -229,14 +235,7 @@ mod tests {
     #[test]
     fn a_write_started_by_a_thread_that_exited_still_lands() {
         let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("g");
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .expect("open");
+        let (path, file) = scratch(&dir, "g");
         let data: Vec<u8> = (0..4 << 20).map(|i| (i % 239) as u8).collect();
         let mut w = ChunkWriter::new();
         std::thread::scope(|s| {

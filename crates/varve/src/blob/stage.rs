@@ -565,6 +565,17 @@ mod tests {
         std::fs::read(path).expect("read")
     }
 
+    /// Blob file `number` in `dir` with a first chunk (one page of 1s)
+    /// written; its path and the staged file.
+    fn after_a_first_chunk(dir: &tempfile::TempDir, number: u64) -> (PathBuf, StagedFile) {
+        let path = dir.path().join(format!("{number:06}.blob"));
+        let mut f = StagedFile::create(&path, number, PAGE).expect("create");
+        f.append(&[1u8; PAGE]).expect("header");
+        f.end_chunk().expect("end");
+        f.wait_previous().expect("written");
+        (path, f)
+    }
+
     #[test]
     fn staging_file_names() {
         let [p0, p1] = stage_paths(Path::new("/db/000012.blob"));
@@ -620,11 +631,7 @@ mod tests {
     #[test]
     fn staged_bytes_are_readable_and_make_durable_writes_them_all() {
         let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("000011.blob");
-        let mut f = StagedFile::create(&path, 11, PAGE).expect("create");
-        f.append(&[1u8; PAGE]).expect("header");
-        f.end_chunk().expect("end");
-        f.wait_previous().expect("written");
+        let (path, mut f) = after_a_first_chunk(&dir, 11);
         assert_eq!(
             f.staged_range(0, 10),
             Some(&[1u8; 10][..]),
@@ -652,11 +659,7 @@ mod tests {
     #[test]
     fn a_crash_leaves_staged_bytes_that_apply_stage_restores() {
         let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("000009.blob");
-        let mut f = StagedFile::create(&path, 9, PAGE).expect("create");
-        f.append(&[1u8; PAGE]).expect("header");
-        f.end_chunk().expect("end");
-        f.wait_previous().expect("written");
+        let (path, mut f) = after_a_first_chunk(&dir, 9);
         f.append(&[5u8; 300]).expect("v1");
         f.append(&[6u8; 200]).expect("v2");
         // A kill -9 now: the staging mappings are in the page cache, the
@@ -688,11 +691,7 @@ mod tests {
     #[test]
     fn a_damaged_or_foreign_staging_file_is_ignored() {
         let dir = tempfile::tempdir().expect("tmp");
-        let path = dir.path().join("000011.blob");
-        let mut f = StagedFile::create(&path, 11, PAGE).expect("create");
-        f.append(&[1u8; PAGE]).expect("header");
-        f.end_chunk().expect("end");
-        f.wait_previous().expect("written");
+        let (path, mut f) = after_a_first_chunk(&dir, 11);
         f.append(&[4u8; 64]).expect("v");
         std::mem::forget(f);
         // The first slot's chunk is in the file; only the current one is
