@@ -653,6 +653,10 @@ fn full_blob_files_then_resume() {
     o.acked.extend(before);
     check_poisoned(&db, &o);
     check(&db, &o, "while poisoned");
+    // Still full: the lane cannot open its next file, so resume fails.
+    let err = db.resume().expect_err("still full");
+    assert!(err.is_no_space(), "{err}");
+    check_poisoned(&db, &o);
     fs.heal();
     resume_write_reopen(db, dir.path(), opts, o);
 }

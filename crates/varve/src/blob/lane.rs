@@ -82,6 +82,8 @@ pub(crate) struct BlobLane {
     /// [`BlobLane::close_failed`]): kept, with their staging areas, so that
     /// their values stay readable and nothing acknowledged is lost.
     failed: Mutex<Vec<OpenFile>>,
+    /// A put failed since the last [`reopen_after_failure`](BlobLane::reopen_after_failure).
+    put_failed: std::sync::atomic::AtomicBool,
     /// The open file's number (0: none) and how many of its bytes the
     /// blob file itself holds: a read past that takes the staged bytes
     /// ([`BlobLane::staged_value`]).
@@ -264,6 +266,7 @@ impl BlobLane {
             opts,
             open: Mutex::new(None),
             failed: Mutex::new(Vec::new()),
+            put_failed: std::sync::atomic::AtomicBool::new(false),
             readable: (AtomicU64::new(0), AtomicU64::new(0)),
         }
     }
@@ -348,6 +351,7 @@ impl BlobLane {
             // the file and its staging area; `Db::resume` (or, after a
             // crash, the next open) writes them out and closes it.
             self.give_up(&mut open);
+            self.put_failed.store(true, Ordering::Release);
         }
         put
     }
@@ -455,6 +459,29 @@ impl BlobLane {
         Ok(())
     }
 
+    /// After a put failed: opens the lane's next file now (registered, its
+    /// staging slots allocated), so that `Db::resume` fails while the disk
+    /// still has no room for it instead of letting writes meet the same
+    /// failure again. Nothing to do for a lane whose puts did not fail.
+    pub(crate) fn reopen_after_failure(&self, files: &dyn BlobFiles) -> Result<()> {
+        if !self.put_failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut open = self.open.lock();
+        if open.is_none() {
+            let number = files.open_blob_file()?;
+            *open = Some(OpenFile::create(
+                self.fs.as_ref(),
+                &self.dir,
+                number,
+                &self.opts,
+            )?);
+            self.publish(open.as_ref());
+        }
+        self.put_failed.store(false, Ordering::Release);
+        Ok(())
+    }
+
     /// True if this lane appends to blob file `number`.
     pub(crate) fn is_open_file(&self, number: u64) -> bool {
         self.readable.0.load(Ordering::Acquire) == number
@@ -559,6 +586,14 @@ impl BlobWriteLanes {
             self.closed.lock().extend(closed);
         }
         Ok(n)
+    }
+
+    /// Opens the next file of every lane whose put failed (see
+    /// [`BlobLane::reopen_after_failure`]).
+    pub(crate) fn reopen_after_failure(&self, files: &dyn BlobFiles) -> Result<()> {
+        self.lanes
+            .iter()
+            .try_for_each(|l| l.reopen_after_failure(files))
     }
 
     /// Records the files [`close_failed`](Self::close_failed) wrote out

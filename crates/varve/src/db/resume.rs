@@ -8,7 +8,9 @@
 //! (`VersionSet::restart_manifest`); write out and close the blob files a
 //! write lane gave up after a failure (their staged values are
 //! acknowledged writes; they are recorded closed once the flush below put
-//! their pointers in tables); end the current WAL and start a fresh
+//! their pointers in tables) and open the next file of each lane whose put
+//! failed (so a disk still too full for it fails the resume); end the
+//! current WAL and start a fresh
 //! one (`write::restart_log`, which takes the write gate exclusively, drops
 //! the writes that failed from the memtable and clears the poison before
 //! it lets writers in). Then, without locks, wait until the background
@@ -61,6 +63,9 @@ pub(crate) fn resume(db: &DbInner) -> Result<()> {
                     "resume: wrote out {closed} blob files given up after failures"
                 ));
             }
+            // A lane whose put failed (perhaps creating its next file, with
+            // nothing to write out) must have room for that file now.
+            lanes.reopen_after_failure(&write::blobs::VersionFiles(db))?;
         }
         write::restart_log(db)?;
     }
