@@ -82,6 +82,9 @@ pub(crate) struct BlobLane {
     /// [`BlobLane::close_failed`]): kept, with their staging areas, so that
     /// their values stay readable and nothing acknowledged is lost.
     failed: Mutex<Vec<OpenFile>>,
+    /// `failed` is not empty: every blob read asks every lane for staged
+    /// bytes, and only this load stands between it and the mutex.
+    has_failed: std::sync::atomic::AtomicBool,
     /// A put failed since the last [`reopen_after_failure`](BlobLane::reopen_after_failure).
     put_failed: std::sync::atomic::AtomicBool,
     /// The open file's number (0: none) and how many of its bytes the
@@ -266,6 +269,7 @@ impl BlobLane {
             opts,
             open: Mutex::new(None),
             failed: Mutex::new(Vec::new()),
+            has_failed: std::sync::atomic::AtomicBool::new(false),
             put_failed: std::sync::atomic::AtomicBool::new(false),
             readable: (AtomicU64::new(0), AtomicU64::new(0)),
         }
@@ -298,6 +302,12 @@ impl BlobLane {
                 return f.file.staged(p.offset, len).map(<[u8]>::to_vec);
             }
         }
+        // Set before a file is given up and published gone (Release, read
+        // after the Acquire loads above): a reader that no longer sees the
+        // file open sees it here.
+        if !self.has_failed.load(Ordering::Acquire) {
+            return None;
+        }
         let failed = self.failed.lock();
         failed
             .iter()
@@ -311,6 +321,7 @@ impl BlobLane {
     fn give_up(&self, open: &mut Option<OpenFile>) {
         if let Some(f) = open.take() {
             self.failed.lock().push(f);
+            self.has_failed.store(true, Ordering::Release);
         }
         self.publish(None);
     }
@@ -332,6 +343,8 @@ impl BlobLane {
             }
             closed.push((number, size));
         }
+        // Under the mutex, so no give_up's store can be lost.
+        self.has_failed.store(false, Ordering::Release);
         Ok(closed)
     }
 
