@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::format::{BlobPointer, value_crc};
+use super::format::{BlobPointer, value_from_span};
 use super::lane::BlobWriteLanes;
 use super::reader::BlobReader;
 use crate::error::{Error, Result};
@@ -72,13 +72,9 @@ impl BlobReaders {
     /// the staging area of the lane that still holds them.
     pub(crate) fn value_of(&self, p: &BlobPointer) -> Result<Vec<u8>> {
         if let Some(v) = self.lanes.as_ref().and_then(|l| l.staged_value(p)) {
-            if value_crc(&v) != p.crc {
-                return Err(Error::corruption(
-                    self.path_of(p.file_number),
-                    p.offset,
-                    "a staged blob value does not match its pointer's checksum",
-                ));
-            }
+            // The same check as a read of the file (the bytes are the
+            // value's own: the span starts at its offset).
+            value_from_span(p, &v, p.offset, &self.path_of(p.file_number))?;
             return Ok(v);
         }
         self.reader(p.file_number)?.get(p)
