@@ -386,15 +386,23 @@ impl StagedFile {
     /// chunk in flight (for a reader, a sync or a checkpoint).
     pub(crate) fn flush_partial(&mut self) -> Result<()> {
         self.wait_previous()?;
-        let s = &mut self.slots[self.cur];
+        let s = &self.slots[self.cur];
         if s.flushed < s.staged {
             let from = s.flushed;
-            if let Some((offset, buf)) = s.pages_from(from)? {
-                self.file
-                    .write_all_at(buf, offset)
-                    .map_err(|e| Error::io(&self.path, e))?;
-            }
+            self.write_slot_from(self.cur, from)?;
+            let s = &mut self.slots[self.cur];
             s.flushed = s.staged;
+        }
+        Ok(())
+    }
+
+    /// Writes slot `i`'s staged bytes from `from` (see `Slot::pages_from`)
+    /// to the blob file, here and now.
+    fn write_slot_from(&mut self, i: usize, from: usize) -> Result<()> {
+        if let Some((offset, buf)) = self.slots[i].pages_from(from)? {
+            self.file
+                .write_all_at(buf, offset)
+                .map_err(|e| Error::io(&self.path, e))?;
         }
         Ok(())
     }
@@ -425,15 +433,9 @@ impl StagedFile {
     pub(crate) fn make_durable(&mut self) -> Result<u64> {
         let _ = self.wait_previous();
         if self.previous {
-            let prev = &mut self.slots[1 - self.cur];
-            if let Some((offset, buf)) = prev.pages_from(0)? {
-                self.file
-                    .write_all_at(buf, offset)
-                    .map_err(|e| Error::io(&self.path, e))?;
-            }
+            self.write_slot_from(1 - self.cur, 0)?;
         }
-        let cur = &mut self.slots[self.cur];
-        cur.flushed = 0;
+        self.slots[self.cur].flushed = 0;
         self.flush_partial()?;
         self.file
             .sync_data()
