@@ -291,7 +291,8 @@ impl BlobLane {
     pub(crate) fn staged_value(&self, p: &BlobPointer) -> Option<Vec<u8>> {
         let len = p.length as usize;
         if self.readable.0.load(Ordering::Acquire) == p.file_number {
-            let end = p.offset + u64::from(p.length);
+            // (A damaged pointer must not overflow: it then is not staged.)
+            let end = p.offset.saturating_add(u64::from(p.length));
             if self.readable.1.load(Ordering::Acquire) >= end {
                 return None;
             }

@@ -250,7 +250,10 @@ fn lost_blob_value(
         };
         let p = BlobPointer::decode(pointer)
             .ok_or_else(|| Error::corruption(path, offset, "malformed blob pointer"))?;
-        let end = p.offset + u64::from(p.length);
+        let end = p
+            .offset
+            .checked_add(u64::from(p.length))
+            .ok_or_else(|| Error::corruption(path, offset, "blob pointer past 2^64"))?;
         match sizes.get(&p.file_number) {
             None => {
                 return Err(Error::corruption(
@@ -323,4 +326,38 @@ pub(super) fn apply(
     let mem = memtables.last().ok_or("no memtable")?;
     insert_batch(mem, batch, batch.sequence())
         .map_err(|_| "memtable rejected a replayed entry".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch_pointing_to(file_number: u64, offset: u64, length: u32) -> WriteBatch {
+        let p = BlobPointer {
+            file_number,
+            offset,
+            length,
+            crc: 0,
+        };
+        let mut b = WriteBatch::new();
+        b.put_blob_index(b"k", &p.encode());
+        b
+    }
+
+    /// Within an open file: replayed; past its end: the replay ends there;
+    /// past a sealed file, into an unlisted one or past 2^64: corruption.
+    #[test]
+    fn replayed_pointers_are_checked_against_the_blob_files() {
+        let sizes: BlobSizes = [(7, (8192, false)), (8, (8192, true))].into();
+        let wal = Path::new("000009.log");
+        let check = |b: WriteBatch| lost_blob_value(&b, &sizes, wal, 100);
+        assert!(matches!(check(batch_pointing_to(7, 4096, 4096)), Ok(None)));
+        assert!(matches!(
+            check(batch_pointing_to(7, 4096, 4097)),
+            Ok(Some(_))
+        ));
+        assert!(check(batch_pointing_to(8, 4096, 4097)).is_err());
+        assert!(check(batch_pointing_to(9, 4096, 1)).is_err());
+        assert!(check(batch_pointing_to(7, u64::MAX - 1, 10)).is_err());
+    }
 }
