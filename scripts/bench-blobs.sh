@@ -24,11 +24,12 @@
 #              about 800 MB of fillrandom + waitforcompaction and 50,000
 #              cold readrandom (direct reads, 8 MiB cache), varve with blob
 #              files at that size against varve with values inline
-#   overwrite  fillseq of NUM keys, then overwrite of 3 x NUM, then
-#              waitforcompaction: the bytes of tables and blob files at the
-#              end against the live data (NUM x (16 + 4096))
+#   overwrite  fillseq of NUM keys, then overwrite of OW_TIMES (3) x NUM,
+#              then waitforcompaction: the bytes of tables and blob files at
+#              the end and their peak (sampled every 0.5 s) against the live
+#              data (NUM x (16 + 4096))
 #
-# Environment: NUM (1000000), REPS (3), MIN (blob threshold, 1024), DB_DIR
+# Environment: NUM (1000000), REPS (3), MIN (blob threshold, 1024), OW_TIMES, DB_DIR
 # (default /work/bdb, needs ~20 GB free), KEEP_DBS (keep the read sections'
 # databases at the end), BIN (a varve-bench built with
 # --features rocksdb; default: build it into CARGO_TARGET_DIR). Page caches
@@ -40,6 +41,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 NUM="${NUM:-1000000}"
 REPS="${REPS:-3}"
 MIN="${MIN:-1024}"
+OW_TIMES="${OW_TIMES:-3}"
 DB_DIR="${DB_DIR:-/work/bdb}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 if [ -z "${BIN:-}" ]; then
@@ -81,7 +83,7 @@ run() {
     echo "$section | $engine | $rep | disk reads : $((after - before))"
 }
 
-bytes_of() { find "$1" -maxdepth 1 \( -name '*.blob' -o -name '*.sst' \) -printf '%s\n' | awk '{s+=$1} END {print s+0}'; }
+bytes_of() { find "$1" -maxdepth 1 \( -name '*.blob' -o -name '*.sst' \) -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 
 fio_rate() {
     local label="$1" dir="$2" files
@@ -170,15 +172,33 @@ for s in "${SECTIONS[@]}"; do
         rm -rf "$DB_DIR/t"
         ;;
     overwrite)
-        echo "## overwrite (3 x the live data)"
+        echo "## overwrite (${OW_TIMES} x the live data)"
         live=$((NUM * (16 + 4096)))
         for e in varve-blob rocksdb-blob; do
             rm -rf "$DB_DIR/ow"
             run overwrite "$e" 1 --benchmarks=fillseq --num="$NUM" --seed=1 --db="$DB_DIR/ow"
+            # The peak: the table and blob bytes sampled every half second
+            # while the overwrite and the wait run.
+            peak_file=$(mktemp)
+            echo 0 > "$peak_file"
+            (
+                peak=0
+                while [ -d "$DB_DIR/ow" ]; do
+                    b=$(bytes_of "$DB_DIR/ow" 2>/dev/null || echo 0)
+                    [ "$b" -gt "$peak" ] && peak=$b && echo "$peak" > "$peak_file"
+                    sleep 0.5
+                done
+            ) &
+            sampler=$!
             run overwrite "$e" 1 --benchmarks=overwrite,waitforcompaction --use_existing_db=true \
-                --num="$NUM" --writes=$((3 * NUM)) --seed=1 --db="$DB_DIR/ow"
+                --num="$NUM" --writes=$((OW_TIMES * NUM)) --seed=1 --db="$DB_DIR/ow"
             b=$(bytes_of "$DB_DIR/ow")
+            kill "$sampler" 2>/dev/null || true
+            wait "$sampler" 2>/dev/null || true
+            p=$(cat "$peak_file")
+            rm -f "$peak_file"
             echo "overwrite | $e | 1 | bytes : $b ($(awk -v b="$b" -v l="$live" 'BEGIN {printf "%.2f", b / l}') x the live $live)"
+            echo "overwrite | $e | 1 | peak bytes : $p ($(awk -v b="$p" -v l="$live" 'BEGIN {printf "%.2f", b / l}') x the live $live)"
         done
         rm -rf "$DB_DIR/ow"
         ;;

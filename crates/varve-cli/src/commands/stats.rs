@@ -53,6 +53,7 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "stall_slowdowns_memtables": s.stall_slowdowns_memtables,
             "stall_stops_memtables": s.stall_stops_memtables,
             "stall_stops_l0": s.stall_stops_l0,
+            "stall_stops_blob_garbage": s.stall_stops_blob_garbage,
             "stall_micros": s.stall_micros,
             "block_cache_hits": s.block_cache_hits,
             "block_cache_misses": s.block_cache_misses,

@@ -19,12 +19,14 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use parking_lot::Mutex;
+
 use crate::blob::cache::BlobReaders;
 use crate::blob::file_writer::{BlobFileMeta, BlobFileWriter};
 use crate::blob::format::{BlobPointer, Creator};
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
-use crate::io::FileSystem;
+use crate::io::{FileSystem, IoEngine};
 use crate::keys::{self, ValueKind};
 use crate::version::Version;
 
@@ -114,29 +116,66 @@ pub(crate) struct GcPolicy {
 /// closed after a crash (their unreferenced tail is reclaimed only when
 /// nothing points into them). Open files are never relocated (a lane still
 /// appends to them).
-pub(crate) fn relocation_set(v: &Version, policy: &GcPolicy) -> HashSet<u64> {
+///
+/// At most about `budget` live bytes: `first` (the file a garbage
+/// collection compaction was picked for) first, then crash-closed files,
+/// then by garbage share, most first, while their live bytes (value bytes
+/// less garbage: an upper bound of what the job copies) fit; at least one.
+/// So one compaction never holds the compaction thread for long, and the
+/// levels' own compactions (which find the garbage) keep their turns.
+pub(crate) fn relocation_set(
+    v: &Version,
+    policy: &GcPolicy,
+    budget: u64,
+    first: Option<u64>,
+) -> HashSet<u64> {
     let ratio = policy.ratio.min(policy.force_threshold);
-    v.blob_files()
+    let mut due: Vec<_> = v
+        .blob_files()
         .iter()
         .filter(|(_, b)| b.sealed && (b.crash_closed || b.garbage_ratio() >= ratio))
-        .map(|(&n, _)| n)
-        .collect()
+        .collect();
+    due.sort_by(|a, b| {
+        (Some(*b.0) == first)
+            .cmp(&(Some(*a.0) == first))
+            .then(b.1.crash_closed.cmp(&a.1.crash_closed))
+            .then(b.1.garbage_ratio().total_cmp(&a.1.garbage_ratio()))
+    });
+    let mut set = HashSet::new();
+    let mut live = 0u64;
+    for (&n, b) in due {
+        let bytes = b.value_bytes.saturating_sub(b.garbage_bytes);
+        if !set.is_empty() && live.saturating_add(bytes) > budget {
+            break;
+        }
+        live = live.saturating_add(bytes);
+        set.insert(n);
+    }
+    debug_assert!(
+        first
+            .is_none_or(|f| set.is_empty() || set.contains(&f) || !v.blob_files().contains_key(&f))
+    );
+    set
 }
 
 /// Garbage bytes over value bytes across the sealed blob files of `v`.
 pub(crate) fn garbage_share(v: &Version) -> f64 {
-    let (garbage, values) = v
-        .blob_files()
-        .values()
-        .filter(|b| b.sealed)
-        .fold((0u64, 0u64), |(g, t), b| {
-            (g + b.garbage_bytes, t + b.value_bytes)
-        });
+    let (garbage, values) = garbage_and_values(v);
     if values == 0 {
         0.0
     } else {
         garbage as f64 / values as f64
     }
+}
+
+/// The garbage bytes and value bytes of the sealed blob files of `v`.
+pub(crate) fn garbage_and_values(v: &Version) -> (u64, u64) {
+    v.blob_files()
+        .values()
+        .filter(|b| b.sealed)
+        .fold((0u64, 0u64), |(g, t), b| {
+            (g + b.garbage_bytes, t + b.value_bytes)
+        })
 }
 
 /// Every sealed blob file of `v` (what a full `compact_range` relocates).
@@ -147,6 +186,9 @@ pub(crate) fn sealed_files(v: &Version) -> HashSet<u64> {
         .map(|(&n, _)| n)
         .collect()
 }
+
+/// Relocation reads in flight at once.
+pub(crate) const RELOCATION_READ_DEPTH: usize = 32;
 
 /// What a relocating job needs.
 #[derive(Clone, Copy)]
@@ -165,6 +207,8 @@ pub(crate) struct RelocateConfig<'a> {
     pub chunk_size: usize,
     /// Write with O_DIRECT.
     pub direct: bool,
+    /// How a batch of value reads is issued ([`Relocator::read_values`]).
+    pub io_engine: IoEngine,
 }
 
 /// Copies values out of the files of a [`RelocateConfig`] into new blob
@@ -195,13 +239,46 @@ impl<'a> Relocator<'a> {
         }
     }
 
-    /// The new pointer of the value `p` names (for user key `key`), if its
-    /// file is being relocated; `None` keeps `p`.
-    pub(crate) fn relocate(&mut self, key: &[u8], p: &BlobPointer) -> Result<Option<BlobPointer>> {
-        if !self.cfg.relocate.contains(&p.file_number) {
-            return Ok(None);
-        }
-        let value = self.cfg.readers.reader(p.file_number)?.get(p)?;
+    /// Whether the value `p` names moves (its file is being relocated).
+    pub(crate) fn moves(&self, p: &BlobPointer) -> bool {
+        self.cfg.relocate.contains(&p.file_number)
+    }
+
+    /// The values `ps` name, each read with one aligned read and checked,
+    /// all issued at once ([`RELOCATION_READ_DEPTH`] in flight on the
+    /// fibers and io_uring, or one after another with `IoEngine::Sync`):
+    /// the values of a garbage-heavy file lie scattered, and one read at a
+    /// time left relocation at a fraction of the disk's random-read rate.
+    pub(crate) fn read_values(&self, ps: &[BlobPointer]) -> Result<Vec<Vec<u8>>> {
+        let slots: Vec<Mutex<Option<Result<Vec<u8>>>>> =
+            ps.iter().map(|_| Mutex::new(None)).collect();
+        let read = |i: usize| {
+            let got = self
+                .cfg
+                .readers
+                .reader(ps[i].file_number)
+                .and_then(|r| r.get(&ps[i]));
+            *slots[i].lock() = Some(got);
+        };
+        crate::io::fiber::run_tasks_on(self.cfg.io_engine, ps.len(), RELOCATION_READ_DEPTH, &read);
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .unwrap_or_else(|| Err(Error::Poisoned("a relocation read did not run".into())))
+            })
+            .collect()
+    }
+
+    /// Appends `value` (read from `p`, for user key `key`) to the job's
+    /// new blob file; its new pointer.
+    pub(crate) fn place(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        p: &BlobPointer,
+    ) -> Result<BlobPointer> {
+        debug_assert!(self.moves(p));
         if self
             .writer
             .as_ref()
@@ -224,10 +301,10 @@ impl<'a> Relocator<'a> {
                 self.writer.insert(w)
             }
         };
-        let moved = writer.add(key, &value)?;
+        let moved = writer.add(key, value)?;
         debug_assert_eq!(moved.crc, p.crc, "a relocated value keeps its CRC");
         self.bytes += value.len() as u64;
-        Ok(Some(moved))
+        Ok(moved)
     }
 
     fn seal_current(&mut self) -> Result<()> {

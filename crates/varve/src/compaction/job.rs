@@ -17,6 +17,7 @@ use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
 use crate::blob::file_writer::BlobFileMeta;
+use crate::blob::format::BlobPointer;
 use crate::error::{Error, Result};
 use crate::filenames::{blob_file_path, table_path};
 use crate::internal_iter::InternalIterator;
@@ -255,6 +256,87 @@ fn bottommost(version: &Version, output_level: usize, user_key: &[u8]) -> bool {
     })
 }
 
+/// A kept entry waiting for the relocation reads before it (entries are
+/// written in input order).
+enum Pending {
+    /// The entry's value as it was.
+    Keep(Vec<u8>),
+    /// The value moves: its old pointer.
+    Move(BlobPointer),
+}
+
+/// Kept entries from the first one whose value moves, so that the reads
+/// of up to [`MOVES_PER_BATCH`] moving values are issued together.
+#[derive(Default)]
+struct PendingMoves {
+    entries: Vec<(Vec<u8>, Pending)>,
+    moves: usize,
+    bytes: usize,
+}
+
+/// Moving values read together.
+const MOVES_PER_BATCH: usize = 128;
+/// Bytes of kept entries held at most while a batch gathers.
+const PENDING_BYTES: usize = 4 << 20;
+
+impl PendingMoves {
+    fn push(&mut self, key: &[u8], e: Pending) {
+        self.bytes += key.len()
+            + match &e {
+                Pending::Keep(v) => v.len(),
+                Pending::Move(_) => 32,
+            };
+        self.moves += usize::from(matches!(e, Pending::Move(_)));
+        self.entries.push((key.to_vec(), e));
+    }
+
+    /// Writes the entry at once if nothing waits, else queues it behind.
+    fn add_or_write(&mut self, out: &mut TableOutputs<'_>, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.entries.is_empty() {
+            out.add(key, value)
+        } else {
+            self.push(key, Pending::Keep(value.to_vec()));
+            Ok(())
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.moves >= MOVES_PER_BATCH || self.bytes >= PENDING_BYTES
+    }
+
+    /// Reads the moving values together, then writes every queued entry
+    /// in order (moved values with their new pointers).
+    fn write(&mut self, out: &mut TableOutputs<'_>, r: &mut Relocator<'_>) -> Result<()> {
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        let ps: Vec<BlobPointer> = self
+            .entries
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Pending::Move(p) => Some(*p),
+                Pending::Keep(_) => None,
+            })
+            .collect();
+        let mut values = r.read_values(&ps)?.into_iter();
+        for (key, e) in self.entries.drain(..) {
+            match e {
+                Pending::Keep(v) => out.add(&key, &v)?,
+                Pending::Move(p) => {
+                    let value = values
+                        .next()
+                        .ok_or_else(|| Error::Poisoned("a relocation batch lost a value".into()))?;
+                    let moved = r.place(keys::user_key(&key), &value, &p)?;
+                    out.add(&key, &moved.encode())?;
+                }
+            }
+        }
+        self.moves = 0;
+        self.bytes = 0;
+        Ok(())
+    }
+}
+
 fn write_outputs(
     input: &mut MergingIterator,
     ctx: &JobContext<'_>,
@@ -279,6 +361,7 @@ fn write_outputs(
         .filter(|r| !r.relocate.is_empty())
         .map(|r| Relocator::new(r, new_file_number));
     let mut flow = BlobFlow::default();
+    let mut pending = PendingMoves::default();
     match &span.0 {
         Some(start) => input.seek(&keys::lookup_key(start, keys::MAX_SEQUENCE)),
         None => input.seek_to_first(),
@@ -292,21 +375,26 @@ fn write_outputs(
         }
         let pointer = flow.read(key, input.value(), ctx.dir, "a compaction input")?;
         if filter.keep(key, |uk| bottommost(ctx.version, output_level, uk)) {
-            let moved = match (&pointer, relocator.as_mut()) {
-                (Some(p), Some(r)) => r.relocate(keys::user_key(key), p)?,
-                _ => None,
-            };
-            match (moved, &pointer) {
-                (Some(m), _) => out.add(key, &m.encode())?,
-                (None, Some(p)) => {
+            match (&pointer, relocator.as_ref()) {
+                (Some(p), Some(r)) if r.moves(p) => pending.push(key, Pending::Move(*p)),
+                (Some(p), _) => {
                     flow.output(p);
-                    out.add(key, input.value())?;
+                    pending.add_or_write(&mut out, key, input.value())?;
                 }
-                (None, None) => out.add(key, input.value())?,
+                (None, _) => pending.add_or_write(&mut out, key, input.value())?,
+            }
+            if pending.full()
+                && let Some(r) = relocator.as_mut()
+            {
+                pending.write(&mut out, r)?;
             }
         }
         input.next();
     }
+    if let Some(r) = relocator.as_mut() {
+        pending.write(&mut out, r)?;
+    }
+    debug_assert!(pending.entries.is_empty(), "every kept entry was written");
     input.status()?;
     // Blob files first: the tables name them, and a failure after this
     // point leaves the relocator's files to `result` for cleanup.

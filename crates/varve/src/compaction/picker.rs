@@ -55,6 +55,9 @@ pub(crate) struct CompactionPlan {
     /// file's garbage (the last step of a full `compact_range`: the values
     /// come out in key order). Never a trivial move.
     pub relocate_all: bool,
+    /// The blob file a garbage-collection compaction was picked for (its
+    /// values are relocated first).
+    pub gc_blob_file: Option<u64>,
 }
 
 impl CompactionPlan {
@@ -128,6 +131,7 @@ fn with_next_level(
         reason,
         in_place: false,
         relocate_all: false,
+        gc_blob_file: None,
     };
     debug_check_plan(v, &plan, being_compacted);
     Some(plan)
@@ -238,9 +242,11 @@ pub(crate) struct BlobGcPick {
 /// The next compaction: the most needed level's ([`pick`]), and blob
 /// garbage collection ([`pick_blob_gc`]) when `gc` is given. Under garbage
 /// pressure (a `ratio` share of all sealed value bytes dead) the two take
-/// turns, garbage first on its turn, for files at `ratio`; otherwise
-/// garbage collection runs only when no level is due, for files at
-/// `force_threshold`. A sustained overwrite always leaves the levels work
+/// turns, garbage first on its turn, and when no level is due garbage
+/// collection goes on, for files at `ratio`, until the pressure is gone
+/// (so an idle database settles within about 1 / (1 - ratio) of its live
+/// values); without pressure it runs only when no level is due, for files
+/// at `force_threshold`. A sustained overwrite always leaves the levels work
 /// to do: without turns its garbage grew the directory to 5x the live data.
 pub(crate) fn pick_next(
     v: &Version,
@@ -257,10 +263,12 @@ pub(crate) fn pick_next(
         ratio,
         force_threshold,
     } = gc.policy;
-    if gc.gc_turn && super::blob_gc::garbage_share(v) >= ratio {
+    let pressure = super::blob_gc::garbage_share(v) >= ratio;
+    if gc.gc_turn && pressure {
         pick_blob_gc(v, ratio, being_compacted).or_else(levels)
     } else {
-        levels().or_else(|| pick_blob_gc(v, force_threshold, being_compacted))
+        let threshold = if pressure { ratio } else { force_threshold };
+        levels().or_else(|| pick_blob_gc(v, threshold, being_compacted))
     }
 }
 
@@ -307,6 +315,7 @@ pub(crate) fn pick_blob_gc(
                     ),
                     in_place: true,
                     relocate_all: false,
+                    gc_blob_file: Some(blob),
                 };
                 debug_check_plan(v, &plan, being_compacted);
                 return Some(plan);

@@ -239,6 +239,9 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
     });
     db.pending_outputs.lock().remove(&number);
     result?;
+    // This flush's own super version must not keep what it retired.
+    drop(sv);
+    drop(oldest);
     super::obsolete::delete_obsolete_files(db);
     Ok(())
 }
@@ -258,7 +261,7 @@ fn compaction_loop(db: &DbInner) {
                 db.bg.progressed();
                 continue;
             }
-            Ok(false) => {}
+            Ok(false) => super::obsolete::retry_if_kept(db),
             Err(e) => db.poison_err("compaction failed", &e),
         }
         let mut g = db.bg.state.lock();
@@ -268,6 +271,10 @@ fn compaction_loop(db: &DbInner) {
         db.bg.work.wait_for(&mut g, Duration::from_millis(500));
     }
 }
+
+/// Live bytes one compaction relocates at most, in blob files' worth
+/// (`blob_gc::relocation_set`).
+const RELOCATION_BUDGET_FILES: u64 = 2;
 
 /// The blob garbage-collection thresholds of the options.
 fn gc_policy(db: &DbInner) -> GcPolicy {
@@ -345,8 +352,17 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         HashSet::new()
     } else if plan.relocate_all {
         blob_gc::sealed_files(&version)
+    } else if plan.level == 0 {
+        // L0 compactions drop the overwritten pointers, which is how
+        // garbage becomes known: they never wait for relocation.
+        HashSet::new()
     } else {
-        blob_gc::relocation_set(&version, &gc_policy(db))
+        blob_gc::relocation_set(
+            &version,
+            &gc_policy(db),
+            RELOCATION_BUDGET_FILES.saturating_mul(db.options.blob_file_size),
+            plan.gc_blob_file,
+        )
     };
     let ctx = JobContext {
         dir: &db.dir,
@@ -365,6 +381,7 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
             file_size: db.options.blob_file_size,
             chunk_size: LaneOptions::default().chunk_size,
             direct: db.options.use_direct_io_for_flush_and_compaction,
+            io_engine: db.options.io_engine,
         }),
     };
     let outputs = Mutex::new(Vec::new());

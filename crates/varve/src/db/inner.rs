@@ -83,6 +83,11 @@ pub(crate) struct DbInner {
     pub(crate) recovery: RecoveryReport,
     /// Checkpoints in progress; while non-zero no obsolete file is deleted.
     pub(crate) deletions_paused: AtomicUsize,
+    /// The last obsolete-file pass kept files only because a reader's
+    /// version still named them: the idle compaction thread passes again
+    /// (`obsolete::retry_if_kept`), so their space comes back once the
+    /// readers are gone even if no flush or compaction follows.
+    pub(crate) obsolete_kept: std::sync::atomic::AtomicBool,
 }
 
 /// Why writes are refused (the first failure; later ones are only logged).

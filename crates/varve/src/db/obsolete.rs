@@ -13,6 +13,14 @@ use super::DbInner;
 use crate::error::Error;
 use crate::filenames::{self, FileKind};
 
+/// Passes again if the last pass kept files for readers (see
+/// `DbInner::obsolete_kept`).
+pub(crate) fn retry_if_kept(db: &DbInner) {
+    if db.obsolete_kept.load(std::sync::atomic::Ordering::Relaxed) {
+        delete_obsolete_files(db);
+    }
+}
+
 /// Deletes every obsolete file in the database directory.
 pub(crate) fn delete_obsolete_files(db: &DbInner) {
     if db.read_only {
@@ -26,7 +34,8 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
             return;
         }
     };
-    let mut pinned: HashSet<u64> = db.pending_outputs.lock().clone();
+    let being_written: HashSet<u64> = db.pending_outputs.lock().clone();
+    let mut pinned = being_written.clone();
     {
         let mut live = db.live_versions.lock();
         live.retain(|w| w.strong_count() > 0);
@@ -45,7 +54,13 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         {
             return;
         }
-        vs.obsolete_files(&listing, &pinned)
+        let names = vs.obsolete_files(&listing, &pinned);
+        // Files kept only for a reader's version: pass again later.
+        let kept_for_readers = pinned.len() > being_written.len()
+            && vs.obsolete_files(&listing, &being_written).len() > names.len();
+        db.obsolete_kept
+            .store(kept_for_readers, std::sync::atomic::Ordering::Relaxed);
+        names
     };
     for name in names {
         let path = db.dir.join(&name);

@@ -138,7 +138,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         options.wal_writer,
         log_number,
         Arc::clone(&mem_table),
-    )?;
+    )?
+    .with_blob_budget(options.max_memtable_blob_bytes);
     fs.sync_dir(dir)?;
     edit.log_number = Some(log_number);
     versions.set_last_sequence(recovered.last_sequence.max(versions.last_sequence()));
@@ -352,6 +353,7 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         info_log: a.info_log,
         recovery: a.report,
         deletions_paused: std::sync::atomic::AtomicUsize::new(0),
+        obsolete_kept: std::sync::atomic::AtomicBool::new(false),
         options: a.options,
     }
 }

@@ -27,6 +27,7 @@ pub(crate) struct Counters {
     pub stall_slowdowns_memtables: AtomicU64,
     pub stall_stops_memtables: AtomicU64,
     pub stall_stops_l0: AtomicU64,
+    pub stall_stops_blob_garbage: AtomicU64,
     pub stall_micros: AtomicU64,
     pub blob_values_written: AtomicU64,
     pub blob_bytes_written: AtomicU64,
@@ -92,6 +93,10 @@ pub struct DbStats {
     pub stall_stops_memtables: u64,
     /// Writes stopped because L0 reached the stop trigger.
     pub stall_stops_l0: u64,
+    /// Memtable switches held back because blob garbage outran its
+    /// collection (`Options::blob_garbage_collection_force_threshold` of
+    /// all sealed value bytes dead).
+    pub stall_stops_blob_garbage: u64,
     /// Microseconds writers spent stalled.
     pub stall_micros: u64,
     /// Block cache hits.
@@ -185,6 +190,7 @@ impl DbStats {
             stall_slowdowns_memtables: r(&c.stall_slowdowns_memtables),
             stall_stops_memtables: r(&c.stall_stops_memtables),
             stall_stops_l0: r(&c.stall_stops_l0),
+            stall_stops_blob_garbage: r(&c.stall_stops_blob_garbage),
             stall_micros: r(&c.stall_micros),
             block_cache_hits: 0,
             block_cache_misses: 0,
@@ -247,11 +253,12 @@ impl DbStats {
         let _ = writeln!(s, "Write amplification: {:.2}", self.write_amplification);
         let _ = writeln!(
             s,
-            "Stalls: {} slowdowns (L0), {} slowdowns (memtables), {} stops (memtables), {} stops (L0), {:.3} s stalled",
+            "Stalls: {} slowdowns (L0), {} slowdowns (memtables), {} stops (memtables), {} stops (L0), {} stops (blob garbage), {:.3} s stalled",
             self.stall_slowdowns_l0,
             self.stall_slowdowns_memtables,
             self.stall_stops_memtables,
             self.stall_stops_l0,
+            self.stall_stops_blob_garbage,
             self.stall_micros as f64 / 1e6
         );
         let lookups = self.block_cache_hits + self.block_cache_misses;

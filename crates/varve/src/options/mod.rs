@@ -37,6 +37,15 @@ pub struct Options {
     /// `Db::stats`.
     /// Default 4.
     pub max_immutable_memtables: usize,
+    /// Value bytes (in blob files) the pointers of one memtable may
+    /// reference before it becomes immutable, whatever its own size. A
+    /// value overwritten while its pointer is still in a memtable is
+    /// garbage nobody has counted yet (flush counts it): this bounds that
+    /// unknown garbage to the memtables in memory times this size, so a
+    /// sustained overwrite cannot outrun garbage collection unseen. A
+    /// 64 MiB memtable of 16-byte keys holds pointers to about 4 GB of
+    /// 4 KiB values. Default 512 MiB; at least 1 MiB.
+    pub max_memtable_blob_bytes: u64,
     /// Largest key accepted, in bytes. Default 64 KiB; at most 16 MiB.
     pub max_key_size: usize,
     /// Largest value accepted, in bytes. Default 256 MiB; at most 1 GiB.
@@ -175,6 +184,7 @@ impl Default for Options {
             error_if_exists: false,
             write_buffer_size: 64 << 20,
             max_immutable_memtables: 4,
+            max_memtable_blob_bytes: 512 << 20,
             max_key_size: 64 << 10,
             max_value_size: 256 << 20,
             min_blob_size: Some(4096),
@@ -218,6 +228,7 @@ impl fmt::Debug for Options {
             .field("error_if_exists", &self.error_if_exists)
             .field("write_buffer_size", &self.write_buffer_size)
             .field("max_immutable_memtables", &self.max_immutable_memtables)
+            .field("max_memtable_blob_bytes", &self.max_memtable_blob_bytes)
             .field("max_key_size", &self.max_key_size)
             .field("max_value_size", &self.max_value_size)
             .field("min_blob_size", &self.min_blob_size)
@@ -285,6 +296,12 @@ impl Options {
             return Err(Error::InvalidArgument(format!(
                 "write_buffer_size {} is outside 64 KiB..=2 GiB",
                 self.write_buffer_size
+            )));
+        }
+        if self.max_memtable_blob_bytes < 1 << 20 {
+            return Err(Error::InvalidArgument(format!(
+                "max_memtable_blob_bytes {} is under 1 MiB",
+                self.max_memtable_blob_bytes
             )));
         }
         if self.max_key_size == 0 || self.max_key_size > 16 << 20 {

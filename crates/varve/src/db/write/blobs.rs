@@ -72,9 +72,10 @@ impl VersionFiles<'_> {
     }
 }
 
-/// `batch` with its large values moved to blob files; `None` when it has
-/// none (or blob files are off), and the batch stays as it is.
-pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<WriteBatch>> {
+/// `batch` with its large values moved to blob files, and the value bytes
+/// moved; `None` when it has none (or blob files are off), and the batch
+/// stays as it is.
+pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<(WriteBatch, u64)>> {
     let Some(lanes) = &db.blob_lanes else {
         return Ok(None);
     };
@@ -84,17 +85,19 @@ pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<WriteB
         return Ok(None);
     }
     let mut out = WriteBatch::new();
+    let mut moved = 0u64;
     for op in batch.iter() {
         match op {
             BatchOp::Put { key, value } if lanes.takes(value.len()) => {
                 out.put_blob_index(key, &stage(db, lanes, key, value)?.encode());
+                moved += value.len() as u64;
             }
             BatchOp::Put { key, value } => out.put(key, value),
             BatchOp::Delete { key } => out.delete(key),
             BatchOp::PutBlob { key, pointer } => out.put_blob_index(key, pointer),
         }
     }
-    Ok(Some(out))
+    Ok(Some((out, moved)))
 }
 
 /// The batch of a single put of `value` (which `lanes` take): the value is

@@ -235,7 +235,8 @@ pub(crate) fn put(db: &DbInner, key: &[u8], value: &[u8], opts: &WriteOptions) -
         check_entry(db, key, value.len())?;
         db.check_writable()?;
         let batch = blobs::separate_put(db, lanes, key, value)?;
-        return write(db, batch, opts);
+        let charge = super::memtables::batch_charge(&batch);
+        return apply(db, batch, charge, value.len() as u64, opts);
     }
     let mut batch = WriteBatch::new();
     batch.put(key, value);
@@ -253,21 +254,36 @@ pub(crate) fn write(db: &DbInner, batch: WriteBatch, opts: &WriteOptions) -> Res
     // Large values go to blob files first; the batch then carries pointers
     // (and charges the memtable for them, not for the values).
     let mut batch = batch;
-    if let Some(separated) = blobs::separate(db, &batch)? {
+    let mut blob_bytes = 0;
+    if let Some((separated, moved)) = blobs::separate(db, &batch)? {
         charge = super::memtables::batch_charge(&separated);
         batch = separated;
+        blob_bytes = moved;
     }
+    apply(db, batch, charge, blob_bytes, opts)
+}
+
+/// Applies a checked, non-empty `batch` whose large values are already in
+/// blob files: `charge` memtable bytes, pointers to `blob_bytes` of values.
+fn apply(
+    db: &DbInner,
+    mut batch: WriteBatch,
+    charge: usize,
+    blob_bytes: u64,
+    opts: &WriteOptions,
+) -> Result<()> {
+    debug_assert!(!batch.is_empty());
     room::slowdown(db);
     let wp = &db.writes;
     let _counted = opts.sync.then(|| wp.syncer.sync_writer());
     let count = batch.len() as u64;
     let (log, gate) = loop {
         let gate = wp.gate.read();
-        if gate.try_reserve(charge) {
+        if gate.try_reserve(charge, blob_bytes) {
             break (Arc::clone(&gate), gate);
         }
         drop(gate);
-        room::make_room(db, charge)?;
+        room::make_room(db, charge, blob_bytes)?;
     };
     // Inside the gate: sequence, log placement, memtable insert.
     let first = wp.seq.assign(&db.last_sequence, count)?;

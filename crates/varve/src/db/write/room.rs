@@ -51,13 +51,14 @@ pub(super) fn slowdown(db: &DbInner) {
 }
 
 /// Waits out stops and switches memtables until the current log's memtable
-/// has room for `charge` bytes.
-pub(super) fn make_room(db: &DbInner, charge: usize) -> Result<()> {
+/// has room for `charge` bytes and pointers to `blob` more bytes of blob
+/// values (`Options::max_memtable_blob_bytes`).
+pub(super) fn make_room(db: &DbInner, charge: usize, blob: u64) -> Result<()> {
     let _one = db.writes.switching.lock();
     let o = &db.options;
     loop {
         db.check_writable()?;
-        if db.writes.current().has_room(charge) {
+        if db.writes.current().has_room(charge, blob) {
             return Ok(());
         }
         let sv = db.super_version();
@@ -66,6 +67,8 @@ pub(super) fn make_room(db: &DbInner, charge: usize) -> Result<()> {
             Some(&db.counters.stall_stops_memtables)
         } else if l0 >= o.l0_stop_writes_trigger {
             Some(&db.counters.stall_stops_l0)
+        } else if blob_garbage_outran_gc(db, &sv.version) {
+            Some(&db.counters.stall_stops_blob_garbage)
         } else {
             None
         };
@@ -98,12 +101,35 @@ pub(super) fn make_room(db: &DbInner, charge: usize) -> Result<()> {
     }
 }
 
+/// Whether the next memtable must wait for blob garbage collection: with
+/// collection on, `blob_garbage_collection_force_threshold` of all sealed
+/// value bytes are garbage and a compaction can still reduce that (one is
+/// running, or one for blob garbage can be picked). Checked only at a
+/// memtable switch, and `Options::max_memtable_blob_bytes` bounds the blob
+/// bytes each switch lets through, so a sustained overwrite writes no
+/// faster than its garbage is collected: the space it takes stays bounded.
+/// A share that no compaction can reduce never stops writes.
+fn blob_garbage_outran_gc(db: &DbInner, v: &crate::version::Version) -> bool {
+    let o = &db.options;
+    if db.blob_lanes.is_none() || !o.enable_blob_garbage_collection {
+        return false;
+    }
+    if crate::compaction::blob_gc::garbage_share(v) < o.blob_garbage_collection_force_threshold {
+        return false;
+    }
+    let busy = db.bg.being_compacted.lock().clone();
+    !busy.is_empty()
+        || crate::compaction::picker::pick_blob_gc(v, o.blob_garbage_collection_ratio, &busy)
+            .is_some()
+}
+
 /// Makes the memtable immutable, starts a fresh one (at least `need`
 /// bytes) and a fresh WAL for it, and wakes the flush thread. Call with
 /// `switching` held.
 pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
     let mut gate = db.writes.gate.write();
     let old = Arc::clone(&gate);
+    let old_blob_bytes = old.blob_bytes();
     match old.flush_and_sync() {
         Ok(true) => Counters::add(&db.counters.wal_syncs, 1),
         Ok(false) => {}
@@ -129,9 +155,14 @@ pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
     *gate = Arc::new(log);
     drop(gate);
     let next = db.super_version();
+    let (garbage, values) = crate::compaction::blob_gc::garbage_and_values(&next.version);
     db.info_log.log(format!(
-        "memtable switch: {} immutable memtables, new WAL {}",
+        "memtable switch: {} immutable memtables (the last pointing to {} bytes of blob values), {} L0 tables, sealed blob values {} bytes of which {} garbage, new WAL {}",
         next.imms.len(),
+        old_blob_bytes,
+        next.version.num_files(0),
+        values,
+        garbage,
         path.display()
     ));
     db.bg.kick();
@@ -153,6 +184,7 @@ fn create_log(db: &DbInner, need: usize) -> Result<(WalLog, Arc<MemTable>)> {
         number,
         Arc::clone(&mem),
     )
+    .map(|log| log.with_blob_budget(db.options.max_memtable_blob_bytes))
     .and_then(|log| db.fs.sync_dir(&db.dir).map(|()| log));
     match log {
         Ok(log) => Ok((log, mem)),

@@ -90,6 +90,12 @@ pub(crate) struct WalLog {
     /// its log is created.
     pub(super) budget: usize,
     pub(super) reserved: AtomicUsize,
+    /// Blob value bytes the memtable's pointers may reference
+    /// (`Options::max_memtable_blob_bytes`; unbounded until
+    /// [`with_blob_budget`](Self::with_blob_budget)). A fresh memtable
+    /// takes one write whatever it references.
+    pub(super) blob_budget: u64,
+    pub(super) blob_reserved: AtomicU64,
     pub(super) pool: SlotPool,
     pub(super) sink: OrderedSink,
     /// Largest end offset of any record placed so far.
@@ -147,6 +153,8 @@ impl WalLog {
             budget: mem.capacity(),
             mem,
             reserved: AtomicUsize::new(0),
+            blob_budget: u64::MAX,
+            blob_reserved: AtomicU64::new(0),
             pool,
             path: file.path().to_path_buf(),
             sink: OrderedSink {
@@ -169,19 +177,50 @@ impl WalLog {
         })
     }
 
-    /// Reserves `charge` bytes of the memtable; false if they do not fit.
-    pub(crate) fn try_reserve(&self, charge: usize) -> bool {
-        let before = self.reserved.fetch_add(charge, Ordering::Relaxed);
-        if before.saturating_add(charge) <= self.budget {
-            return true;
-        }
-        self.reserved.fetch_sub(charge, Ordering::Relaxed);
-        false
+    /// This log with its memtable's pointers limited to `bytes` of blob
+    /// values.
+    pub(crate) fn with_blob_budget(mut self, bytes: u64) -> WalLog {
+        debug_assert!(
+            bytes > 0,
+            "a zero blob budget would refuse every blob write"
+        );
+        self.blob_budget = bytes;
+        self
     }
 
-    /// Whether `charge` more bytes would fit (no reservation).
-    pub(crate) fn has_room(&self, charge: usize) -> bool {
+    /// Reserves `charge` memtable bytes and `blob` referenced blob bytes
+    /// (a write's pointers); `false` (nothing reserved) when either does
+    /// not fit. The first write with blob bytes always fits them.
+    pub(crate) fn try_reserve(&self, charge: usize, blob: u64) -> bool {
+        let before = self.reserved.fetch_add(charge, Ordering::Relaxed);
+        if before.saturating_add(charge) > self.budget {
+            self.reserved.fetch_sub(charge, Ordering::Relaxed);
+            return false;
+        }
+        if blob > 0 {
+            let before = self.blob_reserved.fetch_add(blob, Ordering::Relaxed);
+            if before > 0 && before.saturating_add(blob) > self.blob_budget {
+                self.blob_reserved.fetch_sub(blob, Ordering::Relaxed);
+                self.reserved.fetch_sub(charge, Ordering::Relaxed);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether `charge` more memtable bytes and `blob` more referenced blob
+    /// bytes would fit (no reservation).
+    pub(crate) fn has_room(&self, charge: usize, blob: u64) -> bool {
+        let blob_before = self.blob_reserved.load(Ordering::Relaxed);
         self.reserved.load(Ordering::Relaxed).saturating_add(charge) <= self.budget
+            && (blob == 0
+                || blob_before == 0
+                || blob_before.saturating_add(blob) <= self.blob_budget)
+    }
+
+    /// Blob value bytes the memtable's pointers reference (reserved).
+    pub(crate) fn blob_bytes(&self) -> u64 {
+        self.blob_reserved.load(Ordering::Relaxed)
     }
 
     /// Whether `charge` bytes fit this log's memtable at all.
