@@ -138,7 +138,7 @@ fn with_next_level(
 }
 
 /// The invariants of a picked plan (debug builds): it moves data down one
-/// level, every input is in the level it is listed for, no input is busy,
+/// level (or rewrites one level in place), every input is in the level it is listed for, no input is busy,
 /// and the next level's inputs are exactly the files overlapping the first
 /// level's range (so the output level stays non-overlapping); an L0 plan
 /// takes every L0 file overlapping its range.
@@ -146,7 +146,10 @@ fn debug_check_plan(v: &Version, plan: &CompactionPlan, being_compacted: &HashSe
     if !cfg!(debug_assertions) {
         return;
     }
-    debug_assert!(plan.level + 1 < NUM_LEVELS, "the last level never compacts");
+    debug_assert!(
+        plan.in_place || plan.level + 1 < NUM_LEVELS,
+        "the last level never compacts into another"
+    );
     debug_assert!(!plan.inputs[0].is_empty(), "a plan without input");
     debug_assert!(
         !plan.in_place || (plan.level > 0 && plan.inputs[1].is_empty()),
@@ -259,16 +262,51 @@ pub(crate) fn pick_next(
     let Some(gc) = gc else {
         return levels();
     };
-    let GcPolicy {
-        ratio,
-        force_threshold,
-    } = gc.policy;
-    let pressure = super::blob_gc::garbage_share(v) >= ratio;
-    if gc.gc_turn && pressure {
+    let ratio = gc.policy.ratio;
+    if gc.gc_turn && super::blob_gc::garbage_share(v) >= ratio {
         pick_blob_gc(v, ratio, being_compacted).or_else(levels)
     } else {
-        let threshold = if pressure { ratio } else { force_threshold };
-        levels().or_else(|| pick_blob_gc(v, threshold, being_compacted))
+        levels().or_else(|| pick_idle_blob_work(v, &gc.policy, being_compacted))
+    }
+}
+
+/// Blob garbage work when no level is due: under garbage pressure, first
+/// an L0 compaction if L0 tables point into blob files (below the trigger
+/// they would hide the garbage their newer values made, up to
+/// `max_memtable_blob_bytes` each, for as long as the database stays idle),
+/// then files at [`idle_gc_threshold`]. `Db::wait_for_compactions` waits
+/// for the same.
+pub(crate) fn pick_idle_blob_work(
+    v: &Version,
+    policy: &GcPolicy,
+    being_compacted: &HashSet<u64>,
+) -> Option<CompactionPlan> {
+    let pressure = super::blob_gc::garbage_share(v) >= policy.ratio;
+    let l0 = v.files(0);
+    if pressure && l0.iter().any(|f| f.oldest_blob_file != 0) {
+        let first = l0.to_vec();
+        if let Some(plan) = with_next_level(
+            v,
+            0,
+            first,
+            being_compacted,
+            "L0 hides blob garbage (garbage pressure)".into(),
+        ) {
+            return Some(plan);
+        }
+    }
+    pick_blob_gc(v, idle_gc_threshold(v, policy), being_compacted)
+}
+
+/// The garbage share at which a blob file is collected when no level is
+/// due: `ratio` under garbage pressure (that share of all sealed value
+/// bytes dead), else `force_threshold` (see [`pick_next`];
+/// `Db::wait_for_compactions` waits for the same).
+pub(crate) fn idle_gc_threshold(v: &Version, policy: &GcPolicy) -> f64 {
+    if super::blob_gc::garbage_share(v) >= policy.ratio {
+        policy.ratio
+    } else {
+        policy.force_threshold
     }
 }
 
@@ -328,6 +366,39 @@ pub(crate) fn pick_blob_gc(
 /// A compaction of the files of `level` overlapping `[begin, end]` (user
 /// keys, `None` = unbounded), for `compact_range`. `None` if the level has
 /// no such file or one is busy.
+/// An in-place rewrite of the files of `level` overlapping `[begin, end]`
+/// that relocates every blob value they point to (the last step of a full
+/// `compact_range`: afterwards the range's values lie in key order). `None`
+/// if the level has no such file, none of them points into a blob file, or
+/// one is busy.
+pub(crate) fn pick_range_relocation(
+    v: &Version,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    being_compacted: &HashSet<u64>,
+) -> Option<CompactionPlan> {
+    let files = v.overlapping_files(level, begin, end);
+    // Tables with no blob pointer (`oldest_blob_file` 0) have nothing to
+    // move: only a range that points into blob files is rewritten.
+    if level == 0
+        || !files.iter().any(|f| f.oldest_blob_file != 0)
+        || files.iter().any(|f| being_compacted.contains(&f.number))
+    {
+        return None;
+    }
+    let plan = CompactionPlan {
+        level,
+        inputs: [files, Vec::new()],
+        reason: format!("manual compaction: blob values of L{level} into key order"),
+        in_place: true,
+        relocate_all: true,
+        gc_blob_file: None,
+    };
+    debug_check_plan(v, &plan, being_compacted);
+    Some(plan)
+}
+
 pub(crate) fn pick_range(
     v: &Version,
     level: usize,

@@ -51,16 +51,27 @@ impl Db {
             let plan = {
                 let vs = db.versions.lock();
                 let busy = db.bg.being_compacted.lock().clone();
+                picker::pick_range(&vs.current(), level, begin, end, &busy)
+            };
+            if let Some(plan) = plan {
+                bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
+            }
+        }
+        // The range now lies in one level. With blob files, one more step
+        // rewrites its tables in place and copies every value they point
+        // to into new blob files in key order, so a scan of the range reads
+        // blob files front to back afterwards.
+        if db.options.enable_blob_garbage_collection {
+            db.check_writable()?;
+            let plan = {
+                let vs = db.versions.lock();
                 let v = vs.current();
-                picker::pick_range(&v, level, begin, end, &busy).map(|mut p| {
-                    // The last step reads every key of the range: its blob
-                    // values are copied out in key order, so a scan of the
-                    // range reads blob files front to back afterwards.
-                    p.relocate_all = level == last
-                        && db.options.enable_blob_garbage_collection
-                        && v.blob_files().values().any(|b| b.sealed);
-                    p
-                })
+                let busy = db.bg.being_compacted.lock().clone();
+                v.blob_files()
+                    .values()
+                    .any(|b| b.sealed)
+                    .then(|| picker::pick_range_relocation(&v, last + 1, begin, end, &busy))
+                    .flatten()
             };
             if let Some(plan) = plan {
                 bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
@@ -85,9 +96,9 @@ impl Db {
                     .iter()
                     .any(|&s| s >= 1.0)
                     || (db.options.enable_blob_garbage_collection
-                        && picker::pick_blob_gc(
+                        && picker::pick_idle_blob_work(
                             &v,
-                            db.options.blob_garbage_collection_force_threshold,
+                            &bg::gc_policy(db),
                             &std::collections::HashSet::new(),
                         )
                         .is_some())

@@ -277,7 +277,7 @@ fn compaction_loop(db: &DbInner) {
 const RELOCATION_BUDGET_FILES: u64 = 2;
 
 /// The blob garbage-collection thresholds of the options.
-fn gc_policy(db: &DbInner) -> GcPolicy {
+pub(crate) fn gc_policy(db: &DbInner) -> GcPolicy {
     GcPolicy {
         ratio: db.options.blob_garbage_collection_ratio,
         force_threshold: db.options.blob_garbage_collection_force_threshold,
