@@ -363,9 +363,6 @@ pub(crate) fn pick_blob_gc(
     None
 }
 
-/// A compaction of the files of `level` overlapping `[begin, end]` (user
-/// keys, `None` = unbounded), for `compact_range`. `None` if the level has
-/// no such file or one is busy.
 /// An in-place rewrite of the files of `level` overlapping `[begin, end]`
 /// that relocates every blob value they point to (the last step of a full
 /// `compact_range`: afterwards the range's values lie in key order). `None`
@@ -399,6 +396,9 @@ pub(crate) fn pick_range_relocation(
     Some(plan)
 }
 
+/// A compaction of the files of `level` overlapping `[begin, end]` (user
+/// keys, `None` = unbounded), for `compact_range`. `None` if the level has
+/// no such file or one is busy.
 pub(crate) fn pick_range(
     v: &Version,
     level: usize,
