@@ -83,11 +83,16 @@ pub struct Options {
     /// Files that are all garbage are deleted either way. Default `true`.
     pub enable_blob_garbage_collection: bool,
     /// Garbage share (of value bytes) at which a compaction relocates a
-    /// blob file's live values. Default 0.25: values on disk stay within
-    /// about 1 / (1 - 0.25) = 1.33x the live ones.
+    /// blob file's live values. While that share of all sealed value bytes
+    /// is garbage, collection also runs when the database is otherwise
+    /// idle. Default 0.25: at rest, values on disk settle within about
+    /// 1 / (1 - 0.25) = 1.33x the live ones.
     pub blob_garbage_collection_ratio: f64,
     /// Garbage share at which a blob file's tables are compacted for it
-    /// even when no level needs compaction. Default 0.5.
+    /// even when no level needs compaction. Also the share of all sealed
+    /// value bytes at which a writer switching memtables waits for
+    /// collection to catch up (`stall_stops_blob_garbage` in `Db::stats`),
+    /// which bounds the space of a sustained overwrite. Default 0.5.
     pub blob_garbage_collection_force_threshold: f64,
     /// Check WAL record checksums during recovery (always on) and also treat
     /// a bad record in a non-final WAL file as corruption. Default `true`.
