@@ -363,19 +363,17 @@ pub(crate) fn pick_blob_gc(
     None
 }
 
-/// An in-place rewrite of the files of `level` overlapping `[begin, end]`
-/// that relocates every blob value they point to (the last step of a full
-/// `compact_range`: afterwards the range's values lie in key order). `None`
-/// if the level has no such file, none of them points into a blob file, or
-/// one is busy.
+/// An in-place rewrite of `files` (the files of `level` overlapping a
+/// range) that relocates every blob value they point to (the last step of
+/// a full `compact_range`: afterwards the range's values lie in key
+/// order). `None` if there is no file, none of them points into a blob
+/// file, or one is busy.
 pub(crate) fn pick_range_relocation(
     v: &Version,
     level: usize,
-    begin: Option<&[u8]>,
-    end: Option<&[u8]>,
+    files: Vec<Arc<FileMetaData>>,
     being_compacted: &HashSet<u64>,
 ) -> Option<CompactionPlan> {
-    let files = v.overlapping_files(level, begin, end);
     // Tables with no blob pointer (`oldest_blob_file` 0) have nothing to
     // move: only a range that points into blob files is rewritten.
     if level == 0

@@ -70,7 +70,10 @@ impl Db {
                 v.blob_files()
                     .values()
                     .any(|b| b.sealed)
-                    .then(|| picker::pick_range_relocation(&v, last + 1, begin, end, &busy))
+                    .then(|| {
+                        let files = v.overlapping_files(last + 1, begin, end);
+                        picker::pick_range_relocation(&v, last + 1, files, &busy)
+                    })
                     .flatten()
             };
             if let Some(plan) = plan {
