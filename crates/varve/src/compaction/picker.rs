@@ -263,11 +263,16 @@ pub(crate) fn pick_next(
         return levels();
     };
     let ratio = gc.policy.ratio;
-    if gc.gc_turn && super::blob_gc::garbage_share(v) >= ratio {
+    let due = if gc.gc_turn && super::blob_gc::garbage_share(v) >= ratio {
         pick_blob_gc(v, ratio, being_compacted).or_else(levels)
     } else {
-        levels().or_else(|| pick_idle_blob_work(v, &gc.policy, being_compacted))
-    }
+        levels()
+    };
+    // Whatever the turn, idle work comes last: `wait_for_compactions`
+    // waits for it, so it must be pickable on either turn (a garbage turn
+    // that found no file once left it waiting for an L0 compaction that
+    // was never picked).
+    due.or_else(|| pick_idle_blob_work(v, &gc.policy, being_compacted))
 }
 
 /// Blob garbage work when no level is due: under garbage pressure, first
@@ -418,4 +423,80 @@ pub(crate) fn pick_range(
         being_compacted,
         format!("manual compaction of L{level}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{ValueKind, make_internal_key};
+    use crate::version::{BlobFileEdit, Builder, VersionEdit};
+
+    fn table(number: u64, a: &str, b: &str, oldest_blob_file: u64) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 10,
+            smallest: make_internal_key(a.as_bytes(), 1, ValueKind::BlobIndex),
+            largest: make_internal_key(b.as_bytes(), 1, ValueKind::BlobIndex),
+            smallest_seq: 1,
+            largest_seq: 1,
+            num_entries: 1,
+            oldest_blob_file,
+        }
+    }
+
+    /// Under garbage pressure, with an L0 table pointing into blob files
+    /// below the trigger and no file whose tables can be rewritten for it,
+    /// the idle L0 compaction that `wait_for_compactions` waits for is
+    /// picked on the garbage turn too (it once was not: the wait hung).
+    #[test]
+    fn idle_work_is_picked_on_either_turn() {
+        let mut edit = VersionEdit {
+            blob_files: vec![BlobFileEdit {
+                number: 5,
+                sealed: true,
+                size: 8192,
+                value_count: 10,
+                value_bytes: 4000,
+                crash_closed: false,
+            }],
+            // 40% garbage: over the ratio (pressure), under the force
+            // threshold.
+            blob_garbage: vec![(5, 4, 1600)],
+            ..VersionEdit::default()
+        };
+        // The only table pointing into file 5 is in L0: no in-place
+        // rewrite (levels 1+) can be picked for it.
+        edit.add_file(0, table(10, "a", "m", 5));
+        let mut b = Builder::new(&Version::new());
+        b.apply(&edit).expect("apply");
+        let v = b.finish();
+        let targets = LevelTargets {
+            l0_compaction_trigger: 4,
+            max_bytes_for_level_base: 1 << 20,
+            max_bytes_for_level_multiplier: 10,
+        };
+        let policy = GcPolicy {
+            ratio: 0.25,
+            force_threshold: 0.5,
+        };
+        let busy = HashSet::new();
+        assert!(
+            pick(&v, &targets, &busy, |_| None).is_none(),
+            "no level is due"
+        );
+        let idle = pick_idle_blob_work(&v, &policy, &busy).expect("idle work is due");
+        assert_eq!(idle.level, 0, "the L0 table is compacted");
+        for gc_turn in [true, false] {
+            let plan = pick_next(
+                &v,
+                &targets,
+                &busy,
+                Some(BlobGcPick { policy, gc_turn }),
+                |_| None,
+            )
+            .unwrap_or_else(|| panic!("nothing picked on gc_turn {gc_turn}"));
+            assert_eq!(plan.level, 0);
+            assert_eq!(plan.input_numbers().collect::<Vec<_>>(), vec![10]);
+        }
+    }
 }
