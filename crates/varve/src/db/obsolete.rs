@@ -35,12 +35,13 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         }
     };
     let being_written: HashSet<u64> = db.pending_outputs.lock().clone();
-    let mut pinned = being_written.clone();
+    // What readers' versions still name: such files stay for now.
+    let mut read: HashSet<u64> = HashSet::new();
     {
         let mut live = db.live_versions.lock();
         live.retain(|w| w.strong_count() > 0);
         for v in live.iter().filter_map(|w| w.upgrade()) {
-            pinned.extend(v.live_file_numbers());
+            read.extend(v.live_file_numbers());
         }
     }
     let names = {
@@ -54,14 +55,19 @@ pub(crate) fn delete_obsolete_files(db: &DbInner) {
         {
             return;
         }
-        let names = vs.obsolete_files(&listing, &pinned);
-        // Files kept only for a reader's version: pass again later.
-        let kept_for_readers = pinned.len() > being_written.len()
-            && vs.obsolete_files(&listing, &being_written).len() > names.len();
-        db.obsolete_kept
-            .store(kept_for_readers, std::sync::atomic::Ordering::Relaxed);
-        names
+        vs.obsolete_files(&listing, &being_written)
     };
+    let (kept, names): (Vec<String>, Vec<String>) =
+        names
+            .into_iter()
+            .partition(|name| match filenames::parse(name) {
+                Some(FileKind::Table(n) | FileKind::Blob(n)) => read.contains(&n),
+                _ => false,
+            });
+    // Files kept only for a reader's version: the idle compaction thread
+    // passes again later.
+    db.obsolete_kept
+        .store(!kept.is_empty(), std::sync::atomic::Ordering::Relaxed);
     for name in names {
         let path = db.dir.join(&name);
         match db.fs.remove_file(&path) {
