@@ -93,18 +93,20 @@ impl Db {
         }
         loop {
             db.check_writable()?;
+            // Due: whatever the compaction thread would pick on either
+            // turn with nothing busy (one definition, `picker::pick_next`;
+            // a second, hand-written one once disagreed with it and the
+            // wait never ended).
             let due = {
                 let v = db.super_version().version.clone();
-                picker::level_scores(&v, &db.level_targets())
-                    .iter()
-                    .any(|&s| s >= 1.0)
-                    || (db.options.enable_blob_garbage_collection
-                        && picker::pick_idle_blob_work(
-                            &v,
-                            &bg::gc_policy(db),
-                            &std::collections::HashSet::new(),
-                        )
-                        .is_some())
+                picker::pick_next(
+                    &v,
+                    &db.level_targets(),
+                    &std::collections::HashSet::new(),
+                    bg::blob_gc_pick(db, false),
+                    |_| None,
+                )
+                .is_some()
             };
             if !due && db.super_version().imms.is_empty() {
                 // Take the lock once so a running job has finished.

@@ -284,19 +284,23 @@ pub(crate) fn gc_policy(db: &DbInner) -> GcPolicy {
     }
 }
 
+/// How blob garbage collection takes part in picking (`None`: it is off).
+pub(crate) fn blob_gc_pick(db: &DbInner, gc_turn: bool) -> Option<picker::BlobGcPick> {
+    db.options
+        .enable_blob_garbage_collection
+        .then(|| picker::BlobGcPick {
+            policy: gc_policy(db),
+            gc_turn,
+        })
+}
+
 /// Picks and runs one compaction if a level is due. Returns whether it ran.
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let _only_one = db.bg.compaction_lock.lock();
     let plan = {
         let vs = db.versions.lock();
         let busy = db.bg.being_compacted.lock().clone();
-        let gc = db
-            .options
-            .enable_blob_garbage_collection
-            .then(|| picker::BlobGcPick {
-                policy: gc_policy(db),
-                gc_turn: !db.bg.last_was_gc.load(Ordering::Relaxed),
-            });
+        let gc = blob_gc_pick(db, !db.bg.last_was_gc.load(Ordering::Relaxed));
         picker::pick_next(&vs.current(), &db.level_targets(), &busy, gc, |l| {
             vs.compact_pointer(l).map(<[u8]>::to_vec)
         })

@@ -104,7 +104,8 @@ pub(super) fn make_room(db: &DbInner, charge: usize, blob: u64) -> Result<()> {
 /// Whether the next memtable must wait for blob garbage collection: with
 /// collection on, `blob_garbage_collection_force_threshold` of all sealed
 /// value bytes are garbage and a compaction can still reduce that (one is
-/// running, or one for blob garbage can be picked). Checked only at a
+/// running, or the picker's idle blob work has something: an L0 table that
+/// hides garbage, or a file to collect). Checked only at a
 /// memtable switch, and `Options::max_memtable_blob_bytes` bounds the blob
 /// bytes each switch lets through, so a sustained overwrite writes no
 /// faster than its garbage is collected: the space it takes stays bounded.
@@ -118,9 +119,8 @@ fn blob_garbage_outran_gc(db: &DbInner, v: &crate::version::Version) -> bool {
         return false;
     }
     let busy = db.bg.being_compacted.lock().clone();
-    !busy.is_empty()
-        || crate::compaction::picker::pick_blob_gc(v, o.blob_garbage_collection_ratio, &busy)
-            .is_some()
+    let policy = super::super::bg::gc_policy(db);
+    !busy.is_empty() || crate::compaction::picker::pick_idle_blob_work(v, &policy, &busy).is_some()
 }
 
 /// Makes the memtable immutable, starts a fresh one (at least `need`
