@@ -15,8 +15,7 @@
 //! pointer is returned only after its value was copied into the staging
 //! mapping (page cache: it survives `kill -9`); the open file always holds
 //! its header and whole chunks, the staging slots the current chunk and
-//! the one before it; a
-//! file's number is registered (through [`BlobFiles`]) before any pointer
+//! the ones before it whose writes may be in flight; a file's number is registered (through [`BlobFiles`]) before any pointer
 //! into it is handed out; `readable` never claims bytes the blob file does
 //! not hold.
 
@@ -63,8 +62,8 @@ impl Default for LaneOptions {
             // One direct write per 1 MiB: a 1M-value fill of 4 KiB values
             // ran 18% faster than with 256 KiB chunks (fewer writes, each
             // pinning pages and kicking the device once) and no faster
-            // with 2 MiB; a lane's two staging slots stay 2 MiB of the
-            // page cache.
+            // with 2 MiB; a lane's staging slots stay 4 MiB of the page
+            // cache.
             chunk_size: 1 << 20,
             file_size: 256 << 20,
         }

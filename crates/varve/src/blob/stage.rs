@@ -1,34 +1,35 @@
 //! [`StagedFile`]: a write lane's blob file written in whole, page-aligned
-//! chunks with `O_DIRECT`, its last two chunks staged in two small
-//! memory-mapped files beside it (`nnnnnn.blob.stage` and
-//! `nnnnnn.blob.stage1`, `docs/blob-files.md`, "Staging and direct IO").
+//! chunks with `O_DIRECT`, its last [`SLOTS`] chunks staged in small
+//! memory-mapped files beside it (`nnnnnn.blob.stage`, `nnnnnn.blob.stage1`
+//! ..., `docs/blob-files.md`, "Staging and direct IO").
 //!
 //! A value is copied into the current slot's mapping (page cache: it
 //! survives `kill -9`) and the slot's header records where its chunk goes
 //! and how many bytes are staged. When the lane ends a chunk, the chunk's
 //! direct write starts in the background ([`ChunkWriter`]) and the next
-//! chunk is staged in the other slot, once the write of the chunk before
-//! it (which that slot held) completed: blob bytes reach the disk once, in
-//! large aligned writes, and the page cache holds only the two slots.
-//! [`StagedFile::flush_partial`] waits for the write in flight and writes
-//! the staged bytes so far (rounded up to whole pages; the next write of
-//! the chunk overwrites the padding), for a sync. After a crash,
-//! [`apply_stage`] copies each slot's staged bytes into the blob file if
-//! its staging file was written since the machine booted (the header
-//! records the kernel's boot id): then its pages were in the page cache
-//! the whole time and are exactly what the lane staged. After a restart (a
-//! power loss) a staging file may hold any mix of old and new pages, so it
-//! is ignored; no `sync` write relied on it (a sync writes the staged
-//! bytes to the blob file and fdatasyncs that), and each value is still
-//! checked against its pointer's CRC when read.
+//! chunk is staged in the next slot, once the write of the chunk that slot
+//! held completed: up to `SLOTS - 1` chunk writes are in flight, blob bytes
+//! reach the disk once, in large aligned writes, and the page cache holds
+//! only the slots. [`StagedFile::flush_partial`] waits for the writes in
+//! flight and writes the staged bytes so far (rounded up to whole pages;
+//! the next write of the chunk overwrites the padding), for a sync. After
+//! a crash, [`apply_stage`] copies each slot's staged bytes into the blob
+//! file if its staging file was written since the machine booted (the
+//! header records the kernel's boot id): then its pages were in the page
+//! cache the whole time and are exactly what the lane staged. After a
+//! restart (a power loss) a staging file may hold any mix of old and new
+//! pages, so it is ignored; no `sync` write relied on it (a sync writes the
+//! staged bytes to the blob file and fdatasyncs that), and each value is
+//! still checked against its pointer's CRC when read.
 //!
 //! Single-threaded (`&mut self`; the lane's mutex). Invariants: the blob
-//! file holds every byte below the previous chunk's offset, and, once its
-//! write is reaped, below the current chunk's offset plus its flushed
-//! bytes; staged bytes are never changed once staged, and a slot is not
-//! touched while its chunk's write is in flight (the `SAFETY` of
-//! [`StagedFile::end_chunk`]); each header's count covers exactly its
-//! slot's staged bytes (raised after they are copied).
+//! file holds every byte below the offset of the oldest chunk whose write
+//! is in flight, and, with none in flight, below the current chunk's
+//! offset plus its flushed bytes; staged bytes are never changed once
+//! staged, and a slot is not touched while its chunk's write is in flight
+//! (the `SAFETY` of [`StagedFile::end_chunk`]); the current slot is never
+//! being written; each header's count covers exactly its slot's staged
+//! bytes (raised after they are copied); live slots hold disjoint ranges.
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -62,12 +63,17 @@ fn boot_id() -> [u8; 36] {
     })
 }
 
-/// What the two staging files' names add to their blob file's.
-const STAGE_SUFFIXES: [&str; 2] = [".stage", ".stage1"];
+/// Staging slots of a blob file: while one is staged into, the chunks of
+/// the others may be on their way to the disk (up to `SLOTS - 1` direct
+/// writes in flight).
+pub(crate) const SLOTS: usize = 4;
 
-/// The two staging files of blob file `path` (`nnnnnn.blob.stage` and
-/// `nnnnnn.blob.stage1`).
-pub(crate) fn stage_paths(blob: &Path) -> [PathBuf; 2] {
+/// What the staging files' names add to their blob file's.
+const STAGE_SUFFIXES: [&str; SLOTS] = [".stage", ".stage1", ".stage2", ".stage3"];
+
+/// The staging files of blob file `path` (`nnnnnn.blob.stage`, then
+/// `nnnnnn.blob.stage1` ...).
+pub(crate) fn stage_paths(blob: &Path) -> [PathBuf; SLOTS] {
     STAGE_SUFFIXES.map(|suffix| {
         let mut s = blob.as_os_str().to_owned();
         s.push(suffix);
@@ -177,7 +183,7 @@ impl Drop for StageMap {
     }
 }
 
-/// One of a staged file's two staging areas: a mapped staging file and the
+/// One of a staged file's staging areas: a mapped staging file and the
 /// chunk it holds.
 #[derive(Debug)]
 struct Slot {
@@ -189,6 +195,9 @@ struct Slot {
     /// Of those, bytes already written to the blob file (the current
     /// slot's partial flushes).
     flushed: usize,
+    /// The slot holds a chunk of this file (readable from it until the
+    /// slot is reused).
+    live: bool,
 }
 
 impl Slot {
@@ -238,9 +247,9 @@ impl Slot {
     }
 }
 
-/// A blob file written through two staging mappings and direct writes: a
-/// finished chunk is written in the background from its slot while the
-/// next one is staged in the other.
+/// A blob file written through [`SLOTS`] staging mappings and direct
+/// writes: finished chunks are written in the background from their slots
+/// while the next one is staged in the next slot.
 #[derive(Debug)]
 pub(crate) struct StagedFile {
     /// Declared first: a write still in flight is reaped (when dropped)
@@ -250,17 +259,14 @@ pub(crate) struct StagedFile {
     number: u64,
     /// Shared with the lane's syncs, which fdatasync outside its mutex.
     file: Arc<File>,
-    slots: [Slot; 2],
-    /// The slot being staged into; the other holds the chunk before it
-    /// (being written, or written), while `previous` says so.
+    slots: [Slot; SLOTS],
+    /// The slot being staged into; the slots before it (cyclically) hold
+    /// the chunks before (being written, or written) while they are live.
     cur: usize,
-    /// The other slot holds the previous chunk (readable from it until the
-    /// slot is reused).
-    previous: bool,
 }
 
 impl StagedFile {
-    /// Creates blob file `path` (number `number`) and its two staging
+    /// Creates blob file `path` (number `number`) and its staging
     /// files, each with room for `capacity` staged bytes (grown when a
     /// value needs more).
     pub(crate) fn create(path: &Path, number: u64, capacity: usize) -> Result<StagedFile> {
@@ -287,19 +293,27 @@ impl StagedFile {
                 base: 0,
                 staged: 0,
                 flushed: 0,
+                live: i == 0,
             })
         };
+        let mut slots = Vec::with_capacity(SLOTS);
+        for i in 0..SLOTS {
+            slots.push(slot(i)?);
+        }
+        let Ok(slots) = <[Slot; SLOTS]>::try_from(slots) else {
+            unreachable!("SLOTS slots were made");
+        };
         let mut f = StagedFile {
-            writer: ChunkWriter::new(),
+            writer: ChunkWriter::new(SLOTS - 1),
             path: path.to_path_buf(),
             number,
             file: Arc::new(file),
-            slots: [slot(0)?, slot(1)?],
+            slots,
             cur: 0,
-            previous: false,
         };
-        f.slots[0].write_header(number);
-        f.slots[1].write_header(number);
+        for s in &mut f.slots {
+            s.write_header(number);
+        }
         Ok(f)
     }
 
@@ -317,8 +331,8 @@ impl StagedFile {
     /// Bytes a reader surely finds in the blob file itself (below the
     /// chunk being written, if one is).
     pub(crate) fn readable_len(&self) -> u64 {
-        if self.writer.in_flight() {
-            return self.slots[1 - self.cur].base;
+        if let Some(oldest) = self.writer.oldest() {
+            return self.slots[oldest].base;
         }
         let s = &self.slots[self.cur];
         s.base + s.flushed as u64
@@ -341,22 +355,32 @@ impl StagedFile {
         Ok(())
     }
 
-    /// Waits for the previous chunk's write, if one is in flight.
+    /// Waits for every chunk write in flight.
     fn wait_previous(&mut self) -> Result<()> {
         self.writer.wait(&self.file, &self.path)
     }
 
     /// Ends a chunk: its staged bytes (ending on a page boundary) start on
     /// their way to the blob file, and the next chunk is staged in the
-    /// other slot (once the write of the chunk before has completed).
+    /// next slot (once the write of the chunk that slot held completed).
     pub(crate) fn end_chunk(&mut self) -> Result<()> {
         debug_assert_eq!(
             self.slots[self.cur].staged % PAGE,
             0,
             "a chunk ends on a page boundary"
         );
-        // The other slot is about to be reused: its write must be done.
-        self.wait_previous()?;
+        debug_assert!(
+            !self.writer.is_writing(self.cur),
+            "the current slot is never being written"
+        );
+        debug_assert!(self.writer.in_flight() < SLOTS, "one slot is current");
+        let next = (self.cur + 1) % SLOTS;
+        // The next slot is about to be reused: its write must be done.
+        // Writes are reaped oldest first, and the next slot's chunk is the
+        // oldest of all.
+        while self.writer.is_writing(next) {
+            self.writer.wait_oldest(&self.file, &self.path)?;
+        }
         let (file, path) = (Arc::clone(&self.file), self.path.clone());
         let cur = &mut self.slots[self.cur];
         let from = cur.flushed;
@@ -364,20 +388,21 @@ impl StagedFile {
         if let Some((offset, buf)) = cur.pages_from(from)? {
             // SAFETY: `buf` is this slot's mapping, which stays mapped and
             // unchanged until the write is reaped: the slot is next
-            // appended to, grown or flushed only after `wait_previous`
-            // (the next `end_chunk`, `flush_partial` or `finish`), and
-            // `writer`, declared first, reaps the write before the slots
+            // appended to, grown or flushed only once it is current again,
+            // which `end_chunk` makes it only after waiting for its write
+            // (or after `wait_previous`, which waits for all of them), and
+            // `writer`, declared first, reaps every write before the slots
             // are dropped.
-            unsafe { self.writer.start(&file, &path, buf, offset) }?;
+            unsafe { self.writer.start(&file, &path, buf, offset, self.cur) }?;
         }
         cur.flushed = cur.staged;
-        self.cur = 1 - self.cur;
-        self.previous = true;
+        self.cur = next;
         let number = self.number;
         let next = &mut self.slots[self.cur];
         next.base = next_base;
         next.staged = 0;
         next.flushed = 0;
+        next.live = true;
         next.write_header(number);
         Ok(())
     }
@@ -432,8 +457,12 @@ impl StagedFile {
     /// the previous chunk's, rewritten whatever became of its write.
     pub(crate) fn make_durable(&mut self) -> Result<u64> {
         let _ = self.wait_previous();
-        if self.previous {
-            self.write_slot_from(1 - self.cur, 0)?;
+        // The slots before the current one, oldest first.
+        for back in (1..SLOTS).rev() {
+            let i = (self.cur + SLOTS - back) % SLOTS;
+            if self.slots[i].live {
+                self.write_slot_from(i, 0)?;
+            }
         }
         self.slots[self.cur].flushed = 0;
         self.flush_partial()?;
@@ -445,14 +474,13 @@ impl StagedFile {
     }
 
     /// The `len` bytes at file offset `offset` if all of them are still in
-    /// a staging area (the current chunk or the one before it), whether or
-    /// not they were also written to the blob file.
+    /// a staging area (the current chunk or one of the `SLOTS - 1` before
+    /// it), whether or not they were also written to the blob file.
     pub(crate) fn staged_range(&self, offset: u64, len: usize) -> Option<&[u8]> {
-        self.slots[self.cur].range(offset, len).or_else(|| {
-            self.previous
-                .then(|| self.slots[1 - self.cur].range(offset, len))
-                .flatten()
-        })
+        self.slots
+            .iter()
+            .filter(|s| s.live)
+            .find_map(|s| s.range(offset, len))
     }
 
     /// Closes the file and removes its staging files (once the blob file
@@ -480,11 +508,11 @@ pub(crate) enum StageOutcome {
     Ignored(String),
 }
 
-/// After a crash: for each of the two staging files of blob file `number`
-/// at `blob`, copies its staged bytes into the blob file (buffered, then
-/// fdatasync) when its header checks out and was written in this boot, and
-/// removes it. The two hold disjoint ranges (the current chunk and the one
-/// before, which may be in the file already: rewriting it writes the same
+/// After a crash: for each staging file of blob file `number` at `blob`,
+/// copies its staged bytes into the blob file (buffered, then fdatasync)
+/// when its header checks out and was written in this boot, and removes
+/// it. They hold disjoint ranges (the current chunk and the ones before,
+/// which may be in the file already: rewriting them writes the same
 /// bytes). Returns what was done with each staging file there was.
 pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>> {
     let mut outcomes = Vec::new();
@@ -497,7 +525,7 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
     Ok(outcomes)
 }
 
-/// [`apply_stage`] for one of the two staging files.
+/// [`apply_stage`] for one staging file.
 fn apply_one_stage(blob: &Path, stage: &Path, number: u64) -> Result<StageOutcome> {
     let bytes = match std::fs::read(stage) {
         Ok(b) => b,
@@ -505,6 +533,8 @@ fn apply_one_stage(blob: &Path, stage: &Path, number: u64) -> Result<StageOutcom
         Err(e) => return Err(Error::io(stage, e)),
     };
     let outcome = match parse_stage(&bytes, number) {
+        // A slot not yet used, or just reused: nothing to copy.
+        Ok((_, [])) => StageOutcome::None,
         Ok((base, data)) => {
             let f = File::options()
                 .write(true)
@@ -580,12 +610,15 @@ mod tests {
 
     #[test]
     fn staging_file_names() {
-        let [p0, p1] = stage_paths(Path::new("/db/000012.blob"));
+        let [p0, p1, p2, p3] = stage_paths(Path::new("/db/000012.blob"));
         assert_eq!(p0, Path::new("/db/000012.blob.stage"));
         assert_eq!(p1, Path::new("/db/000012.blob.stage1"));
+        assert_eq!(p2, Path::new("/db/000012.blob.stage2"));
+        assert_eq!(p3, Path::new("/db/000012.blob.stage3"));
         assert!(is_stage_file_name("000012.blob.stage"));
         assert!(is_stage_file_name("000012.blob.stage1"));
-        assert!(!is_stage_file_name("000012.blob.stage2"));
+        assert!(is_stage_file_name("000012.blob.stage3"));
+        assert!(!is_stage_file_name("000012.blob.stage4"));
         assert!(!is_stage_file_name("000012.blob"));
         assert!(!is_stage_file_name("000012.sst.stage"));
         assert!(!is_stage_file_name("notes.stage"));
@@ -698,8 +731,16 @@ mod tests {
         std::mem::forget(f);
         // The first slot's chunk is in the file; only the current one is
         // tried here.
-        let [first, stage] = stage_paths(&path);
+        let [first, stage, unused2, unused3] = stage_paths(&path);
         std::fs::remove_file(&first).expect("remove");
+        for unused in [unused2, unused3] {
+            assert_eq!(
+                apply_one_stage(&path, &unused, 11).expect("apply"),
+                StageOutcome::None,
+                "nothing staged in a slot not used yet"
+            );
+            assert!(!unused.exists(), "removed");
+        }
         let good = read(&stage);
         // Written in another boot (a power loss restarted the machine): its
         // pages may be any mix of old and new.
@@ -730,25 +771,39 @@ mod tests {
         assert_eq!(read(&path).len(), PAGE, "the blob file is untouched");
     }
 
-    /// Chunks alternate between the two slots, each written in the
-    /// background while the next is staged; a value of either of the last
-    /// two chunks reads from staging; dropping the file with a write in
-    /// flight waits for it (the write's buffer is the slot's mapping, which
-    /// the drop unmaps); `make_durable` rewrites both slots.
+    /// Chunks go round the slots, each written in the background while the
+    /// next are staged; a value of any of the last `SLOTS - 1` chunks reads
+    /// from staging; dropping the file with writes in flight waits for them
+    /// (a write's buffer is the slot's mapping, which the drop unmaps);
+    /// `make_durable` rewrites every live slot.
     #[test]
-    fn chunks_alternate_slots_and_a_drop_waits_for_the_write_in_flight() {
+    fn chunks_go_round_the_slots_and_a_drop_waits_for_the_writes_in_flight() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("000013.blob");
         let chunk = |k: usize| vec![(k % 250) as u8 + 1; 64 * PAGE];
         let mut f = StagedFile::create(&path, 13, 64 * PAGE).expect("create");
+        let slots = SLOTS as u64;
         for k in 0..6 {
             f.append(&chunk(k)).expect("append");
             f.end_chunk().expect("end");
             let size = (64 * PAGE) as u64;
             let k = k as u64;
-            assert_eq!(f.staged_range(k * size, 10), Some(&chunk(k as usize)[..10]));
-            if k > 0 {
-                assert_eq!(f.staged_range((k - 1) * size, 10), None, "reused slot");
+            assert!(f.writer.in_flight() < SLOTS);
+            for back in 0..slots - 1 {
+                if let Some(j) = k.checked_sub(back) {
+                    assert_eq!(
+                        f.staged_range(j * size, 10),
+                        Some(&chunk(j as usize)[..10]),
+                        "chunk {j} is still staged after chunk {k}"
+                    );
+                }
+            }
+            if let Some(j) = k.checked_sub(slots - 1) {
+                assert_eq!(f.staged_range(j * size, 10), None, "reused slot");
+                assert!(
+                    f.readable_len() >= (j + 1) * size,
+                    "chunk {j} is in the file"
+                );
             }
         }
         f.append(&[0xee; 100]).expect("partial");
@@ -765,16 +820,29 @@ mod tests {
                 "chunk {k}"
             );
         }
-        // make_durable after the chunk before's write "failed": both
-        // slots are written again, the partial one padded.
+        // make_durable after the chunks before's writes "failed": every
+        // live slot is written again, the partial one padded.
         let path = dir.path().join("000014.blob");
         let mut f = StagedFile::create(&path, 14, PAGE).expect("create");
-        f.append(&[1u8; PAGE]).expect("a");
-        f.end_chunk().expect("end");
-        f.append(&[2u8; 10]).expect("b");
-        assert_eq!(f.make_durable().expect("durable"), 2 * PAGE as u64);
+        for k in 0..SLOTS - 1 {
+            f.append(&[k as u8 + 1; PAGE]).expect("a");
+            f.end_chunk().expect("end");
+        }
+        f.append(&[0xcc; 10]).expect("b");
+        // The file loses what the background writes put there.
+        f.wait_previous().expect("written");
+        std::fs::write(&path, b"").expect("truncate");
+        let end = SLOTS * PAGE;
+        assert_eq!(f.make_durable().expect("durable"), end as u64);
         let on_disk = read(&path);
-        assert_eq!(&on_disk[..PAGE], &[1u8; PAGE]);
-        assert_eq!(&on_disk[PAGE..PAGE + 10], &[2u8; 10]);
+        assert_eq!(on_disk.len(), end);
+        for k in 0..SLOTS - 1 {
+            assert!(
+                on_disk[k * PAGE..(k + 1) * PAGE]
+                    .iter()
+                    .all(|&b| b == k as u8 + 1)
+            );
+        }
+        assert_eq!(&on_disk[end - PAGE..end - PAGE + 10], &[0xcc; 10]);
     }
 }
