@@ -192,6 +192,13 @@ pub struct Flags {
     #[arg(long)]
     pub pinned_blob_tables_size: Option<usize>,
 
+    /// Ours, varve only: blob write lanes, each an open blob file written
+    /// by whichever writer holds it (`Options::blob_write_lanes`, 1..=256).
+    /// Not given: varve's default, 4. RocksDB writes one blob file per
+    /// flush or compaction job; fjall one per memtable.
+    #[arg(long)]
+    pub blob_write_lanes: Option<usize>,
+
     /// Relocate the live values of blob files that are mostly garbage during
     /// compaction. Not given: true (db_bench: false). varve and rocksdb:
     /// `enable_blob_garbage_collection`; fjall always collects, so false sets

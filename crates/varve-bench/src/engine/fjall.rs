@@ -44,6 +44,10 @@ pub struct Fjall {
 /// The key-value separation the blob flags ask for (`None`: off).
 fn kv_separation(flags: &Flags) -> Result<Option<KvSeparationOptions>> {
     anyhow::ensure!(
+        flags.blob_write_lanes.is_none(),
+        "--blob_write_lanes: varve's own setting; fjall writes one value log file per memtable flush"
+    );
+    anyhow::ensure!(
         flags.pinned_blob_tables_size.is_none(),
         "--pinned_blob_tables_size: varve's own setting; fjall reads its index blocks \
          through its cache (--cache_size)"

@@ -39,6 +39,10 @@ pub struct Rocks {
 /// Opens (creating if missing) a RocksDB database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     anyhow::ensure!(
+        flags.blob_write_lanes.is_none(),
+        "--blob_write_lanes: varve's own setting; RocksDB writes one blob file per flush or compaction job"
+    );
+    anyhow::ensure!(
         flags.pinned_blob_tables_size.is_none(),
         "--pinned_blob_tables_size: varve's own setting; RocksDB reads the blocks of blob \
          pointer tables through its block cache (--cache_size)"

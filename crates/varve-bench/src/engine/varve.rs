@@ -73,6 +73,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         pinned_blob_tables_size: flags
             .pinned_blob_tables_size
             .unwrap_or(defaults.pinned_blob_tables_size),
+        blob_write_lanes: flags.blob_write_lanes.unwrap_or(defaults.blob_write_lanes),
         // Without blob files the other blob flags do nothing (as in
         // db_bench), so they cannot fail the open either.
         blob_file_size: if flags.enable_blob_files {

@@ -47,6 +47,20 @@ pub(crate) trait BlobFiles: Send + Sync {
     fn closed_failed_blob_file(&self, number: u64, size: u64) -> Result<()>;
 }
 
+/// The calling thread's own lane number (before reducing it modulo the
+/// lane count): a hash of its thread id, computed once per thread.
+fn home_lane() -> usize {
+    thread_local! {
+        static HOME: usize = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::hash::DefaultHasher::new();
+            std::thread::current().id().hash(&mut h);
+            h.finish() as usize
+        };
+    }
+    HOME.with(|h| *h)
+}
+
 /// Sizes of a lane's chunks and files.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LaneOptions {
@@ -350,20 +364,47 @@ impl BlobLane {
 
     /// Appends `value` (written for `key`); returns its pointer once the
     /// value is in the page cache of its blob file.
+    #[cfg(test)]
     pub(crate) fn put(
         &self,
         files: &dyn BlobFiles,
         key: &[u8],
         value: &[u8],
     ) -> Result<BlobPointer> {
-        let mut open = self.open.lock();
-        let put = self.put_locked(&mut open, files, key, value);
+        let crc = value_crc(value);
+        self.put_in(&mut self.open.lock(), files, key, value, crc)
+    }
+
+    /// [`put`](Self::put) of a value whose CRC is `crc`, if the lane's
+    /// mutex is free now (else `None`, nothing done).
+    fn try_put(
+        &self,
+        files: &dyn BlobFiles,
+        key: &[u8],
+        value: &[u8],
+        crc: u32,
+    ) -> Option<Result<BlobPointer>> {
+        let mut open = self.open.try_lock()?;
+        Some(self.put_in(&mut open, files, key, value, crc))
+    }
+
+    /// [`put`](Self::put) under the lane's mutex (`open`).
+    fn put_in(
+        &self,
+        open: &mut Option<OpenFile>,
+        files: &dyn BlobFiles,
+        key: &[u8],
+        value: &[u8],
+        crc: u32,
+    ) -> Result<BlobPointer> {
+        debug_assert_eq!(crc, value_crc(value));
+        let put = self.put_locked(open, files, key, value, crc);
         if put.is_err() {
             // A failed step may leave the file's bookkeeping behind its
             // bytes: the lane gives the file up. Its values so far stay in
             // the file and its staging area; `Db::resume` (or, after a
             // crash, the next open) writes them out and closes it.
-            self.give_up(&mut open);
+            self.give_up(open);
             self.put_failed.store(true, Ordering::Release);
         }
         put
@@ -375,6 +416,7 @@ impl BlobLane {
         files: &dyn BlobFiles,
         key: &[u8],
         value: &[u8],
+        crc: u32,
     ) -> Result<BlobPointer> {
         let full = open.as_ref().is_some_and(|f| {
             f.values > 0
@@ -403,7 +445,6 @@ impl BlobLane {
         if !f.chunk.is_empty() && f.chunk.size_with(key.len(), value.len()) > self.opts.chunk_size {
             f.close_chunk()?;
         }
-        let crc = value_crc(value);
         debug_assert_eq!(f.file.len(), f.chunk_start + f.chunk.values_len() as u64);
         f.file.append(value)?;
         let offset = f.chunk.add(key, value.len(), crc);
@@ -563,12 +604,22 @@ impl BlobWriteLanes {
         key: &[u8],
         value: &[u8],
     ) -> Result<BlobPointer> {
-        use std::hash::{Hash, Hasher};
-        // The same lane for one thread on every call (a fixed-key hasher).
-        let mut h = std::hash::DefaultHasher::new();
-        std::thread::current().id().hash(&mut h);
-        let i = (h.finish() as usize) % self.lanes.len();
-        self.lanes[i].put(files, key, value)
+        // The CRC is computed before any lane's mutex is taken.
+        let crc = value_crc(value);
+        // A thread starts at its own lane (its values stay together while
+        // no other thread competes for it) and takes the first lane whose
+        // mutex is free: a writer does not queue behind a lane whose holder
+        // waits for a chunk write while another lane is idle. With every
+        // lane busy it waits for its own.
+        let n = self.lanes.len();
+        let home = home_lane() % n;
+        for k in 0..n {
+            if let Some(put) = self.lanes[(home + k) % n].try_put(files, key, value, crc) {
+                return put;
+            }
+        }
+        let lane = &self.lanes[home];
+        lane.put_in(&mut lane.open.lock(), files, key, value, crc)
     }
 
     /// Makes every value appended so far durable.

@@ -300,3 +300,52 @@ fn a_failed_file_keeps_its_values_until_close_failed() {
     let p = lane.put(&files, b"k", &value(7)).expect("put after");
     assert_ne!(p.file_number, 1);
 }
+
+/// A writer whose own lane is busy (its holder waits for a chunk write)
+/// takes a free lane instead of queueing; with every lane busy it waits
+/// for its own and goes on once that is free.
+#[test]
+fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let lanes = BlobWriteLanes::new(
+        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
+        dir.path(),
+        3,
+        1,
+        LaneOptions::default(),
+    );
+    // Each lane gets its own file: one put per lane, with the others held.
+    let mut numbers = Vec::new();
+    for free in 0..3 {
+        let guards: Vec<_> = (0..3)
+            .filter(|&i| i != free)
+            .map(|i| lanes.lanes[i].open.lock())
+            .collect();
+        let p = lanes.put(&files, b"k", &value(free as u64)).expect("put");
+        drop(guards);
+        numbers.push(p.file_number);
+        assert_eq!(
+            lanes.lanes[free].readable.0.load(Ordering::Acquire),
+            p.file_number,
+            "the value went to the only free lane, {free}"
+        );
+    }
+    numbers.dedup();
+    assert_eq!(numbers.len(), 3, "three lanes, three files");
+    // Every lane busy: the put waits for its own lane, then lands there.
+    let guards: Vec<_> = lanes.lanes.iter().map(|l| l.open.lock()).collect();
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            // Another thread: its own home lane.
+            let home = home_lane() % 3;
+            (home, lanes.put(&files, b"k2", &value(7)).expect("put"))
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer.is_finished(), "waits while every lane is busy");
+        drop(guards);
+        let (their_home, p) = writer.join().expect("writer");
+        assert_eq!(p.file_number, numbers[their_home], "its own lane");
+        assert_eq!(lanes.staged_value(&p), Some(value(7)), "staged");
+    });
+}
