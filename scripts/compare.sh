@@ -70,7 +70,7 @@ mkdir -p "$OUT"
 echo "compare: raw outputs in $OUT" >&2
 
 # db_bench does not know our workloads or flags.
-DBB_BENCHMARKS="$(echo "$BENCHMARKS" | tr ',' '\n' | grep -v -x -e count -e contest | paste -sd, -)"
+DBB_BENCHMARKS="$(echo "$BENCHMARKS" | tr ',' '\n' | grep -v -x -e count -e contest -e contest_inprocess | paste -sd, -)"
 DBB_EXTRA=()
 for a in "${EXTRA[@]+"${EXTRA[@]}"}"; do
     case "$a" in

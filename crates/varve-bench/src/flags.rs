@@ -46,9 +46,18 @@ Workloads (comma list in --benchmarks, run in order):
   stats             print the engine's statistics
   count             ours: count every key; on varve through par_count with
                     --scan_threads threads, elsewhere with one iterator
-  contest           ours: PolarDB-contest shape (8 B keys, 4 KiB values):
-                    --threads writers each write num/threads unique keys, then
-                    read them back at random, then each does a full scan
+  contest           ours: the PolarDB contest as it ran (8 B keys, 4 KiB
+                    values), one process per phase: --threads writers each
+                    write num/threads unique keys; the process is killed
+                    (SIGKILL) right after the last acknowledged write; a new
+                    process reopens and counts every key; one reads every key
+                    at random and checks each value's content; one has every
+                    thread scan the whole database in key order twice,
+                    checking order, count and value lengths. Reports each
+                    phase's MB/s, the reopen time, each process's peak RSS and
+                    file-system bytes read. Must be the only workload; the
+                    database is --db (kept) or a temporary one
+  contest_inprocess the same phases in this one process, without the kill
 
 Default --benchmarks is fillseq,fillrandom,overwrite,readrandom,multireadrandom,
 readseq,readreverse,seekrandom (db_bench's default list also contains fillsync,
@@ -284,6 +293,24 @@ pub struct Flags {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
+    /// Internal: run one phase of `contest` in this process (write, verify,
+    /// read or range) on the database at --db; the `contest` run starts one
+    /// process per phase with it.
+    #[arg(long, hide = true)]
+    pub contest_phase: Option<String>,
+
+    /// The phases `contest` runs, a comma list in contest order out of
+    /// write, verify, read and range (a run without write needs an existing
+    /// contest database at --db with the same --num).
+    #[arg(long, default_value = "write,verify,read,range")]
+    pub contest_phases: String,
+
+    /// The command line as parsed (normalized, without the program name),
+    /// for the `contest` run to start its phase processes with.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub argv: Vec<String>,
+
     /// Print latency percentiles of every workload.
     #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_bool)]
@@ -352,7 +379,9 @@ impl Flags {
         for d in dropped {
             eprintln!("varve-bench: ignoring flag {d} (not a varve-bench flag)");
         }
-        Flags::try_parse_from(args)
+        let mut flags = Flags::try_parse_from(&args)?;
+        flags.argv = args.into_iter().skip(1).collect();
+        Ok(flags)
     }
 
     /// Reads per thread (`--reads`, or `--num` when negative).

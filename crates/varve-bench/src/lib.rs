@@ -6,6 +6,7 @@
 //! workloads (threads, key/value generation, timing) → engine trait → the
 //! engine under test.
 
+pub mod contest_run;
 pub mod engine;
 pub mod flags;
 pub mod keygen;

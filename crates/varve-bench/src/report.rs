@@ -52,6 +52,8 @@ pub struct Record<'a> {
     pub peak_rss_scope: &'static str,
     /// Delta of `/proc/self/io` `write_bytes` over this workload.
     pub proc_io_write_bytes: Option<u64>,
+    /// Delta of `/proc/self/io` `read_bytes` over this workload.
+    pub proc_io_read_bytes: Option<u64>,
     /// Total size of the files in the database directory after the workload.
     pub db_dir_bytes: Option<u64>,
     /// Seconds since the Unix epoch when the record was written.
@@ -182,9 +184,19 @@ pub fn reset_peak_rss() -> bool {
 
 /// `write_bytes` from `/proc/self/io`.
 pub fn io_write_bytes() -> Option<u64> {
+    proc_io_field("write_bytes:")
+}
+
+/// `read_bytes` from `/proc/self/io`: bytes this process made the file
+/// system read from the device.
+pub fn io_read_bytes() -> Option<u64> {
+    proc_io_field("read_bytes:")
+}
+
+fn proc_io_field(name: &str) -> Option<u64> {
     let s = fs::read_to_string("/proc/self/io").ok()?;
     s.lines()
-        .find_map(|l| l.strip_prefix("write_bytes:"))
+        .find_map(|l| l.strip_prefix(name))
         .and_then(|v| v.trim().parse().ok())
 }
 
@@ -239,6 +251,7 @@ mod tests {
             peak_rss_bytes: Some(1 << 20),
             peak_rss_scope: "workload",
             proc_io_write_bytes: Some(4096),
+            proc_io_read_bytes: Some(8192),
             db_dir_bytes: Some(8192),
             unix_time: 1,
         };
@@ -268,6 +281,7 @@ mod tests {
             "peak_rss_bytes",
             "peak_rss_scope",
             "proc_io_write_bytes",
+            "proc_io_read_bytes",
             "db_dir_bytes",
             "unix_time",
         ] {

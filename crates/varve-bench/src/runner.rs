@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicU64;
 
 use anyhow::{Context, Result};
 
+use crate::contest_run;
 use crate::engine::{self, Engine};
 use crate::flags::Flags;
 use crate::progress;
@@ -35,6 +36,10 @@ pub struct RunResult {
 
 /// Runs every workload of `--benchmarks`, printing to `out`.
 pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
+    if let Some(phase) = &flags.contest_phase {
+        contest_run::run_phase(flags, phase, out)?;
+        return Ok(Vec::new());
+    }
     let names = flags.benchmark_list();
     for n in &names {
         anyhow::ensure!(
@@ -42,6 +47,15 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
             "unknown benchmark `{n}` (known: {})",
             workloads::ALL.join(", ")
         );
+    }
+    if names.iter().any(|n| n == "contest") {
+        anyhow::ensure!(
+            names.len() == 1,
+            "contest runs alone (each of its phases is a process of its own): \
+             --benchmarks=contest"
+        );
+        let (path, _tmp) = contest_run::db_dir(flags)?;
+        return contest_run::run(flags, &path, out);
     }
     let (path, _tmp): (PathBuf, Option<tempfile::TempDir>) = match &flags.db {
         Some(p) => (PathBuf::from(p), None),
@@ -88,6 +102,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
             "process"
         };
         let io_before = report::io_write_bytes();
+        let read_before = report::io_read_bytes();
         let engine: &dyn Engine = opened.engine.as_ref();
         let ctx = Ctx {
             flags,
@@ -103,6 +118,10 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
             p.finish_and_clear();
         }
         let io = match (io_before, report::io_write_bytes()) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        };
+        let io_read = match (read_before, report::io_read_bytes()) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         };
@@ -144,6 +163,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
                     peak_rss_bytes: report::peak_rss(),
                     peak_rss_scope: scope,
                     proc_io_write_bytes: io,
+                    proc_io_read_bytes: io_read,
                     db_dir_bytes: report::dir_bytes(&path),
                     unix_time: report::unix_time(),
                 };

@@ -176,6 +176,10 @@ impl Engine for Fjall {
         Ok(self.ks.get(key)?.map(|v| v.len()))
     }
 
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        Ok(self.ks.get(key)?.map(|v| f(&v)).is_some())
+    }
+
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
         Ok(Box::new(FjallCursor {
             ks: &self.ks,

@@ -49,6 +49,10 @@ impl Engine for Memory {
         Ok(self.map.read().get(key).map(Vec::len))
     }
 
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        Ok(self.map.read().get(key).map(|v| f(v)).is_some())
+    }
+
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
         Ok(Box::new(MemCursor {
             map: &self.map,

@@ -55,6 +55,9 @@ pub trait Engine: Send + Sync {
     fn write(&self, batch: &[(&[u8], &[u8])], opts: WriteOpts) -> Result<()>;
     /// Reads `key`; returns the value's length when found.
     fn get(&self, key: &[u8]) -> Result<Option<usize>>;
+    /// Reads `key` and hands its value to `f` (no copy where the engine
+    /// pins it); false when not found.
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool>;
     /// Reads many keys; returns each value's length when found.
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
         keys.iter().map(|k| self.get(k)).collect()

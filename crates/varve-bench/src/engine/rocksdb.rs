@@ -170,6 +170,11 @@ impl Engine for Rocks {
         Ok(v.map(|v| v.len()))
     }
 
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        let v = self.with_read_options(|ro| self.db.get_pinned_opt(key, ro))?;
+        Ok(v.map(|v| f(&v)).is_some())
+    }
+
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
         self.with_read_options(|ro| {
             if self.batched {

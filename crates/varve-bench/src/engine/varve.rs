@@ -150,6 +150,10 @@ impl Engine for Varve {
         Ok(self.db.get(key)?.map(|v| v.len()))
     }
 
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        Ok(self.db.get(key)?.map(|v| f(&v)).is_some())
+    }
+
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
         self.db
             .multi_get(&self.read, keys)

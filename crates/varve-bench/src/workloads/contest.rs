@@ -1,22 +1,64 @@
-//! `contest`: the PolarDB engine-contest shape, in three timed phases.
+//! The PolarDB engine contest's phases (8-byte keys, 4 KiB values,
+//! `--threads` threads), run in one process each by `contest`
+//! ([`crate::contest_run`]) or all in this process by `contest_inprocess`.
 //!
-//! 8-byte keys and 4 KiB values (whatever --key_size/--value_size say).
-//! `--threads` threads each own the keys `i` with `i % threads == t` for
-//! `i < num`: `contest.write` writes them in a per-thread random order,
-//! `contest.read` reads them back in another random order and checks each is
-//! found with a 4 KiB value, `contest.range` has every thread scan the whole
-//! database forward and checks it saw `num` keys. Runs on a fresh database.
+//! Key number `k` (`0..num`) is the 8-byte big-endian `k`; its value is
+//! [`value_of`]`(k)`, 4096 bytes that depend on `k` and on their position,
+//! so a value read back is checked byte for byte. `--threads` threads each
+//! own the keys `k` with `k % threads == t`:
+//! - **write** writes them in a per-thread random order;
+//! - **verify** counts every key (the engine's parallel count where it has
+//!   one, else one iterator) and fails unless all `num` are there;
+//! - **read** reads them back in another random order and checks each
+//!   value's content;
+//! - **range** has every thread scan the whole database in key order
+//!   twice, checking that the i-th key is key number i, the count, and
+//!   each value's length.
+//!
+//! A phase fails (an error naming the key) on any missing, extra, reordered
+//! or wrong entry.
 
 use anyhow::{Result, ensure};
 
 use super::{Ctx, Outcome, run_threads};
 use crate::engine::WriteOpts;
 use crate::keygen::{Rng, make_key};
-use crate::valuegen::ValueGen;
+use crate::stats::Stats;
 
-const KEY: usize = 8;
-const VALUE: usize = 4096;
+/// Key bytes.
+pub const KEY: usize = 8;
+/// Value bytes.
+pub const VALUE: usize = 4096;
+/// Full scans per thread in the range phase.
+pub const PASSES: u64 = 2;
 
+/// A 64-bit mix of `k` (splitmix64's finalizer).
+fn mix(k: u64) -> u64 {
+    let mut z = k.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The value of key number `k`: each 8-byte word is a mix of `k` xor a
+/// multiple of its position, so no two keys' values and no two positions
+/// of one value are alike.
+pub fn value_of(k: u64, buf: &mut [u8; VALUE]) {
+    let h = mix(k);
+    for (i, w) in buf.chunks_exact_mut(8).enumerate() {
+        let word = h ^ (i as u64 + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        w.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
+/// True if `v` is exactly key number `k`'s value.
+pub fn is_value_of(k: u64, v: &[u8]) -> bool {
+    let mut want = [0u8; VALUE];
+    value_of(k, &mut want);
+    v == want
+}
+
+/// The key numbers thread `t` of `threads` owns, in a random order.
 fn slice_of(num: u64, threads: usize, t: usize, rng: &mut Rng) -> Vec<u64> {
     let mut v: Vec<u64> = (t as u64..num).step_by(threads).collect();
     for i in (1..v.len()).rev() {
@@ -25,8 +67,9 @@ fn slice_of(num: u64, threads: usize, t: usize, rng: &mut Rng) -> Vec<u64> {
     v
 }
 
-/// Runs the three phases.
-pub fn run(ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
+/// The write phase: every key once, each write acknowledged before the
+/// next.
+pub fn write(ctx: &Ctx<'_>) -> Result<Stats> {
     let f = ctx.flags;
     let t = f.threads.max(1);
     let num = f.num();
@@ -34,56 +77,151 @@ pub fn run(ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
         sync: f.sync,
         disable_wal: f.disable_wal,
     };
-    let write = run_threads(ctx, t, |tid, st| {
+    run_threads(ctx, t, |tid, st| {
         let mut rng = ctx.thread_rng();
-        let mut values = ValueGen::new(VALUE, f.compression_ratio);
+        let mut value = [0u8; VALUE];
         let mut key = Vec::with_capacity(KEY);
         for k in slice_of(num, t, tid, &mut rng) {
             make_key(k, KEY, &mut key);
-            ctx.engine.write(&[(&key, values.generate(VALUE))], wo)?;
+            value_of(k, &mut value);
+            ctx.engine.write(&[(&key, &value)], wo)?;
             st.bytes += (KEY + VALUE) as u64;
             st.finished_ops(1);
         }
         Ok(())
-    })?;
-    let read = run_threads(ctx, t, |tid, st| {
+    })
+}
+
+/// The verify phase: every key is there (after the write phase's kill).
+/// Returns the count.
+pub fn verify(ctx: &Ctx<'_>) -> Result<u64> {
+    let f = ctx.flags;
+    let num = f.num();
+    let n = match ctx.engine.par_count(f.threads.max(1))? {
+        Some(n) => n,
+        None => {
+            let mut c = ctx.engine.cursor()?;
+            c.seek_to_first()?;
+            let mut n = 0u64;
+            while c.valid() {
+                n += 1;
+                c.next()?;
+            }
+            n
+        }
+    };
+    ensure!(
+        n == num,
+        "contest verify: {n} keys after reopening, {num} were acknowledged"
+    );
+    Ok(n)
+}
+
+/// The read phase: every key, checking each value's content.
+pub fn read(ctx: &Ctx<'_>) -> Result<Stats> {
+    let f = ctx.flags;
+    let t = f.threads.max(1);
+    let num = f.num();
+    run_threads(ctx, t, |tid, st| {
         let mut rng = ctx.thread_rng();
         let mut key = Vec::with_capacity(KEY);
         let (mut reads, mut found) = (0, 0);
         for k in slice_of(num, t, tid, &mut rng) {
             make_key(k, KEY, &mut key);
             reads += 1;
-            if let Some(len) = ctx.engine.get(&key)? {
-                ensure!(len == VALUE, "contest.read: key {k} has a {len}-byte value");
-                found += 1;
-                st.bytes += (KEY + len) as u64;
-            }
+            let mut good = false;
+            let mut len = 0;
+            let hit = ctx.engine.get_with(&key, &mut |v| {
+                len = v.len();
+                good = is_value_of(k, v);
+            })?;
+            ensure!(hit, "contest read: key {k} is missing");
+            ensure!(
+                good,
+                "contest read: key {k} has a wrong value ({len} bytes; {VALUE} expected)"
+            );
+            found += 1;
+            st.bytes += (KEY + len) as u64;
             st.finished_ops(1);
         }
         st.found = found;
         st.reads = Some(reads);
         Ok(())
-    })?;
-    let range = run_threads(ctx, t, |_tid, st| {
-        let mut c = ctx.engine.cursor()?;
-        c.seek_to_first()?;
-        let mut n = 0u64;
-        while c.valid() {
-            st.bytes += (c.key().len() + c.value().len()) as u64;
-            n += 1;
-            st.finished_ops(1);
-            c.next()?;
+    })
+}
+
+/// The range phase: every thread scans the whole database in key order
+/// [`PASSES`] times.
+pub fn range(ctx: &Ctx<'_>) -> Result<Stats> {
+    let f = ctx.flags;
+    let t = f.threads.max(1);
+    let num = f.num();
+    run_threads(ctx, t, |tid, st| {
+        let mut want = Vec::with_capacity(KEY);
+        for pass in 0..PASSES {
+            let mut c = ctx.engine.cursor()?;
+            c.seek_to_first()?;
+            let mut n = 0u64;
+            while c.valid() {
+                ensure!(
+                    n < num,
+                    "contest range: more than {num} keys (thread {tid})"
+                );
+                make_key(n, KEY, &mut want);
+                ensure!(
+                    c.key() == want.as_slice(),
+                    "contest range: entry {n} of pass {pass} (thread {tid}) is key {:02x?}, \
+                     expected key number {n}",
+                    c.key()
+                );
+                ensure!(
+                    c.value().len() == VALUE,
+                    "contest range: key {n} has a {}-byte value",
+                    c.value().len()
+                );
+                st.bytes += (KEY + VALUE) as u64;
+                n += 1;
+                st.finished_ops(1);
+                c.next()?;
+            }
+            ensure!(
+                n == num,
+                "contest range: pass {pass} (thread {tid}) saw {n} keys, expected {num}"
+            );
         }
-        ensure!(n == num, "contest.range: scanned {n} keys, expected {num}");
         Ok(())
-    })?;
-    let mut w = Outcome::new("contest.write", write, "write", t);
+    })
+}
+
+/// `contest_inprocess`: write, read and range in this process.
+pub fn run_inprocess(ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
+    let t = ctx.flags.threads.max(1);
+    let mut w = Outcome::new("contest.write", write(ctx)?, "write", t);
     w.notes.push(
         "contest: 8-byte keys and 4096-byte values regardless of --key_size/--value_size".into(),
     );
-    Ok(vec![
-        w,
-        Outcome::new("contest.read", read, "read", t),
-        Outcome::new("contest.range", range, "read", t),
-    ])
+    let r = Outcome::new("contest.read", read(ctx)?, "read", t);
+    let s = Outcome::new("contest.range", range(ctx)?, "read", t);
+    Ok(vec![w, r, s])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_differ_by_key_and_position_and_check_exactly() {
+        let (mut a, mut b) = ([0u8; VALUE], [0u8; VALUE]);
+        value_of(1, &mut a);
+        value_of(2, &mut b);
+        assert_ne!(a, b);
+        assert!(is_value_of(1, &a));
+        assert!(!is_value_of(2, &a));
+        let words: std::collections::HashSet<&[u8]> = a.chunks_exact(8).collect();
+        assert_eq!(words.len(), VALUE / 8, "no repeated word in a value");
+        let mut c = a;
+        c[4095] ^= 1;
+        assert!(!is_value_of(1, &c), "one flipped bit is caught");
+        assert!(!is_value_of(1, &a[..VALUE - 1]), "a short value is caught");
+    }
 }

@@ -84,7 +84,7 @@ impl Outcome {
 pub fn is_fresh(name: &str) -> bool {
     matches!(
         name,
-        "fillseq" | "fillrandom" | "filluniquerandom" | "fillsync" | "contest"
+        "fillseq" | "fillrandom" | "filluniquerandom" | "fillsync" | "contest_inprocess"
     )
 }
 
@@ -106,6 +106,7 @@ pub const ALL: &[&str] = &[
     "stats",
     "count",
     "contest",
+    "contest_inprocess",
 ];
 
 /// Expected operation count (for the progress bar), if known.
@@ -151,7 +152,8 @@ pub fn run(name: &str, ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
         "seekrandom" => scan::seek_random(ctx)?,
         "count" => scan::count(ctx)?,
         "flush" | "compact" | "waitforcompaction" | "stats" => meta::run(ctx, name)?,
-        "contest" => return contest::run(ctx),
+        "contest_inprocess" => return contest::run_inprocess(ctx),
+        "contest" => bail!("contest runs its phases as processes of their own, not in a list"),
         other => bail!("unknown benchmark `{other}` (known: {})", ALL.join(", ")),
     };
     Ok(vec![out])

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# contest.sh — the PolarDB contest as it ran (varve-bench --benchmarks=contest:
+# 64 threads, 8-byte keys, 4 KiB values, one process per phase, kill -9 after
+# the write phase), for varve and for RocksDB with blob files at the same
+# threshold, inside a memory cgroup limited to 2 GiB (page cache counted, as
+# on the contest's machine), beside scripts/disk-limits.sh in the same run.
+#
+#   scripts/contest.sh                       (NUM=2000000: an 8 GiB database)
+#   NUM=250000 REPS=1 ENGINES=varve scripts/contest.sh
+#
+# Environment:
+#   NUM      keys (2000000)            THREADS  threads (64)
+#   REPS     runs per engine, interleaved (3); medians are reported
+#   ENGINES  "varve rocksdb"           MIN      blob threshold, bytes (1024)
+#   LIMIT    cgroup memory limit (2G)  DB_DIR   where databases go
+#            (default ${TMPDIR:-/tmp}/varve-contest; needs NUM x 4.2 KB free)
+#   BIN      a varve-bench built with --features rocksdb (default: built into
+#            CARGO_TARGET_DIR, or target/)
+#   EXTRA    more varve-bench flags for every run
+#
+# Needs root (the cgroup, and dropping the page cache before each run) and
+# python3. Prints each run's result lines, then a table of medians with the
+# ratios the contest issue asks for: write MB/s against the disk's
+# sequential-write rates, read ops/s against 4 KiB QD32 IOPS, range
+# file-system reads per pass against the database size and range wall time
+# against 2 x database / sequential-read rate, reopen seconds, the cgroup's
+# peak memory and OOM kills, and varve / RocksDB.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+NUM="${NUM:-2000000}"
+THREADS="${THREADS:-64}"
+REPS="${REPS:-3}"
+ENGINES="${ENGINES:-varve rocksdb}"
+MIN="${MIN:-1024}"
+LIMIT="${LIMIT:-2G}"
+DB_DIR="${DB_DIR:-${TMPDIR:-/tmp}/varve-contest}"
+EXTRA="${EXTRA:-}"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+
+[ "$(id -u)" -eq 0 ] || { echo "contest.sh: needs root (memory cgroup, drop_caches)" >&2; exit 1; }
+command -v python3 >/dev/null 2>&1 || { echo "contest.sh: needs python3" >&2; exit 1; }
+if [ -z "${BIN:-}" ]; then
+    (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET" cargo build --release -p varve-bench --features rocksdb >&2)
+    BIN="$TARGET/release/varve-bench"
+fi
+mkdir -p "$DB_DIR"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/contest-sh.XXXXXX")"
+
+# The memory cgroup: v1 (memory.limit_in_bytes) or v2 (memory.max).
+LIMIT_BYTES="$(numfmt --from=iec "$LIMIT")"
+if [ -d /sys/fs/cgroup/memory ]; then
+    CG="/sys/fs/cgroup/memory/varve-contest-$$"
+    mkdir "$CG"
+    echo "$LIMIT_BYTES" > "$CG/memory.limit_in_bytes"
+    # No swap either, where the kernel accounts it.
+    if [ -f "$CG/memory.memsw.limit_in_bytes" ]; then
+        echo "$LIMIT_BYTES" > "$CG/memory.memsw.limit_in_bytes"
+    fi
+    reset_peak() { echo 0 > "$CG/memory.max_usage_in_bytes"; }
+    peak() { cat "$CG/memory.max_usage_in_bytes"; }
+    ooms() { awk '$1 == "oom_kill" {print $2}' "$CG/memory.oom_control"; }
+    CGV=v1
+elif [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    CG="/sys/fs/cgroup/varve-contest-$$"
+    mkdir "$CG"
+    echo "$LIMIT_BYTES" > "$CG/memory.max"
+    echo 0 > "$CG/memory.swap.max" 2>/dev/null || true
+    reset_peak() { echo reset > "$CG/memory.peak" 2>/dev/null || true; }
+    peak() { cat "$CG/memory.peak" 2>/dev/null || echo 0; }
+    ooms() { awk '$1 == "oom_kill" {print $2}' "$CG/memory.events"; }
+    CGV=v2
+else
+    echo "contest.sh: no memory cgroup controller (v1 or v2) found" >&2
+    exit 1
+fi
+cleanup() {
+    rm -rf "$WORK" "$DB_DIR/db"
+    rmdir "$CG" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+echo "## disk"
+DB_DIR="$DB_DIR" "$ROOT/scripts/disk-limits.sh" "$DB_DIR" | tee "$WORK/disk.md"
+
+flags_of() { # engine
+    echo "--engine=$1 --benchmarks=contest --num=$NUM --threads=$THREADS --enable_blob_files=true \
+--min_blob_size=$MIN --use_direct_reads=true --cache_size=268435456 --compression_type=none --seed=1 --db=$DB_DIR/db $EXTRA"
+}
+
+echo "## runs ($NUM keys, $THREADS threads, memory cgroup $CGV limited to $LIMIT)"
+for rep in $(seq 1 "$REPS"); do
+    for e in $ENGINES; do
+        rm -rf "$DB_DIR/db"
+        sync
+        echo 3 > /proc/sys/vm/drop_caches
+        reset_peak
+        oom0="$(ooms)"
+        json="$WORK/$e.$rep.jsonl"
+        echo "# $e rep $rep: $BIN $(flags_of "$e") --json=$json"
+        status=0
+        # shellcheck disable=SC2046
+        ( echo "$BASHPID" > "$CG/cgroup.procs"; exec "$BIN" $(flags_of "$e") --json="$json" ) \
+            || status=$?
+        oom1="$(ooms)"
+        echo "{\"engine\": \"$e\", \"rep\": $rep, \"status\": $status, \"cgroup_peak\": $(peak), \"oom_kills\": $((oom1 - oom0))}" \
+            >> "$WORK/runs.jsonl"
+        echo "# $e rep $rep: exit $status, cgroup peak $(peak) bytes, OOM kills $((oom1 - oom0))"
+    done
+done
+
+echo "## summary (medians of $REPS)"
+python3 - "$WORK" "$ENGINES" <<'EOF'
+import json, os, re, statistics, sys
+work, engines = sys.argv[1], sys.argv[2].split()
+disk = {}
+for line in open(os.path.join(work, "disk.md")):
+    m = re.match(r"\| (.+?) \| ([\d.]+) ", line)
+    if m:
+        disk[m.group(1)] = float(m.group(2))
+seqw = disk.get("sequential write, 1 MiB, O_DIRECT", 0)
+neww = disk.get("sequential write into 4 new files at once, 1 MiB, QD3 each, O_DIRECT", 0)
+seqr = disk.get("sequential read, 1 MiB, O_DIRECT", 0)
+iops = disk.get("4 KiB random read, QD32, O_DIRECT", 0)
+runs = [json.loads(l) for l in open(os.path.join(work, "runs.jsonl"))]
+res = {}
+for e in engines:
+    rows = {"write": [], "read": [], "range": [], "reopen": [], "range_pass_x": [],
+            "range_wall_x": [], "peak": [], "rss": [], "ooms": 0, "failed": 0}
+    for r in runs:
+        if r["engine"] != e:
+            continue
+        rows["ooms"] += r["oom_kills"]
+        rows["peak"].append(r["cgroup_peak"] / 2**30)
+        path = os.path.join(work, f"{e}.{r['rep']}.jsonl")
+        recs = {}
+        if r["status"] == 0 and os.path.exists(path):
+            recs = {j["name"]: j for j in map(json.loads, open(path))}
+        if len(recs) < 4:
+            rows["failed"] += 1
+            continue
+        db = recs["contest.range"]["db_dir_bytes"]
+        rows["write"].append(recs["contest.write"]["mb_per_sec"])
+        rows["read"].append(recs["contest.read"]["ops_per_sec"])
+        rows["range"].append(recs["contest.range"]["mb_per_sec"])
+        m = re.search(r"open ([\d.]+) s", recs["contest.open"]["message"])
+        rows["reopen"].append(float(m.group(1)) if m else float("nan"))
+        rows["range_pass_x"].append(recs["contest.range"]["proc_io_read_bytes"] / 2 / db)
+        if seqr:
+            rows["range_wall_x"].append(recs["contest.range"]["seconds"] / (2 * db / 2**20 / seqr))
+        rows["rss"].append(max(j["peak_rss_bytes"] for j in recs.values()) / 2**30)
+    res[e] = rows
+med = lambda v: statistics.median(v) if v else float("nan")
+print(f"disk: sequential write {seqw:.0f} MB/s (into 4 new files {neww:.0f}), "
+      f"sequential read {seqr:.0f} MB/s, 4 KiB QD32 {iops:.0f} IOPS")
+print("| engine | write MB/s | of seq write | of new-file write | read ops/s | of QD32 IOPS "
+      "| range MB/s | FS reads per pass / DB | range wall / (2 x DB / seq read) | reopen s "
+      "| peak RSS GiB | cgroup peak GiB | OOM kills | failed runs |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for e, r in res.items():
+    w, rd = med(r["write"]), med(r["read"])
+    print(f"| {e} | {w:.0f} | {w / seqw:.0%} | {w / neww:.0%} | {rd:.0f} | {rd / iops:.0%} "
+          f"| {med(r['range']):.0f} | {med(r['range_pass_x']):.2f} | {med(r['range_wall_x']):.2f} "
+          f"| {med(r['reopen']):.3f} | {med(r['rss']):.2f} | {med(r['peak']):.2f} | {r['ooms']} "
+          f"| {r['failed']} |")
+if "varve" in res and "rocksdb" in res:
+    a, b = res["varve"], res["rocksdb"]
+    ratio = lambda k: med(a[k]) / med(b[k]) if b[k] and a[k] else float("nan")
+    print(f"varve / rocksdb: write {ratio('write'):.2f}x, read {ratio('read'):.2f}x, "
+          f"range {ratio('range'):.2f}x")
+EOF
