@@ -49,7 +49,7 @@ pub mod fuzzing;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, LevelStats,
+    Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, LevelStats, OpenTimes,
     RecoveryReport, RepairReport, Snapshot, TruncatedTail,
 };
 pub use error::{Error, Result};

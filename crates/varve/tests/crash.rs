@@ -245,6 +245,26 @@ fn run_crash_loop(sync: bool, lsm_stress: bool) {
 
         let db = Db::open(dir.join("db"), options(lsm_stress))
             .unwrap_or_else(|e| panic!("open after kill {run} failed: {e}"));
+        // The open reports how long it took and its parts (stats and
+        // the info log).
+        let t = db.debug().recovery_report().open_times;
+        assert!(t.total > Duration::ZERO, "open time measured");
+        assert!(
+            t.total >= t.manifest + t.blob_staging + t.wal_replay + t.recovery_tables,
+            "the parts fit in the whole: {t:?}"
+        );
+        let stats = db.stats();
+        assert_eq!(stats.open_times, t);
+        assert_eq!(
+            stats.open_records_replayed,
+            db.debug().recovery_report().records
+        );
+        assert!(stats.report().contains("Open: "), "{}", stats.report());
+        let info = std::fs::read_to_string(dir.join("db").join("LOG")).unwrap_or_default();
+        assert!(
+            info.contains("opened in "),
+            "the info log names the open time"
+        );
         let acked = acknowledged(&dir);
         let mut missing = BTreeMap::new();
         for key in &acked {

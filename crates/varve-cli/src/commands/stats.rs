@@ -63,6 +63,12 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "pinned_table_memory": s.pinned_table_memory,
             "memtable_bytes": s.memtable_bytes,
             "immutable_memtables": s.immutable_memtables,
+            "open_micros": s.open_times.total.as_micros() as u64,
+            "open_manifest_micros": s.open_times.manifest.as_micros() as u64,
+            "open_blob_staging_micros": s.open_times.blob_staging.as_micros() as u64,
+            "open_wal_replay_micros": s.open_times.wal_replay.as_micros() as u64,
+            "open_recovery_tables_micros": s.open_times.recovery_tables.as_micros() as u64,
+            "open_records_replayed": s.open_records_replayed,
         }));
     } else {
         print!("{}", s.report());

@@ -123,6 +123,8 @@ impl Db {
         let db = &self.inner;
         let sv = db.super_version();
         let mut s = DbStats::from_counters(&db.counters);
+        s.open_times = db.recovery.open_times;
+        s.open_records_replayed = db.recovery.records;
         s.levels = DbStats::levels_of(
             &sv.version,
             &picker::level_scores(&sv.version, &db.level_targets()),

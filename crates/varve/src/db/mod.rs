@@ -43,7 +43,7 @@ pub(crate) use inner::{DbInner, table_options};
 pub use read::anchors::{Anchor, Anchors, KeyRange};
 pub use read::db_iter::DbIterator;
 pub use read::par_scan::ChunkInfo;
-pub use recovery::{RecoveryReport, TruncatedTail};
+pub use recovery::{OpenTimes, RecoveryReport, TruncatedTail};
 pub use repair::RepairReport;
 pub use stats::{DbStats, LevelStats};
 

@@ -58,9 +58,30 @@ pub struct TruncatedTail {
     pub reason: String,
 }
 
+/// How long opening the database took, in its parts (`Db::stats`, the
+/// info log). The parts run one after the other; `total` also covers the
+/// rest (lock, direct-IO probe, the new WAL and its manifest edit, the
+/// obsolete-file pass).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenTimes {
+    /// The whole open.
+    pub total: std::time::Duration,
+    /// Reading CURRENT and the manifest into the current version.
+    pub manifest: std::time::Duration,
+    /// Copying the values a crash left staged into their blob files.
+    pub blob_staging: std::time::Duration,
+    /// Replaying the WALs into memtables (and checking their blob
+    /// pointers).
+    pub wal_replay: std::time::Duration,
+    /// Writing the replayed memtables as level-0 tables.
+    pub recovery_tables: std::time::Duration,
+}
+
 /// What recovery did when the database was opened.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoveryReport {
+    /// How long the open took, and its parts.
+    pub open_times: OpenTimes,
     /// WAL numbers replayed, in order.
     pub logs_replayed: Vec<u64>,
     /// Records (write batches) replayed.

@@ -141,6 +141,10 @@ pub struct DbStats {
     pub blob_gc_files_written: u64,
     /// Compactions run only to collect blob garbage (forced).
     pub blob_gc_compactions: u64,
+    /// How long opening this database took, and its parts.
+    pub open_times: super::recovery::OpenTimes,
+    /// WAL records (write batches) the open replayed.
+    pub open_records_replayed: u64,
 }
 
 impl DbStats {
@@ -212,6 +216,8 @@ impl DbStats {
             blob_gc_bytes_relocated: r(&c.blob_gc_bytes_relocated),
             blob_gc_files_written: r(&c.blob_gc_files_written),
             blob_gc_compactions: r(&c.blob_gc_compactions),
+            open_times: super::recovery::OpenTimes::default(),
+            open_records_replayed: 0,
         }
     }
 
@@ -251,6 +257,12 @@ impl DbStats {
             mib(self.compaction_bytes_written)
         );
         let _ = writeln!(s, "Write amplification: {:.2}", self.write_amplification);
+        let _ = writeln!(
+            s,
+            "Open: {}, {} WAL records replayed",
+            super::open::describe_open_times(&self.open_times),
+            self.open_records_replayed
+        );
         let _ = writeln!(
             s,
             "Stalls: {} slowdowns (L0), {} slowdowns (memtables), {} stops (memtables), {} stops (L0), {} stops (blob garbage), {:.3} s stalled",
