@@ -208,6 +208,12 @@ pub struct Flags {
     #[arg(long)]
     pub blob_write_lanes: Option<usize>,
 
+    /// Ours, varve only: bytes of blob-file chunks that concurrent long
+    /// scans share (`Options::shared_scan_bytes`; 0: off, each iterator
+    /// reads ahead alone). Not given: varve's default, 0.
+    #[arg(long)]
+    pub shared_scan_bytes: Option<usize>,
+
     /// Relocate the live values of blob files that are mostly garbage during
     /// compaction. Not given: true (db_bench: false). varve and rocksdb:
     /// `enable_blob_garbage_collection`; fjall always collects, so false sets

@@ -44,6 +44,10 @@ pub struct Fjall {
 /// The key-value separation the blob flags ask for (`None`: off).
 fn kv_separation(flags: &Flags) -> Result<Option<KvSeparationOptions>> {
     anyhow::ensure!(
+        flags.shared_scan_bytes.is_none(),
+        "--shared_scan_bytes: varve's own setting; fjall has no shared scan buffers"
+    );
+    anyhow::ensure!(
         flags.blob_write_lanes.is_none(),
         "--blob_write_lanes: varve's own setting; fjall writes one value log file per memtable flush"
     );

@@ -39,6 +39,10 @@ pub struct Rocks {
 /// Opens (creating if missing) a RocksDB database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     anyhow::ensure!(
+        flags.shared_scan_bytes.is_none(),
+        "--shared_scan_bytes: varve's own setting; RocksDB has no shared scan buffers"
+    );
+    anyhow::ensure!(
         flags.blob_write_lanes.is_none(),
         "--blob_write_lanes: varve's own setting; RocksDB writes one blob file per flush or compaction job"
     );

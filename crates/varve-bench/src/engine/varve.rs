@@ -74,6 +74,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
             .pinned_blob_tables_size
             .unwrap_or(defaults.pinned_blob_tables_size),
         blob_write_lanes: flags.blob_write_lanes.unwrap_or(defaults.blob_write_lanes),
+        shared_scan_bytes: flags
+            .shared_scan_bytes
+            .unwrap_or(defaults.shared_scan_bytes),
         // Without blob files the other blob flags do nothing (as in
         // db_bench), so they cannot fail the open either.
         blob_file_size: if flags.enable_blob_files {

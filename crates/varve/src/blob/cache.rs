@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use super::format::{BlobPointer, value_from_span};
 use super::lane::BlobWriteLanes;
 use super::reader::BlobReader;
+use super::shared_chunks::SharedChunks;
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
 use crate::io::FileSystem;
@@ -30,6 +31,8 @@ pub(crate) struct BlobReaders {
     /// The database's write lanes: a value still staged in one is read
     /// from its staging area.
     lanes: Option<Arc<BlobWriteLanes>>,
+    /// Chunks that long scans share (`Options::shared_scan_bytes`).
+    shared: Option<SharedChunks>,
 }
 
 impl BlobReaders {
@@ -47,7 +50,20 @@ impl BlobReaders {
             direct,
             open: Mutex::new(HashMap::new()),
             lanes,
+            shared: None,
         }
+    }
+
+    /// Long scans share a pool of at most `bytes` of resident chunks (0:
+    /// none; each iterator reads ahead on its own).
+    pub(crate) fn with_shared_chunks(mut self, bytes: usize) -> BlobReaders {
+        self.shared = (bytes > 0).then(|| SharedChunks::new(bytes));
+        self
+    }
+
+    /// The pool of shared scan chunks, if the database has one.
+    pub(crate) fn shared(&self) -> Option<&SharedChunks> {
+        self.shared.as_ref()
     }
 
     /// The reader of blob file `number`.
@@ -97,8 +113,11 @@ impl BlobReaders {
         &self.dir
     }
 
-    /// Drops the reader of a deleted file.
+    /// Drops the reader of a deleted file (and its shared chunks).
     pub(crate) fn forget(&self, number: u64) {
         self.open.lock().remove(&number);
+        if let Some(s) = &self.shared {
+            s.forget(number);
+        }
     }
 }

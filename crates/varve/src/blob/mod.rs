@@ -16,4 +16,5 @@ pub(crate) mod format;
 pub(crate) mod lane;
 pub(crate) mod readahead;
 pub(crate) mod reader;
+pub(crate) mod shared_chunks;
 pub(crate) mod stage;

@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use super::cache::BlobReaders;
 use super::format::{BlobPointer, PAGE, value_from_span};
+use super::shared_chunks::{CHUNK, SharedChunks};
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
 use crate::sst::{PrefetchJob, PrefetchWorker, ReaderPool, give_chunk_buffer, take_chunk_buffer};
@@ -43,6 +44,10 @@ const STREAMS: usize = 4;
 /// Windows of one file read ahead on the pool at once: with two in
 /// flight the disk always has the next read queued while one completes.
 const DEPTH: usize = 2;
+/// With shared scan chunks, an iterator loads chunks only after this many
+/// values: a long scan shares, a short one (a seek and a few steps) reads
+/// exactly its values and only uses chunks already resident.
+const SHARED_AFTER: u64 = 64;
 
 /// Where the window after one of `len` bytes at `start` begins: its tail
 /// is read again, so that a value that straddles the boundary is whole in
@@ -107,6 +112,8 @@ pub(crate) struct BlobReadahead {
     arrived: Vec<(u64, Arc<AlignedBuf>, Result<usize>)>,
     next_id: u64,
     clock: u64,
+    /// Values this iterator read (for [`SHARED_AFTER`]).
+    values: u64,
 }
 
 impl std::fmt::Debug for BlobReadahead {
@@ -130,6 +137,7 @@ impl BlobReadahead {
             arrived: Vec::new(),
             next_id: 1,
             clock: 0,
+            values: 0,
         }
     }
 
@@ -139,6 +147,17 @@ impl BlobReadahead {
             .ok_or_else(|| Error::corruption(readers.dir(), 0, "malformed blob pointer"))?;
         if self.max == 0 || readers.is_being_written(p.file_number) {
             return readers.value_of(&p);
+        }
+        if let Some(shared) = readers.shared() {
+            // The database's shared chunks replace this iterator's own
+            // windows: the memory is the pool's, bounded however many
+            // iterators there are.
+            self.values += 1;
+            let load = self.values > SHARED_AFTER;
+            return match shared_value(shared, readers, &p, load)? {
+                Some(v) => Ok(v),
+                None => readers.value_of(&p),
+            };
         }
         let end = p.offset + u64::from(p.length);
         let i = self.stream(p.file_number);
@@ -299,6 +318,38 @@ impl BlobReadahead {
             .push_back(Pending { id, start, len });
         true
     }
+}
+
+/// The value `p` from the shared chunk that holds all of it: a resident
+/// one, or (with `load`) one read now. `None` for a value across a chunk
+/// boundary, or when the pool has no room: the caller reads it alone.
+fn shared_value(
+    shared: &SharedChunks,
+    readers: &BlobReaders,
+    p: &BlobPointer,
+    load: bool,
+) -> Result<Option<Vec<u8>>> {
+    let chunk = CHUNK as u64;
+    let index = p.offset / chunk;
+    let end = p.offset + u64::from(p.length);
+    if end > (index + 1) * chunk {
+        return Ok(None);
+    }
+    let c = if load {
+        let reader = readers.reader(p.file_number)?;
+        shared.get(p.file_number, index, |buf, start| {
+            reader.read_into(buf, start)
+        })?
+    } else {
+        shared.resident(p.file_number, index)
+    };
+    let Some(c) = c else {
+        return Ok(None);
+    };
+    let path = readers.path_of(p.file_number);
+    Ok(Some(
+        value_from_span(p, c.bytes(), c.start, &path)?.to_vec(),
+    ))
 }
 
 /// The value from stream `s`'s window, if the window holds all of it.

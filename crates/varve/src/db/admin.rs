@@ -124,6 +124,14 @@ impl Db {
         let sv = db.super_version();
         let mut s = DbStats::from_counters(&db.counters);
         s.open_times = db.recovery.open_times;
+        if let Some(c) = db.blobs.shared() {
+            let r = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            s.shared_scan_budget = c.budget() as u64;
+            s.shared_scan_bytes = c.used() as u64;
+            s.shared_scan_loads = r(&c.counters.loads);
+            s.shared_scan_hits = r(&c.counters.hits);
+            s.shared_scan_no_room = r(&c.counters.no_room);
+        }
         s.open_records_replayed = db.recovery.records;
         s.levels = DbStats::levels_of(
             &sv.version,

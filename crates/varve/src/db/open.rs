@@ -360,12 +360,15 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         live_versions: Mutex::new(vec![Arc::downgrade(&version)]),
         pending_outputs: Mutex::new(HashSet::new()),
         table_cache: a.table_cache,
-        blobs: Arc::new(BlobReaders::new(
-            Arc::clone(&a.options.fs),
-            a.dir,
-            a.options.use_direct_reads,
-            blob_lanes.clone(),
-        )),
+        blobs: Arc::new(
+            BlobReaders::new(
+                Arc::clone(&a.options.fs),
+                a.dir,
+                a.options.use_direct_reads,
+                blob_lanes.clone(),
+            )
+            .with_shared_chunks(a.options.shared_scan_bytes),
+        ),
         blob_lanes,
         block_cache: a.block_cache,
         reader_pool: a

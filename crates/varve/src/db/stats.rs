@@ -141,6 +141,16 @@ pub struct DbStats {
     pub blob_gc_files_written: u64,
     /// Compactions run only to collect blob garbage (forced).
     pub blob_gc_compactions: u64,
+    /// The budget of shared scan chunks (`Options::shared_scan_bytes`).
+    pub shared_scan_budget: u64,
+    /// Bytes of chunk buffers the pool holds now.
+    pub shared_scan_bytes: u64,
+    /// Chunks read from disk into the pool.
+    pub shared_scan_loads: u64,
+    /// Values served by a chunk already resident (or being loaded).
+    pub shared_scan_hits: u64,
+    /// Chunk loads turned away for lack of room (values read alone).
+    pub shared_scan_no_room: u64,
     /// How long opening this database took, and its parts.
     pub open_times: super::recovery::OpenTimes,
     /// WAL records (write batches) the open replayed.
@@ -216,6 +226,11 @@ impl DbStats {
             blob_gc_bytes_relocated: r(&c.blob_gc_bytes_relocated),
             blob_gc_files_written: r(&c.blob_gc_files_written),
             blob_gc_compactions: r(&c.blob_gc_compactions),
+            shared_scan_budget: 0,
+            shared_scan_bytes: 0,
+            shared_scan_loads: 0,
+            shared_scan_hits: 0,
+            shared_scan_no_room: 0,
             open_times: super::recovery::OpenTimes::default(),
             open_records_replayed: 0,
         }
@@ -257,6 +272,17 @@ impl DbStats {
             mib(self.compaction_bytes_written)
         );
         let _ = writeln!(s, "Write amplification: {:.2}", self.write_amplification);
+        if self.shared_scan_budget > 0 {
+            let _ = writeln!(
+                s,
+                "Shared scan chunks: {:.1}/{:.1} MiB, {} loads, {} hits, {} turned away",
+                mib(self.shared_scan_bytes),
+                mib(self.shared_scan_budget),
+                self.shared_scan_loads,
+                self.shared_scan_hits,
+                self.shared_scan_no_room
+            );
+        }
         let _ = writeln!(
             s,
             "Open: {}, {} WAL records replayed",

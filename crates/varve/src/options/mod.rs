@@ -69,8 +69,17 @@ pub struct Options {
     /// `Db::stats` reports the bytes pinned. Default 256 MiB; 0: never.
     pub pinned_blob_tables_size: usize,
     /// Write lanes for blob values: each appends to its own blob file, and
-    /// a writer takes the lane of its thread. Default 4.
+    /// a writer takes the lane of its thread (or the first free one).
+    /// Default 4.
     pub blob_write_lanes: usize,
+    /// Bytes of resident blob-file chunks (1 MiB each) that concurrent long
+    /// scans share: an iterator that has read 64 values takes each further
+    /// value from the chunk that holds it, read once for every scan that
+    /// arrives while it is resident, instead of from read-ahead windows of
+    /// its own. The pool never grows past this; when it is full of chunks
+    /// being copied from, a value is read alone. `Db::stats` reports its
+    /// loads and hits. Default 0: off (each iterator reads ahead alone).
+    pub shared_scan_bytes: usize,
     /// A lane seals its blob file at this size and opens the next. Default
     /// 256 MiB.
     pub blob_file_size: u64,
@@ -195,6 +204,7 @@ impl Default for Options {
             min_blob_size: Some(4096),
             pinned_blob_tables_size: 256 << 20,
             blob_write_lanes: 4,
+            shared_scan_bytes: 0,
             blob_file_size: 256 << 20,
             enable_blob_garbage_collection: true,
             blob_garbage_collection_ratio: 0.25,
@@ -239,6 +249,7 @@ impl fmt::Debug for Options {
             .field("min_blob_size", &self.min_blob_size)
             .field("pinned_blob_tables_size", &self.pinned_blob_tables_size)
             .field("blob_write_lanes", &self.blob_write_lanes)
+            .field("shared_scan_bytes", &self.shared_scan_bytes)
             .field("blob_file_size", &self.blob_file_size)
             .field(
                 "enable_blob_garbage_collection",
