@@ -16,6 +16,8 @@
 #            (default ${TMPDIR:-/tmp}/varve-contest; needs NUM x 4.2 KB free)
 #   BIN      a varve-bench built with --features rocksdb (default: built into
 #            CARGO_TARGET_DIR, or target/)
+#   VARVE_FLAGS  varve-only flags (default: --blob_write_lanes=64
+#            --blob_lanes_by_key --shared_scan_bytes=536870912)
 #   EXTRA    more varve-bench flags for every run (e.g.
 #            --contest_phases=write,verify,read leaves the range phase out)
 #
@@ -37,6 +39,10 @@ MIN="${MIN:-1024}"
 LIMIT="${LIMIT:-2G}"
 DB_DIR="${DB_DIR:-${TMPDIR:-/tmp}/varve-contest}"
 EXTRA="${EXTRA:-}"
+# varve's contest setup: 64 write lanes that split the key space (the
+# contest engines' shards) and 512 MiB of shared scan chunks, so the range
+# phase reads each lane's values once for all 64 threads.
+VARVE_FLAGS="${VARVE_FLAGS:---blob_write_lanes=64 --blob_lanes_by_key --shared_scan_bytes=536870912}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 [ "$(id -u)" -eq 0 ] || { echo "contest.sh: needs root (memory cgroup, drop_caches)" >&2; exit 1; }
@@ -85,6 +91,7 @@ echo "## disk"
 DB_DIR="$DB_DIR" "$ROOT/scripts/disk-limits.sh" "$DB_DIR" | tee "$WORK/disk.md"
 
 flags_of() { # engine
+    if [ "$1" = varve ]; then printf '%s ' "$VARVE_FLAGS"; fi
     echo "--engine=$1 --benchmarks=contest --num=$NUM --threads=$THREADS --enable_blob_files=true \
 --min_blob_size=$MIN --use_direct_reads=true --cache_size=268435456 --compression_type=none --seed=1 --db=$DB_DIR/db $EXTRA"
 }

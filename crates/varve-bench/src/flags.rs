@@ -214,6 +214,12 @@ pub struct Flags {
     #[arg(long)]
     pub shared_scan_bytes: Option<usize>,
 
+    /// Ours, varve only: blob write lanes split the key space (lane i takes
+    /// the i-th slice of the first 8 key bytes) instead of serving threads
+    /// (`Options::blob_lanes_by_key`). Not given: varve's default, false.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub blob_lanes_by_key: Option<bool>,
+
     /// Relocate the live values of blob files that are mostly garbage during
     /// compaction. Not given: true (db_bench: false). varve and rocksdb:
     /// `enable_blob_garbage_collection`; fjall always collects, so false sets

@@ -16,11 +16,43 @@ fn options() -> Options {
     if std::env::var_os("VARVE_BLOB_CRASH_GC").is_some() {
         return gc_options();
     }
+    if std::env::var_os("VARVE_BLOB_CRASH_KEYLANES").is_some() {
+        return key_lane_options();
+    }
+    options_plain()
+}
+
+/// Sixteen lanes that split the key space: several blob files are open
+/// (and staged) at every kill.
+fn key_lane_options() -> Options {
+    Options {
+        blob_write_lanes: 16,
+        blob_lanes_by_key: true,
+        ..options_plain()
+    }
+}
+
+fn options_plain() -> Options {
     Options {
         min_blob_size: Some(1024),
         write_buffer_size: 256 << 10,
         blob_file_size: 1 << 20,
         ..Options::default()
+    }
+}
+
+/// The key of write `n` in the child (its mode from the environment).
+fn key(n: u64) -> String {
+    key_for(n, std::env::var_os("VARVE_BLOB_CRASH_KEYLANES").is_some())
+}
+
+/// The key of write `n`: with lanes by key, a hex prefix spreads the keys
+/// over several lanes.
+fn key_for(n: u64, key_lanes: bool) -> String {
+    if key_lanes {
+        format!("{:02x}key{:03}", (n % 300) * 97 % 256, n % 300)
+    } else {
+        format!("key{:03}", n % 300)
     }
 }
 
@@ -71,8 +103,7 @@ fn blob_crash_child_entry() {
     let db = Db::open(Path::new(&dir), options()).expect("open");
     let mut out = std::io::stdout().lock();
     for n in 0u64.. {
-        db.put(format!("key{:03}", n % 300), value(n, round))
-            .expect("put");
+        db.put(key(n), value(n, round)).expect("put");
         writeln!(out, "{n} {round}").expect("stdout");
         out.flush().expect("flush");
     }
@@ -88,7 +119,18 @@ fn kill9_during_blob_gc_loses_nothing_acknowledged() {
     kill_rounds(true, 20);
 }
 
+/// Lanes by key: many open blob files at each kill, their staged bytes
+/// applied in parallel by the open.
+#[test]
+fn kill9_with_lanes_by_key_loses_nothing_acknowledged() {
+    kill_rounds_with(false, 12, true);
+}
+
 fn kill_rounds(gc: bool, rounds: u64) {
+    kill_rounds_with(gc, rounds, false);
+}
+
+fn kill_rounds_with(gc: bool, rounds: u64, key_lanes: bool) {
     let exe = std::env::current_exe().expect("test binary");
     let dir = tempfile::tempdir().expect("tempdir");
     // key -> (n, round) of its newest acknowledged write.
@@ -109,6 +151,8 @@ fn kill_rounds(gc: bool, rounds: u64) {
             .env(
                 if gc {
                     "VARVE_BLOB_CRASH_GC"
+                } else if key_lanes {
+                    "VARVE_BLOB_CRASH_KEYLANES"
                 } else {
                     "VARVE_BLOB_CRASH_PLAIN"
                 },
@@ -136,7 +180,7 @@ fn kill_rounds(gc: bool, rounds: u64) {
             if f.len() != 2 {
                 continue; // test-harness chatter
             }
-            model.insert(format!("key{:03}", f[0] % 300), (f[0], f[1]));
+            model.insert(key_for(f[0], key_lanes), (f[0], f[1]));
             last = f[0];
             acked += 1;
             if acked >= want && !killed {
@@ -153,8 +197,14 @@ fn kill_rounds(gc: bool, rounds: u64) {
             .sum();
         most_bytes = most_bytes.max(bytes);
         seen.extend(files);
-        let db = Db::open(dir.path(), if gc { gc_options() } else { options() })
-            .expect("reopen after kill -9");
+        let opts = if gc {
+            gc_options()
+        } else if key_lanes {
+            key_lane_options()
+        } else {
+            options_plain()
+        };
+        let db = Db::open(dir.path(), opts).expect("reopen after kill -9");
         // The values the lanes still staged (not yet in their blob file)
         // were written into it by this open.
         let log = std::fs::read_to_string(dir.path().join("LOG")).unwrap_or_default();

@@ -44,6 +44,10 @@ pub struct Fjall {
 /// The key-value separation the blob flags ask for (`None`: off).
 fn kv_separation(flags: &Flags) -> Result<Option<KvSeparationOptions>> {
     anyhow::ensure!(
+        flags.blob_lanes_by_key.is_none(),
+        "--blob_lanes_by_key: varve's own setting; fjall has no write lanes"
+    );
+    anyhow::ensure!(
         flags.shared_scan_bytes.is_none(),
         "--shared_scan_bytes: varve's own setting; fjall has no shared scan buffers"
     );

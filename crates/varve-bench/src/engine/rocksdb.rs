@@ -39,6 +39,10 @@ pub struct Rocks {
 /// Opens (creating if missing) a RocksDB database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     anyhow::ensure!(
+        flags.blob_lanes_by_key.is_none(),
+        "--blob_lanes_by_key: varve's own setting; RocksDB has no write lanes"
+    );
+    anyhow::ensure!(
         flags.shared_scan_bytes.is_none(),
         "--shared_scan_bytes: varve's own setting; RocksDB has no shared scan buffers"
     );

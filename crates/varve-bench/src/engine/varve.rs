@@ -77,6 +77,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         shared_scan_bytes: flags
             .shared_scan_bytes
             .unwrap_or(defaults.shared_scan_bytes),
+        blob_lanes_by_key: flags
+            .blob_lanes_by_key
+            .unwrap_or(defaults.blob_lanes_by_key),
         // Without blob files the other blob flags do nothing (as in
         // db_bench), so they cannot fail the open either.
         blob_file_size: if flags.enable_blob_files {

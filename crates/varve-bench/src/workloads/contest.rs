@@ -2,9 +2,11 @@
 //! `--threads` threads), run in one process each by `contest`
 //! ([`crate::contest_run`]) or all in this process by `contest_inprocess`.
 //!
-//! Key number `k` (`0..num`) is the 8-byte big-endian `k`; its value is
-//! [`value_of`]`(k)`, 4096 bytes that depend on `k` and on their position,
-//! so a value read back is checked byte for byte. `--threads` threads each
+//! Key number `k` (`0..num`) is the 8 big-endian bytes of [`key_of`]`(k)`,
+//! a bijective mix of `k`: keys spread evenly over the 64-bit space, like
+//! the contest's random 8-byte keys, and no two numbers share a key. Its
+//! value is [`value_of`]`(k)`, 4096 bytes that depend on `k` and on their
+//! position, so a value read back is checked byte for byte. `--threads` threads each
 //! own the keys `k` with `k % threads == t`:
 //! - **write** writes them in a per-thread random order;
 //! - **verify** counts every key (the engine's parallel count where it has
@@ -12,8 +14,9 @@
 //! - **read** reads them back in another random order and checks each
 //!   value's content;
 //! - **range** has every thread scan the whole database in key order
-//!   twice, checking that the i-th key is key number i, the count, and
-//!   each value's length.
+//!   twice, checking that keys rise strictly, that each is the key of a
+//!   number below `num` (so with the count, the keys are exactly the
+//!   written ones), the count, and each value's length.
 //!
 //! A phase fails (an error naming the key) on any missing, extra, reordered
 //! or wrong entry.
@@ -22,7 +25,7 @@ use anyhow::{Result, ensure};
 
 use super::{Ctx, Outcome, run_threads};
 use crate::engine::WriteOpts;
-use crate::keygen::{Rng, make_key};
+use crate::keygen::Rng;
 use crate::stats::Stats;
 
 /// Key bytes.
@@ -31,6 +34,47 @@ pub const KEY: usize = 8;
 pub const VALUE: usize = 4096;
 /// Full scans per thread in the range phase.
 pub const PASSES: u64 = 2;
+
+const K1: u64 = 0xBF58_476D_1CE4_E5B9;
+const K2: u64 = 0x94D0_49BB_1331_11EB;
+
+/// The inverse of odd `a` modulo 2^64 (Newton's iteration).
+const fn inverse(a: u64) -> u64 {
+    let mut x = a;
+    let mut i = 0;
+    while i < 6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+}
+
+/// The 64-bit key of key number `k`: xor-shifts by 33 (each its own
+/// inverse) and multiplications by odd constants, so it is a bijection.
+pub fn key_of(k: u64) -> u64 {
+    let mut x = k;
+    x ^= x >> 33;
+    x = x.wrapping_mul(K1);
+    x ^= x >> 33;
+    x = x.wrapping_mul(K2);
+    x ^ (x >> 33)
+}
+
+/// The key number whose key is `key` ([`key_of`]'s inverse).
+pub fn number_of(key: u64) -> u64 {
+    let mut x = key;
+    x ^= x >> 33;
+    x = x.wrapping_mul(inverse(K2));
+    x ^= x >> 33;
+    x = x.wrapping_mul(inverse(K1));
+    x ^ (x >> 33)
+}
+
+/// Writes key number `k`'s 8 bytes into `buf`.
+fn contest_key(k: u64, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend_from_slice(&key_of(k).to_be_bytes());
+}
 
 /// A 64-bit mix of `k` (splitmix64's finalizer).
 fn mix(k: u64) -> u64 {
@@ -82,7 +126,7 @@ pub fn write(ctx: &Ctx<'_>) -> Result<Stats> {
         let mut value = [0u8; VALUE];
         let mut key = Vec::with_capacity(KEY);
         for k in slice_of(num, t, tid, &mut rng) {
-            make_key(k, KEY, &mut key);
+            contest_key(k, &mut key);
             value_of(k, &mut value);
             ctx.engine.write(&[(&key, &value)], wo)?;
             st.bytes += (KEY + VALUE) as u64;
@@ -127,7 +171,7 @@ pub fn read(ctx: &Ctx<'_>) -> Result<Stats> {
         let mut key = Vec::with_capacity(KEY);
         let (mut reads, mut found) = (0, 0);
         for k in slice_of(num, t, tid, &mut rng) {
-            make_key(k, KEY, &mut key);
+            contest_key(k, &mut key);
             reads += 1;
             let mut good = false;
             let mut len = 0;
@@ -157,28 +201,34 @@ pub fn range(ctx: &Ctx<'_>) -> Result<Stats> {
     let t = f.threads.max(1);
     let num = f.num();
     run_threads(ctx, t, |tid, st| {
-        let mut want = Vec::with_capacity(KEY);
         for pass in 0..PASSES {
             let mut c = ctx.engine.cursor()?;
             c.seek_to_first()?;
             let mut n = 0u64;
+            let mut last: Option<u64> = None;
             while c.valid() {
+                let bytes: [u8; KEY] = c.key().try_into().map_err(|_| {
+                    anyhow::anyhow!(
+                        "contest range: entry {n} of pass {pass} (thread {tid}) has a {}-byte key",
+                        c.key().len()
+                    )
+                })?;
+                let key = u64::from_be_bytes(bytes);
                 ensure!(
-                    n < num,
-                    "contest range: more than {num} keys (thread {tid})"
+                    last.is_none_or(|l| l < key),
+                    "contest range: entry {n} of pass {pass} (thread {tid}), key {key:016x}, is \
+                     not after the one before"
                 );
-                make_key(n, KEY, &mut want);
                 ensure!(
-                    c.key() == want.as_slice(),
-                    "contest range: entry {n} of pass {pass} (thread {tid}) is key {:02x?}, \
-                     expected key number {n}",
-                    c.key()
+                    number_of(key) < num,
+                    "contest range: key {key:016x} (thread {tid}) was never written"
                 );
                 ensure!(
                     c.value().len() == VALUE,
-                    "contest range: key {n} has a {}-byte value",
+                    "contest range: key {key:016x} has a {}-byte value",
                     c.value().len()
                 );
+                last = Some(key);
                 st.bytes += (KEY + VALUE) as u64;
                 n += 1;
                 st.finished_ops(1);
@@ -208,6 +258,21 @@ pub fn run_inprocess(ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_are_a_bijection_spread_over_the_key_space() {
+        for k in [0u64, 1, 2, 1000, u64::MAX, 0x1234_5678_9abc_def0] {
+            assert_eq!(number_of(key_of(k)), k);
+        }
+        let keys: std::collections::BTreeSet<u64> = (0..10_000).map(key_of).collect();
+        assert_eq!(keys.len(), 10_000, "no two numbers share a key");
+        // Spread: every sixteenth of the space gets some of 10,000 keys.
+        let mut slices = [0u32; 16];
+        for k in &keys {
+            slices[(k >> 60) as usize] += 1;
+        }
+        assert!(slices.iter().all(|&n| n > 400), "{slices:?}");
+    }
 
     #[test]
     fn values_differ_by_key_and_position_and_check_exactly() {

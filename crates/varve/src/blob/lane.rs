@@ -61,13 +61,29 @@ fn home_lane() -> usize {
     HOME.with(|h| *h)
 }
 
-/// Sizes of a lane's chunks and files.
+/// The lane of key `key` among `lanes` when lanes split the key space:
+/// its first 8 bytes (big-endian, zero-padded) scaled to `0..lanes`, so
+/// lane `i` takes the `i`-th of `lanes` equal slices of the 64-bit space
+/// and keys in order map to lanes in order.
+pub(crate) fn key_lane(key: &[u8], lanes: usize) -> usize {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    let lane = (u128::from(u64::from_be_bytes(b)) * lanes as u128) >> 64;
+    debug_assert!((lane as usize) < lanes.max(1));
+    lane as usize
+}
+
+/// Sizes of a lane's chunks and files, and how writers pick lanes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LaneOptions {
     /// A chunk is closed before a value would make it larger (whole pages).
     pub chunk_size: usize,
     /// A file is sealed once it reaches this size.
     pub file_size: u64,
+    /// Lanes split the key space ([`key_lane`]) instead of taking the
+    /// writer's own or first free lane.
+    pub by_key: bool,
 }
 
 impl Default for LaneOptions {
@@ -80,6 +96,7 @@ impl Default for LaneOptions {
             // cache.
             chunk_size: 1 << 20,
             file_size: 256 << 20,
+            by_key: false,
         }
     }
 }
@@ -568,6 +585,8 @@ impl BlobLane {
 pub(crate) struct BlobWriteLanes {
     lanes: Vec<BlobLane>,
     min_size: usize,
+    /// Lanes split the key space (`LaneOptions::by_key`).
+    by_key: bool,
     /// Files [`close_failed`](BlobWriteLanes::close_failed) wrote out,
     /// not yet recorded as closed ([`record_closed`](BlobWriteLanes::record_closed)).
     closed: Mutex<Vec<(u64, u64)>>,
@@ -588,6 +607,7 @@ impl BlobWriteLanes {
                 .map(|_| BlobLane::new(Arc::clone(fs), dir, opts))
                 .collect(),
             min_size,
+            by_key: opts.by_key,
             closed: Mutex::new(Vec::new()),
         }
     }
@@ -606,12 +626,18 @@ impl BlobWriteLanes {
     ) -> Result<BlobPointer> {
         // The CRC is computed before any lane's mutex is taken.
         let crc = value_crc(value);
+        let n = self.lanes.len();
+        if self.by_key {
+            // The lane of the key's slice, and no other: the values of
+            // nearby keys stay together.
+            let lane = &self.lanes[key_lane(key, n)];
+            return lane.put_in(&mut lane.open.lock(), files, key, value, crc);
+        }
         // A thread starts at its own lane (its values stay together while
         // no other thread competes for it) and takes the first lane whose
         // mutex is free: a writer does not queue behind a lane whose holder
         // waits for a chunk write while another lane is idle. With every
         // lane busy it waits for its own.
-        let n = self.lanes.len();
         let home = home_lane() % n;
         for k in 0..n {
             if let Some(put) = self.lanes[(home + k) % n].try_put(files, key, value, crc) {

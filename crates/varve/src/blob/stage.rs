@@ -516,41 +516,49 @@ pub(crate) enum StageOutcome {
 /// bytes). Returns what was done with each staging file there was.
 pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>> {
     let mut outcomes = Vec::new();
+    let mut present = Vec::new();
+    let mut file: Option<File> = None;
     for stage in stage_paths(blob) {
-        let outcome = apply_one_stage(blob, &stage, number)?;
+        let bytes = match std::fs::read(&stage) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(&stage, e)),
+        };
+        let outcome = match parse_stage(&bytes, number) {
+            // A slot not yet used, or just reused: nothing to copy.
+            Ok((_, [])) => StageOutcome::None,
+            Ok((base, data)) => {
+                let f = match &file {
+                    Some(f) => f,
+                    None => file.insert(
+                        File::options()
+                            .write(true)
+                            .open(blob)
+                            .map_err(|e| Error::io(blob, e))?,
+                    ),
+                };
+                f.write_all_at(data, base).map_err(|e| Error::io(blob, e))?;
+                StageOutcome::Applied {
+                    offset: base,
+                    bytes: data.len() as u64,
+                }
+            }
+            Err(why) => StageOutcome::Ignored(why),
+        };
+        present.push(stage);
         if outcome != StageOutcome::None {
             outcomes.push(outcome);
         }
     }
+    // One fdatasync for all of them, and only then are the staging files
+    // removed: a crash in between applies them again (the same bytes).
+    if let Some(f) = &file {
+        f.sync_data().map_err(|e| Error::io(blob, e))?;
+    }
+    for stage in present {
+        std::fs::remove_file(&stage).map_err(|e| Error::io(&stage, e))?;
+    }
     Ok(outcomes)
-}
-
-/// [`apply_stage`] for one staging file.
-fn apply_one_stage(blob: &Path, stage: &Path, number: u64) -> Result<StageOutcome> {
-    let bytes = match std::fs::read(stage) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StageOutcome::None),
-        Err(e) => return Err(Error::io(stage, e)),
-    };
-    let outcome = match parse_stage(&bytes, number) {
-        // A slot not yet used, or just reused: nothing to copy.
-        Ok((_, [])) => StageOutcome::None,
-        Ok((base, data)) => {
-            let f = File::options()
-                .write(true)
-                .open(blob)
-                .map_err(|e| Error::io(blob, e))?;
-            f.write_all_at(data, base).map_err(|e| Error::io(blob, e))?;
-            f.sync_data().map_err(|e| Error::io(blob, e))?;
-            StageOutcome::Applied {
-                offset: base,
-                bytes: data.len() as u64,
-            }
-        }
-        Err(why) => StageOutcome::Ignored(why),
-    };
-    std::fs::remove_file(stage).map_err(|e| Error::io(stage, e))?;
-    Ok(outcome)
 }
 
 /// The staged chunk's file offset and bytes, if the staging file is whole
@@ -734,12 +742,11 @@ mod tests {
         let [first, stage, unused2, unused3] = stage_paths(&path);
         std::fs::remove_file(&first).expect("remove");
         for unused in [unused2, unused3] {
-            assert_eq!(
-                apply_one_stage(&path, &unused, 11).expect("apply"),
-                StageOutcome::None,
+            assert!(
+                matches!(parse_stage(&read(&unused), 11), Ok((_, []))),
                 "nothing staged in a slot not used yet"
             );
-            assert!(!unused.exists(), "removed");
+            std::fs::remove_file(&unused).expect("remove");
         }
         let good = read(&stage);
         // Written in another boot (a power loss restarted the machine): its

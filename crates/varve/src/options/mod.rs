@@ -69,9 +69,21 @@ pub struct Options {
     /// `Db::stats` reports the bytes pinned. Default 256 MiB; 0: never.
     pub pinned_blob_tables_size: usize,
     /// Write lanes for blob values: each appends to its own blob file, and
-    /// a writer takes the lane of its thread (or the first free one).
-    /// Default 4.
+    /// a writer takes the lane of its thread (or the first free one), or,
+    /// with [`blob_lanes_by_key`](Self::blob_lanes_by_key), the lane of its
+    /// key. Default 4.
     pub blob_write_lanes: usize,
+    /// Lanes split the key space instead of serving threads: lane `i` takes
+    /// the keys whose first 8 bytes (big-endian, zero-padded) fall in the
+    /// `i`-th of `blob_write_lanes` equal slices of the 64-bit space, so
+    /// the values of a key range sit together in that lane's files, as the
+    /// contest engines' shards did. With
+    /// [`shared_scan_bytes`](Self::shared_scan_bytes) at least a lane's
+    /// share of the data, a scan in key order then reads each lane's files
+    /// once however the keys arrived. For keys spread evenly over the
+    /// space (hashes, random ids); skewed keys crowd few lanes. Default
+    /// false.
+    pub blob_lanes_by_key: bool,
     /// Bytes of resident blob-file chunks (1 MiB each) that concurrent long
     /// scans share: an iterator that has read 64 values takes each further
     /// value from the chunk that holds it, read once for every scan that
@@ -204,6 +216,7 @@ impl Default for Options {
             min_blob_size: Some(4096),
             pinned_blob_tables_size: 256 << 20,
             blob_write_lanes: 4,
+            blob_lanes_by_key: false,
             shared_scan_bytes: 0,
             blob_file_size: 256 << 20,
             enable_blob_garbage_collection: true,
@@ -249,6 +262,7 @@ impl fmt::Debug for Options {
             .field("min_blob_size", &self.min_blob_size)
             .field("pinned_blob_tables_size", &self.pinned_blob_tables_size)
             .field("blob_write_lanes", &self.blob_write_lanes)
+            .field("blob_lanes_by_key", &self.blob_lanes_by_key)
             .field("shared_scan_bytes", &self.shared_scan_bytes)
             .field("blob_file_size", &self.blob_file_size)
             .field(

@@ -53,6 +53,7 @@ fn values_cross_chunks_and_files_and_read_back() {
     let opts = LaneOptions {
         chunk_size: 16 << 10,
         file_size: 256 << 10,
+        by_key: false,
     };
     let lane = Arc::new(BlobLane::new(Arc::new(PosixFs), dir.path(), opts));
     let mut ptrs = Vec::new();
@@ -126,6 +127,7 @@ fn lane_child_entry() {
         LaneOptions {
             chunk_size: 16 << 10,
             file_size: 1 << 20,
+            by_key: false,
         },
     );
     let mut out = std::io::stdout().lock();
@@ -236,6 +238,7 @@ fn a_failed_file_keeps_its_values_until_close_failed() {
     let opts = LaneOptions {
         chunk_size: 16 << 10,
         file_size: 64 << 10,
+        by_key: false,
     };
     let lane = BlobLane::new(Arc::new(PosixFs), dir.path(), opts);
     let mut ptrs = Vec::new();
@@ -348,4 +351,62 @@ fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
         assert_eq!(p.file_number, numbers[their_home], "its own lane");
         assert_eq!(lanes.staged_value(&p), Some(value(7)), "staged");
     });
+}
+
+/// With lanes split by key, a value goes to the lane of its key's slice,
+/// whichever thread writes it, and keys in order map to lanes in order.
+#[test]
+fn lanes_by_key_keep_nearby_keys_together() {
+    assert_eq!(key_lane(&[0u8; 8], 4), 0);
+    assert_eq!(key_lane(&[0xff; 8], 4), 3);
+    assert_eq!(key_lane(&[0x40, 0, 0, 0, 0, 0, 0, 0], 4), 1);
+    assert_eq!(key_lane(&[0x3f, 0xff], 4), 0, "short keys are zero-padded");
+    assert_eq!(key_lane(b"", 4), 0);
+    assert_eq!(key_lane(&[0x80; 16], 1), 0);
+    let mut last = 0;
+    for k in (0..=u64::MAX / 1000 * 999).step_by((u64::MAX / 1000) as usize) {
+        let lane = key_lane(&k.to_be_bytes(), 64);
+        assert!(lane >= last && lane < 64, "monotone");
+        last = lane;
+    }
+    assert_eq!(last, 63);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let lanes = BlobWriteLanes::new(
+        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
+        dir.path(),
+        4,
+        1,
+        LaneOptions {
+            by_key: true,
+            ..LaneOptions::default()
+        },
+    );
+    let mut file_of_lane = BTreeMap::new();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4u64)
+            .map(|t| {
+                let (lanes, files) = (&lanes, &files);
+                s.spawn(move || {
+                    (0..64u64)
+                        .map(|i| {
+                            let k = (i * 4 + t).wrapping_mul(0x0400_0000_0000_0000);
+                            let p = lanes.put(files, &k.to_be_bytes(), &value(i)).expect("put");
+                            (key_lane(&k.to_be_bytes(), 4), p.file_number)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            for (lane, file) in h.join().expect("writer") {
+                assert_eq!(
+                    *file_of_lane.entry(lane).or_insert(file),
+                    file,
+                    "every value of lane {lane} in one file"
+                );
+            }
+        }
+    });
+    assert_eq!(file_of_lane.len(), 4, "all four lanes used");
 }
