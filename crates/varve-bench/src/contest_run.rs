@@ -20,7 +20,7 @@
 //! with the child's error text.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
@@ -373,21 +373,6 @@ pub fn run(flags: &Flags, db: &Path, out: &mut dyn Write) -> Result<Vec<RunResul
         rss.join(", ")
     )?;
     Ok(results)
-}
-
-/// The database directory of a `contest` run: `--db`, or a new temporary
-/// directory (returned to be kept alive).
-pub fn db_dir(flags: &Flags) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
-    Ok(match &flags.db {
-        Some(p) => (PathBuf::from(p), None),
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("varve-bench-contest-")
-                .tempdir()
-                .context("creating a temporary database directory under $TMPDIR")?;
-            (t.path().join("db"), Some(t))
-        }
-    })
 }
 
 #[cfg(test)]

@@ -34,6 +34,21 @@ pub struct RunResult {
     pub line: String,
 }
 
+/// The run's database directory: `--db`, or a new temporary directory
+/// (returned to be kept alive, removed when dropped).
+fn db_dir(flags: &Flags) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    Ok(match &flags.db {
+        Some(p) => (PathBuf::from(p), None),
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("varve-bench-")
+                .tempdir()
+                .context("creating a temporary database directory under $TMPDIR")?;
+            (t.path().join("db"), Some(t))
+        }
+    })
+}
+
 /// Runs every workload of `--benchmarks`, printing to `out`.
 pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
     if let Some(phase) = &flags.contest_phase {
@@ -54,19 +69,10 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
             "contest runs alone (each of its phases is a process of its own): \
              --benchmarks=contest"
         );
-        let (path, _tmp) = contest_run::db_dir(flags)?;
+        let (path, _tmp) = db_dir(flags)?;
         return contest_run::run(flags, &path, out);
     }
-    let (path, _tmp): (PathBuf, Option<tempfile::TempDir>) = match &flags.db {
-        Some(p) => (PathBuf::from(p), None),
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("varve-bench-")
-                .tempdir()
-                .context("creating a temporary database directory under $TMPDIR")?;
-            (t.path().join("db"), Some(t))
-        }
-    };
+    let (path, _tmp) = db_dir(flags)?;
     let seed = if flags.seed == 0 {
         let s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

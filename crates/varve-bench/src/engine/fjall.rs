@@ -43,23 +43,7 @@ pub struct Fjall {
 
 /// The key-value separation the blob flags ask for (`None`: off).
 fn kv_separation(flags: &Flags) -> Result<Option<KvSeparationOptions>> {
-    anyhow::ensure!(
-        flags.blob_lanes_by_key.is_none(),
-        "--blob_lanes_by_key: varve's own setting; fjall has no write lanes"
-    );
-    anyhow::ensure!(
-        flags.shared_scan_bytes.is_none(),
-        "--shared_scan_bytes: varve's own setting; fjall has no shared scan buffers"
-    );
-    anyhow::ensure!(
-        flags.blob_write_lanes.is_none(),
-        "--blob_write_lanes: varve's own setting; fjall writes one value log file per memtable flush"
-    );
-    anyhow::ensure!(
-        flags.pinned_blob_tables_size.is_none(),
-        "--pinned_blob_tables_size: varve's own setting; fjall reads its index blocks \
-         through its cache (--cache_size)"
-    );
+    super::reject_varve_only_flags(flags, "fjall")?;
     if !flags.enable_blob_files {
         return Ok(None);
     }

@@ -125,6 +125,38 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     }
 }
 
+/// Fails when a setting only varve has was given for another engine:
+/// `--pinned_blob_tables_size`, `--blob_write_lanes`,
+/// `--blob_lanes_by_key`, `--shared_scan_bytes`.
+pub fn reject_varve_only_flags(flags: &Flags, engine: &str) -> Result<()> {
+    let given = [
+        (
+            "pinned_blob_tables_size",
+            flags.pinned_blob_tables_size.is_some(),
+            "reads the blocks of blob pointer tables through its cache (--cache_size)",
+        ),
+        (
+            "blob_write_lanes",
+            flags.blob_write_lanes.is_some(),
+            "has no write lanes (it writes blob files per flush or compaction)",
+        ),
+        (
+            "blob_lanes_by_key",
+            flags.blob_lanes_by_key.is_some(),
+            "has no write lanes",
+        ),
+        (
+            "shared_scan_bytes",
+            flags.shared_scan_bytes.is_some(),
+            "has no shared scan chunks",
+        ),
+    ];
+    for (name, set, why) in given {
+        anyhow::ensure!(!set, "--{name}: varve's own setting; {engine} {why}");
+    }
+    Ok(())
+}
+
 /// Removes the database at `path` (for fresh-DB workloads).
 pub fn destroy(flags: &Flags, path: &Path) -> Result<()> {
     let _ = flags;

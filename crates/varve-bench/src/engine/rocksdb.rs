@@ -38,23 +38,7 @@ pub struct Rocks {
 
 /// Opens (creating if missing) a RocksDB database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
-    anyhow::ensure!(
-        flags.blob_lanes_by_key.is_none(),
-        "--blob_lanes_by_key: varve's own setting; RocksDB has no write lanes"
-    );
-    anyhow::ensure!(
-        flags.shared_scan_bytes.is_none(),
-        "--shared_scan_bytes: varve's own setting; RocksDB has no shared scan buffers"
-    );
-    anyhow::ensure!(
-        flags.blob_write_lanes.is_none(),
-        "--blob_write_lanes: varve's own setting; RocksDB writes one blob file per flush or compaction job"
-    );
-    anyhow::ensure!(
-        flags.pinned_blob_tables_size.is_none(),
-        "--pinned_blob_tables_size: varve's own setting; RocksDB reads the blocks of blob \
-         pointer tables through its block cache (--cache_size)"
-    );
+    super::reject_varve_only_flags(flags, "RocksDB")?;
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.set_write_buffer_size(flags.write_buffer_size);
