@@ -174,3 +174,47 @@ fn short_scans_do_not_load_chunks_and_reverse_scans_still_read() {
         *v == value(i)
     }));
 }
+
+/// A flipped byte in a blob file: a scan through the shared chunks stops
+/// with a corruption error at that value (whichever scan reaches it first,
+/// and every other scan too), never yields a wrong value, and the values
+/// before it are exact.
+#[test]
+fn a_damaged_value_in_a_shared_chunk_is_an_error_for_every_scan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(database(dir.path(), 0));
+    // Flip a byte in the middle of the largest blob file's values.
+    let blob = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "blob"))
+        .max_by_key(|p| std::fs::metadata(p).expect("stat").len())
+        .expect("a blob file");
+    let mut bytes = std::fs::read(&blob).expect("read");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&blob, &bytes).expect("write");
+    let db = Db::open(dir.path(), options(16 << 20)).expect("open");
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                let mut it = db.iter();
+                it.seek_to_first();
+                let mut n = 0u64;
+                while it.valid() {
+                    assert_eq!(it.key(), key(n).as_slice());
+                    let v = it.value().to_vec();
+                    if !it.valid() {
+                        break; // reading the value failed: see status
+                    }
+                    assert!(v == value(n), "a wrong value for key {n}");
+                    n += 1;
+                    it.move_next();
+                }
+                let err = it.status().expect_err("the damaged value is an error");
+                assert!(matches!(err, varve::Error::Corruption { .. }), "{err:?}");
+                assert!(n < KEYS, "the scan stopped at the damage");
+            });
+        }
+    });
+}

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use super::cache::BlobReaders;
 use super::format::{BlobPointer, PAGE, value_from_span};
-use super::shared_chunks::{CHUNK, SharedChunks};
+use super::shared_chunks::{CHUNK, Chunk, SharedChunks};
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
 use crate::sst::{PrefetchJob, PrefetchWorker, ReaderPool, give_chunk_buffer, take_chunk_buffer};
@@ -61,6 +61,41 @@ struct Window {
     start: u64,
     buf: Arc<AlignedBuf>,
     got: usize,
+}
+
+/// A blob value an iterator read: its own bytes, or a view into a shared
+/// chunk, which stays resident (and is never evicted) while the view lives.
+pub(crate) enum BlobValue {
+    /// Bytes of its own.
+    Owned(Vec<u8>),
+    /// `len` bytes at `at` of a shared chunk (checked: within it, and
+    /// against the pointer's CRC).
+    Shared {
+        chunk: Arc<Chunk>,
+        at: usize,
+        len: usize,
+    },
+}
+
+impl BlobValue {
+    /// The value's bytes.
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            BlobValue::Owned(v) => v,
+            BlobValue::Shared { chunk, at, len } => &chunk.bytes()[*at..*at + *len],
+        }
+    }
+}
+
+impl std::fmt::Debug for BlobValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlobValue::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
+            BlobValue::Shared { chunk, at, len } => {
+                write!(f, "Shared({len} bytes at {})", chunk.start + *at as u64)
+            }
+        }
+    }
 }
 
 struct Pending {
@@ -142,11 +177,11 @@ impl BlobReadahead {
     }
 
     /// The value `raw` (an encoded pointer) names.
-    pub(crate) fn value(&mut self, readers: &BlobReaders, raw: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn value(&mut self, readers: &BlobReaders, raw: &[u8]) -> Result<BlobValue> {
         let p = BlobPointer::decode(raw)
             .ok_or_else(|| Error::corruption(readers.dir(), 0, "malformed blob pointer"))?;
         if self.max == 0 || readers.is_being_written(p.file_number) {
-            return readers.value_of(&p);
+            return readers.value_of(&p).map(BlobValue::Owned);
         }
         if let Some(shared) = readers.shared() {
             // The database's shared chunks replace this iterator's own
@@ -156,7 +191,7 @@ impl BlobReadahead {
             let load = self.values > SHARED_AFTER;
             return match shared_value(shared, readers, &p, load)? {
                 Some(v) => Ok(v),
-                None => readers.value_of(&p),
+                None => readers.value_of(&p).map(BlobValue::Owned),
             };
         }
         let end = p.offset + u64::from(p.length);
@@ -166,10 +201,10 @@ impl BlobReadahead {
         s.run = if in_order { s.run + 1 } else { 0 };
         s.last_end = end;
         if let Some(v) = serve(s, readers, &p)? {
-            return Ok(v);
+            return Ok(BlobValue::Owned(v));
         }
         if s.run < 2 {
-            return readers.value_of(&p);
+            return readers.value_of(&p).map(BlobValue::Owned);
         }
         s.size = (s.size * 2).clamp(FIRST_WINDOW, self.max.max(FIRST_WINDOW));
         let start = p.offset / PAGE as u64 * PAGE as u64;
@@ -207,8 +242,8 @@ impl BlobReadahead {
             }
         }
         match serve(&self.streams[i], readers, &p)? {
-            Some(v) => Ok(v),
-            None => readers.value_of(&p),
+            Some(v) => Ok(BlobValue::Owned(v)),
+            None => readers.value_of(&p).map(BlobValue::Owned),
         }
     }
 
@@ -328,7 +363,7 @@ fn shared_value(
     readers: &BlobReaders,
     p: &BlobPointer,
     load: bool,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<BlobValue>> {
     let chunk = CHUNK as u64;
     let index = p.offset / chunk;
     let end = p.offset + u64::from(p.length);
@@ -336,9 +371,8 @@ fn shared_value(
         return Ok(None);
     }
     let c = if load {
-        let reader = readers.reader(p.file_number)?;
         shared.get(p.file_number, index, |buf, start| {
-            reader.read_into(buf, start)
+            readers.reader(p.file_number)?.read_into(buf, start)
         })?
     } else {
         shared.resident(p.file_number, index)
@@ -346,10 +380,19 @@ fn shared_value(
     let Some(c) = c else {
         return Ok(None);
     };
-    let path = readers.path_of(p.file_number);
-    Ok(Some(
-        value_from_span(p, c.bytes(), c.start, &path)?.to_vec(),
-    ))
+    // A value another scan already checked against the same pointer needs
+    // no second CRC (the chunk's bytes never change).
+    let at = (p.offset - c.start) as usize;
+    let len = p.length as usize;
+    let whole = c.bytes().len() >= at + len;
+    if !(whole && c.is_checked(at, len, p.crc)) {
+        let path = readers.path_of(p.file_number);
+        value_from_span(p, c.bytes(), c.start, &path)?;
+        c.mark_checked(at, len, p.crc);
+    }
+    // No copy: the iterator holds the chunk (resident, unevictable) while
+    // it stays on this value.
+    Ok(Some(BlobValue::Shared { chunk: c, at, len }))
 }
 
 /// The value from stream `s`'s window, if the window holds all of it.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::Sibling;
 use crate::blob::cache::BlobReaders;
-use crate::blob::readahead::BlobReadahead;
+use crate::blob::readahead::{BlobReadahead, BlobValue};
 use crate::db::memtables::SuperVersion;
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
@@ -78,7 +78,7 @@ pub struct DbIterator {
     /// The current entry's blob value, read on the first `value()` at this
     /// position (a key-only walk reads none); an `Err` makes the iterator
     /// invalid with that error.
-    loaded: OnceCell<Result<Vec<u8>>>,
+    loaded: OnceCell<Result<BlobValue>>,
     /// Where blob values are read from.
     blobs: Arc<BlobReaders>,
     /// Read-ahead of blob values for forward scans.
@@ -166,7 +166,7 @@ impl DbIterator {
             .loaded
             .get_or_init(|| self.blob_ra.borrow_mut().value(&self.blobs, raw))
         {
-            Ok(v) => v,
+            Ok(v) => v.as_slice(),
             Err(_) => &[],
         }
     }
