@@ -518,6 +518,8 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
     let mut outcomes = Vec::new();
     let mut present = Vec::new();
     let mut file: Option<File> = None;
+    // What was copied, to copy again if the sync reports an old error.
+    let mut copied: Vec<(u64, Vec<u8>)> = Vec::new();
     for stage in stage_paths(blob) {
         let bytes = match std::fs::read(&stage) {
             Ok(b) => b,
@@ -538,6 +540,7 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
                     ),
                 };
                 f.write_all_at(data, base).map_err(|e| Error::io(blob, e))?;
+                copied.push((base, data.to_vec()));
                 StageOutcome::Applied {
                     offset: base,
                     bytes: data.len() as u64,
@@ -553,12 +556,47 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
     // One fdatasync for all of them, and only then are the staging files
     // removed: a crash in between applies them again (the same bytes).
     if let Some(f) = &file {
-        f.sync_data().map_err(|e| Error::io(blob, e))?;
+        sync_after_crash(f, blob, &copied)?;
     }
     for stage in present {
         std::fs::remove_file(&stage).map_err(|e| Error::io(&stage, e))?;
     }
     Ok(outcomes)
+}
+
+/// fdatasyncs `f` (blob file `blob`) after `copied` was written into it.
+/// A writer killed with direct writes of this file in flight can leave an
+/// I/O error recorded on it that nobody has seen yet: the kernel cancels
+/// or fails those writes as the process dies, and it may do so a few
+/// milliseconds after the process is gone (its io_uring is torn down in
+/// the background). The first fdatasync on any handle after that reports
+/// the error, whatever became of the bytes written since. Every such
+/// write's chunk is still in a staging slot, so it is in `copied`, and a
+/// late write can only put the same bytes there: on EIO the copy is
+/// written again and synced once more, a few times with a short pause,
+/// and a sync that succeeds after the rewrite makes it durable. An error
+/// that persists (a failing device) is returned.
+fn sync_after_crash(f: &File, blob: &Path, copied: &[(u64, Vec<u8>)]) -> Result<()> {
+    const ATTEMPTS: u32 = 8;
+    let mut attempt = 0;
+    loop {
+        match f.sync_data() {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.raw_os_error() == Some(libc::EIO)
+                    && !copied.is_empty()
+                    && attempt + 1 < ATTEMPTS =>
+            {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)));
+                for (base, data) in copied {
+                    f.write_all_at(data, *base)
+                        .map_err(|e| Error::io(blob, e))?;
+                }
+            }
+            Err(e) => return Err(Error::io(blob, e)),
+        }
+    }
 }
 
 /// The staged chunk's file offset and bytes, if the staging file is whole

@@ -326,6 +326,27 @@ fn apply_staged_blob_bytes(
 /// last chunk may hold values without entries, so only a byte bound is
 /// known). A file that was logged but never created is dropped; staging
 /// files of sealed files are removed.
+/// `fs.truncate` (which syncs) of a blob file a crash left open. The
+/// staged bytes were already copied in and synced (`apply_stage`), but
+/// direct writes the dead writer had in flight may still complete, with
+/// an error the next sync reports, a few milliseconds after the process is
+/// gone; they can only write the bytes that are already there. So an EIO
+/// is retried a few times, with a pause; one that persists is returned.
+fn truncate_after_crash(fs: &dyn crate::io::FileSystem, path: &Path, size: u64) -> Result<()> {
+    let mut attempt = 0u64;
+    loop {
+        match fs.truncate(path, size) {
+            Err(Error::Io { source, .. })
+                if source.raw_os_error() == Some(libc::EIO) && attempt < 4 =>
+            {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20 * attempt));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn close_crash_open_blob_files(
     fs: &dyn crate::io::FileSystem,
     dir: &Path,
@@ -352,7 +373,7 @@ fn close_crash_open_blob_files(
         // are about to be retired: its bytes must be durable first (a
         // kill -9 leaves them in the page cache only). Truncating to the
         // length it has syncs it.
-        fs.truncate(&blob_file_path(dir, number), size)?;
+        truncate_after_crash(fs, &blob_file_path(dir, number), size)?;
         info_log.log(format!(
             "recovery: closed blob file {number} left open by a crash ({size} bytes)"
         ));
