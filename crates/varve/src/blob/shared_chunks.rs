@@ -37,6 +37,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::Result;
 use crate::io::AlignedBuf;
+use crate::util::lru::IntHasher;
 
 /// Bytes of one chunk (whole pages, for direct IO).
 pub(crate) const CHUNK: usize = 1 << 20;
@@ -126,26 +127,9 @@ enum Slot {
     Ready { chunk: Arc<Chunk>, used: u64 },
 }
 
-/// A cheap hasher for `(file, chunk)` keys (the map is private and its
-/// keys are not chosen by anyone hostile).
-#[derive(Debug, Default, Clone, Copy)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(23) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type KeyMap<V> = HashMap<(u64, u64), V, std::hash::BuildHasherDefault<KeyHasher>>;
+/// `(file, chunk)` keys come from the engine: the block cache's cheap
+/// integer hasher serves them too.
+type KeyMap<V> = HashMap<(u64, u64), V, std::hash::BuildHasherDefault<IntHasher>>;
 
 #[derive(Debug, Default)]
 struct State {

@@ -195,30 +195,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     times.total = started.elapsed();
     db.info_log.log(format!(
         "opened in {}: last sequence {last_sequence}, {} records replayed, new WAL {}",
-        describe_open_times(&times),
+        times,
         db.recovery.records,
         log_path.display()
     ));
     let mut db = db;
     db.recovery.open_times = times;
     Ok(db)
-}
-
-/// `12.3 ms (manifest 1.0, blob staging 0.0, WAL replay 9.1, recovery
-/// tables 0.0, other 2.2)`.
-pub(crate) fn describe_open_times(t: &OpenTimes) -> String {
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-    let parts = t.manifest + t.blob_staging + t.wal_replay + t.recovery_tables;
-    format!(
-        "{:.1} ms (manifest {:.1}, blob staging {:.1}, WAL replay {:.1}, recovery tables {:.1}, \
-         other {:.1})",
-        ms(t.total),
-        ms(t.manifest),
-        ms(t.blob_staging),
-        ms(t.wal_replay),
-        ms(t.recovery_tables),
-        ms(t.total.saturating_sub(parts))
-    )
 }
 
 /// The parts of a `DbInner` that differ between open modes.

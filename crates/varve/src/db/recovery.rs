@@ -77,6 +77,26 @@ pub struct OpenTimes {
     pub recovery_tables: std::time::Duration,
 }
 
+/// `12.3 ms (manifest 1.0, blob staging 0.0, WAL replay 9.1, recovery
+/// tables 0.0, other 2.2)`: the info log's and `stats`'s form.
+impl std::fmt::Display for OpenTimes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let parts = self.manifest + self.blob_staging + self.wal_replay + self.recovery_tables;
+        write!(
+            f,
+            "{:.1} ms (manifest {:.1}, blob staging {:.1}, WAL replay {:.1}, recovery tables \
+             {:.1}, other {:.1})",
+            ms(self.total),
+            ms(self.manifest),
+            ms(self.blob_staging),
+            ms(self.wal_replay),
+            ms(self.recovery_tables),
+            ms(self.total.saturating_sub(parts))
+        )
+    }
+}
+
 /// What recovery did when the database was opened.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecoveryReport {

@@ -286,8 +286,7 @@ impl DbStats {
         let _ = writeln!(
             s,
             "Open: {}, {} WAL records replayed",
-            super::open::describe_open_times(&self.open_times),
-            self.open_records_replayed
+            self.open_times, self.open_records_replayed
         );
         let _ = writeln!(
             s,
