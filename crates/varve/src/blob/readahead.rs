@@ -149,6 +149,12 @@ pub(crate) struct BlobReadahead {
     clock: u64,
     /// Values this iterator read (for [`SHARED_AFTER`]).
     values: u64,
+    /// The shared chunk of the last value served from one (file number,
+    /// chunk index, chunk): the next values in it are served without a
+    /// lookup in the pool, whose lock and counters every scan contends
+    /// for. Holding it keeps that one chunk resident while the iterator
+    /// lives or until it moves to another chunk.
+    held: Option<(u64, u64, Arc<Chunk>)>,
 }
 
 impl std::fmt::Debug for BlobReadahead {
@@ -173,6 +179,7 @@ impl BlobReadahead {
             next_id: 1,
             clock: 0,
             values: 0,
+            held: None,
         }
     }
 
@@ -189,7 +196,7 @@ impl BlobReadahead {
             // iterators there are.
             self.values += 1;
             let load = self.values > SHARED_AFTER;
-            return match shared_value(shared, readers, &p, load)? {
+            return match shared_value(shared, readers, &p, load, &mut self.held)? {
                 Some(v) => Ok(v),
                 None => readers.value_of(&p).map(BlobValue::Owned),
             };
@@ -355,14 +362,17 @@ impl BlobReadahead {
     }
 }
 
-/// The value `p` from the shared chunk that holds all of it: a resident
-/// one, or (with `load`) one read now. `None` for a value across a chunk
-/// boundary, or when the pool has no room: the caller reads it alone.
+/// The value `p` from the shared chunk that holds all of it: the one the
+/// iterator holds (`held`), a resident one, or (with `load`) one read now;
+/// a chunk found in the pool becomes the held one. `None` for a value
+/// across a chunk boundary, or when the pool has no room: the caller reads
+/// it alone.
 fn shared_value(
     shared: &SharedChunks,
     readers: &BlobReaders,
     p: &BlobPointer,
     load: bool,
+    held: &mut Option<(u64, u64, Arc<Chunk>)>,
 ) -> Result<Option<BlobValue>> {
     let chunk = CHUNK as u64;
     let index = p.offset / chunk;
@@ -370,15 +380,26 @@ fn shared_value(
     if end > (index + 1) * chunk {
         return Ok(None);
     }
-    let c = if load {
-        shared.get(p.file_number, index, |buf, start| {
-            readers.reader(p.file_number)?.read_into(buf, start)
-        })?
-    } else {
-        shared.resident(p.file_number, index)
-    };
-    let Some(c) = c else {
-        return Ok(None);
+    let c = match held {
+        // Chunks never change once resident and file numbers are never
+        // reused, so the held chunk is the pool's chunk `index` still.
+        Some((f, i, c)) if *f == p.file_number && *i == index => Arc::clone(c),
+        _ => {
+            // Let go of the old chunk first, so the pool may evict it.
+            *held = None;
+            let c = if load {
+                shared.get(p.file_number, index, |buf, start| {
+                    readers.reader(p.file_number)?.read_into(buf, start)
+                })?
+            } else {
+                shared.resident(p.file_number, index)
+            };
+            let Some(c) = c else {
+                return Ok(None);
+            };
+            *held = Some((p.file_number, index, Arc::clone(&c)));
+            c
+        }
     };
     // A value another scan already checked against the same pointer needs
     // no second CRC (the chunk's bytes never change).

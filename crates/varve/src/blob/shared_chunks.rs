@@ -139,6 +139,11 @@ struct State {
     /// Bytes of every buffer the pool owns.
     used: usize,
     clock: u64,
+    /// Requests this shard served with a resident chunk (or one being
+    /// loaded). Kept under the shard's lock rather than in a counter every
+    /// scan bumps: one shared atomic was a quarter of a lookup's time with
+    /// 64 scans.
+    hits: u64,
 }
 
 /// What the pool did, for `Db::stats`.
@@ -146,8 +151,6 @@ struct State {
 pub(crate) struct SharedChunkCounters {
     /// Chunks read from disk.
     pub loads: AtomicU64,
-    /// Requests served by a resident chunk (or one being loaded).
-    pub hits: AtomicU64,
     /// Requests turned away for lack of room (read value by value).
     pub no_room: AtomicU64,
 }
@@ -201,6 +204,11 @@ impl SharedChunks {
         self.shards.iter().map(|sh| sh.state.lock().used).sum()
     }
 
+    /// Requests served by a resident chunk (or one being loaded).
+    pub(crate) fn hits(&self) -> u64 {
+        self.shards.iter().map(|sh| sh.state.lock().hits).sum()
+    }
+
     /// The shard of chunk `index` of `file`.
     fn shard(&self, file: u64, index: u64) -> &Shard {
         let h =
@@ -219,8 +227,9 @@ impl SharedChunks {
             match st.chunks.get_mut(&(file, index)) {
                 Some(Slot::Ready { chunk, used }) => {
                     *used = now;
-                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    return Some(Arc::clone(chunk));
+                    let chunk = Arc::clone(chunk);
+                    st.hits += 1;
+                    return Some(chunk);
                 }
                 Some(Slot::Loading) => sh.loaded.wait(&mut st),
                 None => return None,
@@ -245,8 +254,9 @@ impl SharedChunks {
             match st.chunks.get_mut(&(file, index)) {
                 Some(Slot::Ready { chunk, used }) => {
                     *used = now;
-                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Some(Arc::clone(chunk)));
+                    let chunk = Arc::clone(chunk);
+                    st.hits += 1;
+                    return Ok(Some(chunk));
                 }
                 // Another scan reads it: wait for it rather than read the
                 // same bytes twice.
@@ -419,7 +429,7 @@ mod tests {
         }
         assert_eq!(reads.load(Ordering::SeqCst), 1);
         assert_eq!(pool.counters.loads.load(Ordering::SeqCst), 1);
-        assert_eq!(pool.counters.hits.load(Ordering::SeqCst), 2);
+        assert_eq!(pool.hits(), 2);
         assert!(pool.resident(7, 2).is_some());
         assert!(pool.resident(7, 3).is_none());
     }

@@ -111,16 +111,16 @@ pub(crate) struct GcPolicy {
 }
 
 /// The blob files whose values a compaction of `v` relocates: sealed files
-/// at or above `policy.ratio` of garbage (or the force threshold, if lower:
-/// a forced compaction must relocate what it was picked for), and files
-/// closed after a crash (their unreferenced tail is reclaimed only when
-/// nothing points into them). Open files are never relocated (a lane still
+/// (crash-closed ones included, whose value bytes are an upper bound, so
+/// their share is never overstated) at or above `policy.ratio` of garbage
+/// (or the force threshold, if lower: a forced compaction must relocate
+/// what it was picked for). Open files are never relocated (a lane still
 /// appends to them).
 ///
 /// At most about `budget` live bytes: `first` (the file a garbage
-/// collection compaction was picked for) first, then crash-closed files,
-/// then by garbage share, most first, while their live bytes (value bytes
-/// less garbage: an upper bound of what the job copies) fit; at least one.
+/// collection compaction was picked for) first, then by garbage share,
+/// most first, while their live bytes (value bytes less garbage: an upper
+/// bound of what the job copies) fit; at least one.
 /// So one compaction never holds the compaction thread for long, and the
 /// levels' own compactions (which find the garbage) keep their turns.
 pub(crate) fn relocation_set(
@@ -133,12 +133,11 @@ pub(crate) fn relocation_set(
     let mut due: Vec<_> = v
         .blob_files()
         .iter()
-        .filter(|(_, b)| b.sealed && (b.crash_closed || b.garbage_ratio() >= ratio))
+        .filter(|(_, b)| b.sealed && b.garbage_ratio() >= ratio)
         .collect();
     due.sort_by(|a, b| {
         (Some(*b.0) == first)
             .cmp(&(Some(*a.0) == first))
-            .then(b.1.crash_closed.cmp(&a.1.crash_closed))
             .then(b.1.garbage_ratio().total_cmp(&a.1.garbage_ratio()))
     });
     let mut set = HashSet::new();

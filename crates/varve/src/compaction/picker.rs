@@ -316,7 +316,8 @@ pub(crate) fn idle_gc_threshold(v: &Version, policy: &GcPolicy) -> f64 {
 }
 
 /// A compaction for blob garbage collection: of the blob files that are
-/// due (garbage share at `threshold`, or closed after a crash), the most
+/// due (garbage share at `threshold`; a file closed after a crash too,
+/// its value bytes an upper bound: see `docs/blob-files.md`), the most
 /// garbage-heavy one whose live values sit in a table that names it as its
 /// oldest blob file; the first such table outside L0 that is not busy is
 /// rewritten in place, which relocates those values (see
@@ -329,14 +330,10 @@ pub(crate) fn pick_blob_gc(
     let mut due: Vec<_> = v
         .blob_files()
         .iter()
-        .filter(|(_, b)| b.sealed && (b.crash_closed || b.garbage_ratio() >= threshold))
+        .filter(|(_, b)| b.sealed && b.garbage_ratio() >= threshold)
         .collect();
-    // Crash-closed files first, then by garbage share, most first.
-    due.sort_by(|a, b| {
-        b.1.crash_closed
-            .cmp(&a.1.crash_closed)
-            .then(b.1.garbage_ratio().total_cmp(&a.1.garbage_ratio()))
-    });
+    // By garbage share, most first.
+    due.sort_by(|a, b| b.1.garbage_ratio().total_cmp(&a.1.garbage_ratio()));
     for (&blob, b) in due {
         for level in 1..NUM_LEVELS {
             let table = v
@@ -498,5 +495,40 @@ mod tests {
             assert_eq!(plan.level, 0);
             assert_eq!(plan.input_numbers().collect::<Vec<_>>(), vec![10]);
         }
+    }
+
+    /// A file a crash left open is relocated for its garbage like any
+    /// sealed file, not for having been left open: after a `kill -9` of a
+    /// writer with 64 lanes, relocating every such file rewrote the whole
+    /// database under the next phase's reads.
+    #[test]
+    fn a_crash_closed_file_is_relocated_for_its_garbage_only() {
+        let version = |garbage: Option<(u64, u64, u64)>| {
+            let mut edit = VersionEdit {
+                blob_files: vec![BlobFileEdit::crash_closed(5, 1 << 20)],
+                blob_garbage: garbage.into_iter().collect(),
+                ..VersionEdit::default()
+            };
+            edit.add_file(1, table(10, "a", "m", 5));
+            let mut b = Builder::new(&Version::new());
+            b.apply(&edit).expect("apply");
+            b.finish()
+        };
+        let busy = HashSet::new();
+        let policy = GcPolicy {
+            ratio: 0.25,
+            force_threshold: 0.5,
+        };
+        let clean = version(None);
+        assert!(clean.blob_files()[&5].crash_closed);
+        assert!(pick_blob_gc(&clean, 0.25, &busy).is_none());
+        assert!(super::super::blob_gc::relocation_set(&clean, &policy, 1 << 30, None).is_empty());
+        // 60% of its upper-bound value bytes are garbage.
+        let dirty = version(Some((5, 100, 600 << 10)));
+        let plan = pick_blob_gc(&dirty, 0.25, &busy).expect("due for its garbage");
+        assert_eq!(plan.gc_blob_file, Some(5));
+        assert_eq!(plan.input_numbers().collect::<Vec<_>>(), vec![10]);
+        let set = super::super::blob_gc::relocation_set(&dirty, &policy, 1 << 30, Some(5));
+        assert!(set.contains(&5));
     }
 }

@@ -129,7 +129,7 @@ impl Db {
             s.shared_scan_budget = c.budget() as u64;
             s.shared_scan_bytes = c.used() as u64;
             s.shared_scan_loads = r(&c.counters.loads);
-            s.shared_scan_hits = r(&c.counters.hits);
+            s.shared_scan_hits = c.hits();
             s.shared_scan_no_room = r(&c.counters.no_room);
         }
         s.open_records_replayed = db.recovery.records;
