@@ -214,6 +214,15 @@ pub struct Flags {
     #[arg(long)]
     pub shared_scan_bytes: Option<usize>,
 
+    /// Ours, varve only: one limit for the memory the engine holds
+    /// (`Options::memory_budget`, bytes): it sizes the memtables, the block
+    /// cache, pinned tables and shared scan chunks (replacing
+    /// --write_buffer_size, --cache_size, --pinned_blob_tables_size and
+    /// --shared_scan_bytes) and bounds read-ahead buffers and open tables'
+    /// index and filter blocks. Not given: no budget.
+    #[arg(long)]
+    pub memory_budget: Option<usize>,
+
     /// Ours, varve only: blob write lanes split the key space (lane i takes
     /// the i-th slice of the first 8 key bytes) instead of serving threads
     /// (`Options::blob_lanes_by_key`). Not given: varve's default, false.

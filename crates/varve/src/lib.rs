@@ -49,8 +49,8 @@ pub mod fuzzing;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, LevelStats, OpenTimes,
-    RecoveryReport, RepairReport, Snapshot, TruncatedTail,
+    Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, LevelStats,
+    MemoryStats, OpenTimes, RecoveryReport, RepairReport, Snapshot, TruncatedTail,
 };
 pub use error::{Error, Result};
 pub use io::{IoEngine, io_uring_available};

@@ -127,7 +127,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
 
 /// Fails when a setting only varve has was given for another engine:
 /// `--pinned_blob_tables_size`, `--blob_write_lanes`,
-/// `--blob_lanes_by_key`, `--shared_scan_bytes`.
+/// `--blob_lanes_by_key`, `--shared_scan_bytes`, `--memory_budget`.
 pub fn reject_varve_only_flags(flags: &Flags, engine: &str) -> Result<()> {
     let given = [
         (
@@ -149,6 +149,11 @@ pub fn reject_varve_only_flags(flags: &Flags, engine: &str) -> Result<()> {
             "shared_scan_bytes",
             flags.shared_scan_bytes.is_some(),
             "has no shared scan chunks",
+        ),
+        (
+            "memory_budget",
+            flags.memory_budget.is_some(),
+            "has no single memory budget (size its parts with --cache_size and --write_buffer_size)",
         ),
     ];
     for (name, set, why) in given {

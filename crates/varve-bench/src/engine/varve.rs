@@ -80,6 +80,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         blob_lanes_by_key: flags
             .blob_lanes_by_key
             .unwrap_or(defaults.blob_lanes_by_key),
+        memory_budget: flags.memory_budget,
         // Without blob files the other blob flags do nothing (as in
         // db_bench), so they cannot fail the open either.
         blob_file_size: if flags.enable_blob_files {

@@ -33,6 +33,27 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             })
             .collect();
         let total: u64 = s.levels.iter().map(|l| l.bytes).sum();
+        let memory = json!({
+            "budget": s.memory.budget,
+            "used": s.memory.used(),
+            "memtables": s.memory.memtables,
+            "memtables_limit": s.memory.memtables_limit,
+            "block_cache": s.memory.block_cache,
+            "block_cache_limit": s.memory.block_cache_limit,
+            "pinned_blob_tables": s.memory.pinned_blob_tables,
+            "pinned_blob_tables_limit": s.memory.pinned_blob_tables_limit,
+            "table_metadata": s.memory.table_metadata,
+            "table_metadata_limit": s.memory.table_metadata_limit,
+            "readahead": s.memory.readahead,
+            "readahead_limit": s.memory.readahead_limit,
+            "readahead_peak": s.memory.readahead_peak,
+            "readahead_refused": s.memory.readahead_refused,
+            "shared_scan": s.memory.shared_scan,
+            "shared_scan_limit": s.memory.shared_scan_limit,
+            "blob_staging": s.memory.blob_staging,
+            "blob_staging_limit": s.memory.blob_staging_limit,
+            "reserve": s.memory.reserve,
+        });
         print_json(&json!({
             "levels": levels,
             "total_table_bytes": total,
@@ -74,6 +95,7 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "open_wal_replay_micros": s.open_times.wal_replay.as_micros() as u64,
             "open_recovery_tables_micros": s.open_times.recovery_tables.as_micros() as u64,
             "open_records_replayed": s.open_records_replayed,
+            "memory": memory,
         }));
     } else {
         print!("{}", s.report());

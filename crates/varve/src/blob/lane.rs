@@ -86,6 +86,16 @@ pub(crate) struct LaneOptions {
     pub by_key: bool,
 }
 
+impl LaneOptions {
+    /// Page-cache bytes one lane's staging slots map while it has a file
+    /// open: [`SLOTS`](super::stage::SLOTS) files of a header page and a
+    /// chunk plus a page (a slot grows past it only for a value larger
+    /// than a chunk, while that value is staged).
+    pub(crate) fn staging_bytes(&self) -> usize {
+        super::stage::SLOTS * (self.chunk_size + 2 * PAGE)
+    }
+}
+
 impl Default for LaneOptions {
     fn default() -> Self {
         LaneOptions {
@@ -553,6 +563,18 @@ impl BlobLane {
         Ok(())
     }
 
+    /// Page-cache bytes this lane's staging slots map now: a full set
+    /// while it has a file open (and one per file kept after a failure).
+    pub(crate) fn staging_bytes(&self) -> usize {
+        let open = usize::from(self.readable.0.load(Ordering::Acquire) != 0);
+        let failed = if self.has_failed.load(Ordering::Acquire) {
+            self.failed.lock().len()
+        } else {
+            0
+        };
+        (open + failed) * self.opts.staging_bytes()
+    }
+
     /// True if this lane appends to blob file `number`.
     pub(crate) fn is_open_file(&self, number: u64) -> bool {
         self.readable.0.load(Ordering::Acquire) == number
@@ -593,6 +615,11 @@ pub(crate) struct BlobWriteLanes {
 }
 
 impl BlobWriteLanes {
+    /// Page-cache bytes the lanes' staging slots map now.
+    pub(crate) fn staging_bytes(&self) -> usize {
+        self.lanes.iter().map(BlobLane::staging_bytes).sum()
+    }
+
     /// `count` lanes writing blob files into `dir`, for values of at least
     /// `min_size` bytes.
     pub(crate) fn new(

@@ -351,6 +351,7 @@ impl BlobReadahead {
             buf: buffer(len),
             bounds: None,
             early: true,
+            _memory: None,
         };
         if !worker.send(job) {
             return false;

@@ -151,6 +151,7 @@ impl Db {
         s.memtable_bytes = sv.memtable_usage() as u64;
         s.immutable_memtables = sv.imms.len() as u64;
         s.add_blob_files(&sv.version);
+        s.memory = memory_stats(db, &s);
         s
     }
 
@@ -220,4 +221,43 @@ impl Db {
     pub fn debug(&self) -> DbDebug<'_> {
         DbDebug::new(&self.inner)
     }
+}
+
+/// Each part's memory and limit (see [`MemoryStats`](super::MemoryStats)),
+/// from the stats already gathered in `s` and the parts' own gauges.
+fn memory_stats(db: &super::DbInner, s: &DbStats) -> super::MemoryStats {
+    let o = &db.options;
+    let plan = db.memory_plan;
+    let staging_each = crate::blob::lane::LaneOptions::default().staging_bytes();
+    let mut m = super::MemoryStats {
+        budget: plan.map_or(0, |p| p.budget) as u64,
+        memtables: s.memtable_bytes,
+        memtables_limit: plan.map_or(o.write_buffer_size * (o.max_immutable_memtables + 1), |p| {
+            p.memtables
+        }) as u64,
+        block_cache: s.block_cache_usage,
+        block_cache_limit: s.block_cache_capacity,
+        pinned_blob_tables: s.pinned_blob_table_bytes,
+        pinned_blob_tables_limit: s.pinned_blob_table_budget,
+        table_metadata: s.pinned_table_memory,
+        table_metadata_limit: db.table_cache.metadata_budget().unwrap_or(0) as u64,
+        shared_scan: s.shared_scan_bytes,
+        shared_scan_limit: s.shared_scan_budget,
+        blob_staging: db.blob_lanes.as_ref().map_or(0, |l| l.staging_bytes()) as u64,
+        blob_staging_limit: plan.map_or(
+            db.blob_lanes
+                .as_ref()
+                .map_or(0, |_| o.blob_write_lanes * staging_each),
+            |p| p.blob_staging,
+        ) as u64,
+        reserve: plan.map_or(0, |p| p.reserve) as u64,
+        ..super::MemoryStats::default()
+    };
+    if let Some(g) = db.table_cache.readahead_gauge() {
+        m.readahead = g.used() as u64;
+        m.readahead_limit = g.limit() as u64;
+        m.readahead_peak = g.peak() as u64;
+        m.readahead_refused = g.refused() as u64;
+    }
+    m
 }

@@ -48,6 +48,8 @@ pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {
 pub(crate) struct DbInner {
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,
+    /// How `Options::memory_budget` was cut into parts (`None`: no budget).
+    pub(crate) memory_plan: Option<crate::options::memory::MemoryPlan>,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
     /// What readers consult (memtables + table files); replaced whole.

@@ -45,7 +45,7 @@ pub use read::db_iter::DbIterator;
 pub use read::par_scan::ChunkInfo;
 pub use recovery::{OpenTimes, RecoveryReport, TruncatedTail};
 pub use repair::RepairReport;
-pub use stats::{DbStats, LevelStats};
+pub use stats::{DbStats, LevelStats, MemoryStats};
 
 use crate::batch::WriteBatch;
 use crate::error::Result;

@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, LOCK, LOST_DIR, blob_file_path, wal_path};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::options::memory::MemoryPlan;
 use crate::snapshot::SnapshotList;
 use crate::sst::{BlockCache, ReaderPool};
 use crate::version::TableCache;
@@ -40,6 +41,7 @@ use std::time::Instant;
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let started = Instant::now();
+    let (options, memory_plan) = options.planned()?;
     options.validate()?;
     let fs = Arc::clone(&options.fs);
     if fs.exists(dir)? {
@@ -105,7 +107,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     )?;
     times.wal_replay = t.elapsed();
 
-    let (table_cache, block_cache) = caches(dir, &options);
+    let (table_cache, block_cache) = caches(dir, &options, memory_plan.as_ref());
 
     // Replayed memtables become L0 tables, oldest first.
     let t = Instant::now();
@@ -190,6 +192,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         table_cache,
         block_cache,
         read_only: false,
+        memory_plan,
     });
     super::obsolete::delete_obsolete_files(&db);
     times.total = started.elapsed();
@@ -219,6 +222,7 @@ struct Assembly<'a> {
     table_cache: Arc<TableCache>,
     block_cache: Option<Arc<BlockCache>>,
     read_only: bool,
+    memory_plan: Option<MemoryPlan>,
 }
 
 /// Before the WALs are replayed: the values a crash left in the staging
@@ -434,28 +438,37 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         deletions_paused: std::sync::atomic::AtomicUsize::new(0),
         obsolete_kept: std::sync::atomic::AtomicBool::new(false),
         options: a.options,
+        memory_plan: a.memory_plan,
     }
 }
 
-fn caches(dir: &Path, options: &Options) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
+fn caches(
+    dir: &Path,
+    options: &Options,
+    plan: Option<&MemoryPlan>,
+) -> (Arc<TableCache>, Option<Arc<BlockCache>>) {
     let block_cache = match &options.block_cache {
         Some(shared) => Some(Arc::clone(shared)),
         None => (options.cache_size > 0).then(|| BlockCache::new(options.cache_size)),
     };
-    let table_cache = Arc::new(TableCache::new(
+    let mut table_cache = TableCache::new(
         dir.to_path_buf(),
         Arc::clone(&options.fs),
         block_cache.clone(),
         options.max_open_files,
         options.use_direct_reads,
         options.pinned_blob_tables_size,
-    ));
-    (table_cache, block_cache)
+    );
+    if let Some(plan) = plan {
+        table_cache = table_cache.with_memory_budget(plan.table_metadata, plan.readahead);
+    }
+    (Arc::new(table_cache), block_cache)
 }
 
 /// Opens an existing database without writing anything (see
 /// `Db::open_read_only`): replayed WAL data stays in memtables.
 pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
+    let (options, memory_plan) = options.planned()?;
     options.validate()?;
     let fs = Arc::clone(&options.fs);
     if !fs.is_dir(dir)? {
@@ -505,7 +518,7 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         tables.remove(0)
     };
     let log = WalLog::discard(dir, Arc::clone(&mem.table))?;
-    let (table_cache, block_cache) = caches(dir, &options);
+    let (table_cache, block_cache) = caches(dir, &options, memory_plan.as_ref());
     times.wal_replay = t.elapsed();
     let mut db = assemble(Assembly {
         dir,
@@ -521,6 +534,7 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         table_cache,
         block_cache,
         read_only: true,
+        memory_plan,
     });
     times.total = started.elapsed();
     db.recovery.open_times = times;

@@ -151,10 +151,74 @@ pub struct DbStats {
     pub shared_scan_hits: u64,
     /// Chunk loads turned away for lack of room (values read alone).
     pub shared_scan_no_room: u64,
+    /// The memory each part of the engine holds, and its part of
+    /// `Options::memory_budget`.
+    pub memory: MemoryStats,
     /// How long opening this database took, and its parts.
     pub open_times: super::recovery::OpenTimes,
     /// WAL records (write batches) the open replayed.
     pub open_records_replayed: u64,
+}
+
+/// Bytes held by each part of the engine that holds memory, and each
+/// part's limit: its share of `Options::memory_budget` (`docs/memory.md`),
+/// or, without a budget, its own option's size (0 where nothing bounds it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemoryStats {
+    /// `Options::memory_budget` (0: none).
+    pub budget: u64,
+    /// Memtable arenas in use (the mutable one and those waiting for a
+    /// flush); the limit covers them and the WAL's slot buffers.
+    pub memtables: u64,
+    /// The memtables' limit.
+    pub memtables_limit: u64,
+    /// Block cache contents and capacity.
+    pub block_cache: u64,
+    /// The block cache's capacity.
+    pub block_cache_limit: u64,
+    /// Data blocks pinned by tables of blob pointers.
+    pub pinned_blob_tables: u64,
+    /// The pinned blob tables' limit.
+    pub pinned_blob_tables_limit: u64,
+    /// Index, filter and properties blocks of open tables.
+    pub table_metadata: u64,
+    /// The table metadata's limit (0: bounded by `max_open_files` only).
+    pub table_metadata_limit: u64,
+    /// Read-ahead chunk buffers reserved by scans and compactions (tracked
+    /// with a budget only), the most ever reserved at once, and how often
+    /// a scan found no room and read ahead less or not at all.
+    pub readahead: u64,
+    /// The read-ahead part (0: no budget, not tracked).
+    pub readahead_limit: u64,
+    /// The most read-ahead bytes reserved at once.
+    pub readahead_peak: u64,
+    /// Reservations refused (the scan read ahead less, or block by block).
+    pub readahead_refused: u64,
+    /// Shared scan chunks (`Options::shared_scan_bytes`).
+    pub shared_scan: u64,
+    /// The shared scan chunks' budget.
+    pub shared_scan_limit: u64,
+    /// Staging slots of the blob write lanes (page cache the process maps).
+    pub blob_staging: u64,
+    /// The blob lanes' staging limit (every lane with a file open).
+    pub blob_staging_limit: u64,
+    /// Set aside for threads, fiber stacks, io_uring rings and small
+    /// structures (with a budget).
+    pub reserve: u64,
+}
+
+impl MemoryStats {
+    /// The bytes the parts hold now, added up (the reserve not included).
+    pub fn used(&self) -> u64 {
+        self.memtables
+            + self.block_cache
+            + self.pinned_blob_tables
+            + self.table_metadata
+            + self.readahead
+            + self.shared_scan
+            + self.blob_staging
+    }
 }
 
 impl DbStats {
@@ -231,6 +295,7 @@ impl DbStats {
             shared_scan_loads: 0,
             shared_scan_hits: 0,
             shared_scan_no_room: 0,
+            memory: MemoryStats::default(),
             open_times: super::recovery::OpenTimes::default(),
             open_records_replayed: 0,
         }
@@ -283,6 +348,34 @@ impl DbStats {
                 self.shared_scan_no_room
             );
         }
+        let m = &self.memory;
+        let _ = writeln!(
+            s,
+            "Memory: {:.1} MiB used{}: memtables {:.1}/{:.1}, block cache {:.1}/{:.1}, pinned blob tables {:.1}/{:.1}, table metadata {:.1}/{:.1}, read-ahead {:.1}/{:.1} (peak {:.1}, {} refused), shared scans {:.1}/{:.1}, blob staging {:.1}/{:.1}, reserve {:.1}",
+            mib(m.used()),
+            if m.budget > 0 {
+                format!(" of a {:.1} MiB budget", mib(m.budget))
+            } else {
+                String::new()
+            },
+            mib(m.memtables),
+            mib(m.memtables_limit),
+            mib(m.block_cache),
+            mib(m.block_cache_limit),
+            mib(m.pinned_blob_tables),
+            mib(m.pinned_blob_tables_limit),
+            mib(m.table_metadata),
+            mib(m.table_metadata_limit),
+            mib(m.readahead),
+            mib(m.readahead_limit),
+            mib(m.readahead_peak),
+            m.readahead_refused,
+            mib(m.shared_scan),
+            mib(m.shared_scan_limit),
+            mib(m.blob_staging),
+            mib(m.blob_staging_limit),
+            mib(m.reserve)
+        );
         let _ = writeln!(
             s,
             "Open: {}, {} WAL records replayed",

@@ -9,6 +9,7 @@
 //! sits just below `db/`: nothing beneath reads it (each layer takes its
 //! own small settings struct).
 
+pub(crate) mod memory;
 mod read_write;
 
 use std::fmt;
@@ -201,6 +202,20 @@ pub struct Options {
     pub reader_pool: Option<Arc<ReaderPool>>,
     /// The file system the database lives on. Default: the real one.
     pub fs: Arc<dyn FileSystem>,
+    /// One limit, in bytes, for the memory the engine holds
+    /// (`docs/memory.md`). When set, it replaces `write_buffer_size`,
+    /// `cache_size`, `pinned_blob_tables_size` and `shared_scan_bytes`
+    /// with shares of the budget, bounds the index and filter blocks of
+    /// open tables and every scan's and compaction's read-ahead buffers
+    /// by their shares (a scan that finds no room reads ahead less, or
+    /// block by block), and counts the blob lanes' staging slots first.
+    /// The engine then degrades by waiting (writers, for memtables) or by
+    /// evicting (caches, open tables), never by growing; `Db::stats`
+    /// reports each part. Open fails with `InvalidArgument` when the fixed
+    /// parts take more than half of it. Default `None`: each part is sized
+    /// by its own option, and read-ahead buffers grow with the number of
+    /// open iterators.
+    pub memory_budget: Option<usize>,
 }
 
 impl Default for Options {
@@ -245,6 +260,7 @@ impl Default for Options {
             io_engine: IoEngine::IoUring,
             reader_pool: None,
             fs: Arc::new(PosixFs),
+            memory_budget: None,
         }
     }
 }
@@ -315,11 +331,23 @@ impl fmt::Debug for Options {
                 &self.reader_pool.as_ref().map(|p| p.threads()),
             )
             .field("fs", &self.fs)
+            .field("memory_budget", &self.memory_budget)
             .finish()
     }
 }
 
 impl Options {
+    /// These options with the sizes `memory_budget` sets applied, and the
+    /// plan (`None` without a budget).
+    pub(crate) fn planned(mut self) -> Result<(Options, Option<memory::MemoryPlan>)> {
+        let Some(budget) = self.memory_budget else {
+            return Ok((self, None));
+        };
+        let plan = memory::MemoryPlan::plan(&self, budget)?;
+        plan.apply(&mut self)?;
+        Ok((self, Some(plan)))
+    }
+
     /// Checks the options for values the engine cannot work with.
     pub fn validate(&self) -> Result<()> {
         if !(64 << 10..=2 << 30).contains(&self.write_buffer_size) {

@@ -192,6 +192,16 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         self.map.values().map(|e| &e.value)
     }
 
+    /// Removes the least recently used entry (no second chance); false if
+    /// there was none.
+    pub(crate) fn evict_lru(&mut self) -> bool {
+        if self.tail == NIL {
+            return false;
+        }
+        let k = self.nodes[self.tail].key.clone();
+        self.remove(&k)
+    }
+
     /// Removes `key`; true if it was present.
     pub(crate) fn remove(&mut self, key: &K) -> bool {
         let Some(Entry { slot, .. }) = self.map.remove(key) else {

@@ -21,6 +21,7 @@ use crate::iter::level::LevelIterator;
 use crate::sst::BlockCache;
 use crate::sst::{PinBudget, Readahead, ReaderPool, Table, TableIterOptions, TableReadOptions};
 use crate::util::lru::LruShard;
+use crate::util::memory::MemoryGauge;
 
 /// Cache of open tables.
 pub(crate) struct TableCache {
@@ -35,8 +36,16 @@ pub(crate) struct TableCache {
     /// Tables that point into blob files pin their data blocks within this
     /// budget (`None`: never).
     pin: Option<Arc<PinBudget>>,
-    /// Open tables by file number, each charged 1 against `capacity`.
+    /// Open tables by file number, each charged 1 against `capacity`, or,
+    /// with a memory budget, its pinned index, filter and properties bytes
+    /// against the budget's part for them.
     lru: Mutex<LruShard<u64, Arc<Table>>>,
+    /// The memory budget's part for open tables' metadata (`None`: the
+    /// cache counts tables, not bytes).
+    metadata_budget: Option<usize>,
+    /// The memory budget's part for read-ahead buffers, which every
+    /// iterator and compaction input made here reserves from.
+    readahead: Option<Arc<MemoryGauge>>,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -93,7 +102,31 @@ impl TableCache {
             capacity: capacity.max(1),
             direct_reads,
             lru: Mutex::new(LruShard::new(capacity.max(1))),
+            metadata_budget: None,
+            readahead: None,
         }
+    }
+
+    /// Bounds the open tables' pinned index, filter and properties blocks
+    /// by `metadata` bytes (the least recently used table is closed first;
+    /// a table whose blocks alone exceed it is opened for each use and not
+    /// kept) as well as by `capacity` tables, and read-ahead buffers by
+    /// `readahead` bytes.
+    pub(crate) fn with_memory_budget(mut self, metadata: usize, readahead: usize) -> Self {
+        self.metadata_budget = Some(metadata);
+        self.lru = Mutex::new(LruShard::new(metadata.max(1)));
+        self.readahead = Some(MemoryGauge::new(readahead));
+        self
+    }
+
+    /// The read-ahead part's gauge, with a memory budget.
+    pub(crate) fn readahead_gauge(&self) -> Option<&Arc<MemoryGauge>> {
+        self.readahead.as_ref()
+    }
+
+    /// Bytes the open tables' metadata may take (with a memory budget).
+    pub(crate) fn metadata_budget(&self) -> Option<usize> {
+        self.metadata_budget
     }
 
     /// The reader of table `number` if it is open (never opens it).
@@ -124,7 +157,25 @@ impl TableCache {
             },
         )?;
         // Another thread may have opened it meanwhile; the last copy stays.
-        self.lru.lock().insert(file.number, Arc::clone(&table), 1);
+        let mut lru = self.lru.lock();
+        match self.metadata_budget {
+            None => lru.insert(file.number, Arc::clone(&table), 1),
+            Some(_) => {
+                lru.insert(
+                    file.number,
+                    Arc::clone(&table),
+                    table.pinned_memory().max(1),
+                );
+                while lru.len() > self.capacity {
+                    lru.evict_lru();
+                }
+            }
+        }
+        debug_assert!(
+            lru.len() <= self.capacity,
+            "at most max_open_files tables open"
+        );
+        drop(lru);
         Ok(table)
     }
 
@@ -142,9 +193,10 @@ impl TableCache {
         let cache = Arc::clone(self);
         let opts = TableIterOptions {
             readahead: (scan.readahead_size > 0).then(|| {
-                Arc::new(Mutex::new(Readahead::with_prefetch(
+                Arc::new(Mutex::new(Readahead::with_budget(
                     scan.readahead_size,
                     scan.prefetch.clone(),
+                    self.readahead.clone(),
                 )))
             }),
             upper_bound: scan.upper_bound.clone(),

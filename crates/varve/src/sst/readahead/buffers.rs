@@ -64,7 +64,15 @@ impl Readahead {
     /// `docs/readahead.md`), preferring the larger buffers (chunks grow,
     /// rarely shrink); the rest are freed.
     pub(super) fn keep_spare(&mut self, buf: AlignedBuf) {
-        let budget = 2 * (self.max.max(LEARNED_PIECE_MAX) + (16 << 10));
+        // A budgeted state's buffers are never rounded up to a learned
+        // piece (`take_spare`), so its spares stay within two of its own
+        // chunks (`memory_bound`).
+        let largest = if self.gauge.is_some() {
+            self.max
+        } else {
+            self.max.max(LEARNED_PIECE_MAX)
+        };
+        let budget = 2 * (largest + (16 << 10));
         let cap = buf.capacity();
         if cap > budget {
             return;
@@ -112,8 +120,15 @@ impl Readahead {
     /// (so pieces growing to that size do not reallocate).
     pub(super) fn take_spare(&mut self, len: usize) -> AlignedBuf {
         self.reclaim_retired();
+        self.debug_check_bound();
         match self.spare.iter().position(|b| b.capacity() >= len) {
             Some(i) => self.spare.swap_remove(i),
+            // A budgeted state neither takes a thread's pooled buffers
+            // (which may be larger than its bound allows) nor rounds a
+            // buffer past its own `max`.
+            None if self.gauge.is_some() => {
+                AlignedBuf::new(len.max(LEARNED_PIECE_MAX.min(self.max)))
+            }
             None => pool_take(len).unwrap_or_else(|| AlignedBuf::new(len.max(LEARNED_PIECE_MAX))),
         }
     }

@@ -76,6 +76,7 @@ use std::sync::{Arc, mpsc};
 
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, DIRECT_IO_ALIGN, RandomAccessFile};
+use crate::util::memory::{MemoryGauge, Reservation};
 
 use super::block_bytes::BlockBytes;
 use super::format::{BlockHandle, check_handle, decode_block, decode_block_in, read_block};
@@ -146,7 +147,37 @@ pub(crate) struct Readahead {
     /// A learned run is being read ahead (its next piece's size, and where
     /// the pieces stop).
     learned: Option<Learned>,
+    /// The memory budget's read-ahead part (`Options::memory_budget`):
+    /// before its first chunk the state reserves [`memory_bound`] of its
+    /// `max`, halving `max` while that does not fit, and reads block by
+    /// block when not even [`MIN_BUDGETED`] fits. `None`: no budget.
+    gauge: Option<Arc<MemoryGauge>>,
+    /// The reservation held (shared with the background reads in flight,
+    /// so it outlives the state until their buffers are gone).
+    memory: Option<Arc<Reservation>>,
+    /// Block reads until a state that found no room asks again.
+    admit_after: u32,
 }
+
+/// The most bytes of chunk buffers one state holds with chunks of at most
+/// `max` bytes: the current buffer, two chunks' worth in flight (two
+/// prefetched chunks, or a learned run's pieces, which add up to at most
+/// `max`), two of spares and four retired buffers that blocks still
+/// borrow; each buffer is at most `max` plus the file's alignment on both
+/// sides, rounded up here to `max + 64 KiB`. (Found by reading the paths
+/// that allocate: `take_spare`, `keep_spare`, `retire`, `prefetch_next`;
+/// `held_bytes` checks it in debug builds.)
+pub(crate) fn memory_bound(max: usize) -> usize {
+    10 * (max + (64 << 10))
+}
+
+/// Smallest `max` a budgeted state reads ahead with; below it the state
+/// reads one block at a time (and holds no chunk buffer).
+pub(crate) const MIN_BUDGETED: usize = 64 << 10;
+
+/// Block reads a budgeted state that found no room makes before it asks
+/// again.
+const ADMIT_RETRY: u32 = 64;
 
 /// Read-ahead of a run whose length was predicted from earlier runs.
 #[derive(Debug, Clone, Copy)]
@@ -220,6 +251,11 @@ impl Drop for Readahead {
         let bufs = std::mem::take(&mut self.spare);
         let retired = std::mem::take(&mut self.retired);
         let current = std::mem::replace(&mut self.buf, Arc::new(AlignedBuf::new(0)));
+        // A budgeted state's buffers are freed with it: a thread's pool
+        // would keep them outside any reservation.
+        if self.gauge.is_some() {
+            return;
+        }
         for buf in bufs {
             pool_give(buf);
         }
@@ -242,7 +278,18 @@ impl Readahead {
     /// Like `new`; with a `pool`, once the chunks have grown
     /// to `max` (at least `PREFETCH_MIN` (256 KiB)), the pool reads the
     /// next chunk while the current one is consumed.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn with_prefetch(max: usize, pool: Option<Arc<ReaderPool>>) -> Readahead {
+        Readahead::with_budget(max, pool, None)
+    }
+
+    /// Like `with_prefetch`, within the memory budget's read-ahead part
+    /// `gauge` when given (see the field `gauge`).
+    pub(crate) fn with_budget(
+        max: usize,
+        pool: Option<Arc<ReaderPool>>,
+        gauge: Option<Arc<MemoryGauge>>,
+    ) -> Readahead {
         Readahead {
             max,
             pool: pool.filter(|_| max >= PREFETCH_MIN),
@@ -266,6 +313,63 @@ impl Readahead {
             bounds: None,
             buf_verified: Verified::none(),
             vouched: 0,
+            gauge,
+            memory: None,
+            admit_after: 0,
+        }
+    }
+
+    /// Whether the state may read a chunk now: always without a budget;
+    /// with one, once it holds a reservation for its `max` (taken here,
+    /// halving `max` until it fits). A state that finds no room for even
+    /// [`MIN_BUDGETED`] reads block by block and asks again after
+    /// [`ADMIT_RETRY`] block reads.
+    fn admitted(&mut self) -> bool {
+        let Some(gauge) = &self.gauge else {
+            return true;
+        };
+        if self.memory.is_some() {
+            return true;
+        }
+        if self.admit_after > 0 {
+            self.admit_after -= 1;
+            return false;
+        }
+        let mut max = self.max;
+        while max >= MIN_BUDGETED {
+            if let Some(r) = gauge.try_reserve(memory_bound(max)) {
+                self.memory = Some(Arc::new(r));
+                self.max = max;
+                self.next_size = self.next_size.min(max);
+                if max < PREFETCH_MIN {
+                    self.pool = None;
+                }
+                return true;
+            }
+            max /= 2;
+        }
+        self.admit_after = ADMIT_RETRY;
+        false
+    }
+
+    /// Bytes of chunk buffers this state holds (debug check of
+    /// [`memory_bound`]).
+    fn held_bytes(&self) -> usize {
+        self.buf.capacity()
+            + self.spare.iter().map(AlignedBuf::capacity).sum::<usize>()
+            + self.retired.iter().map(|b| b.capacity()).sum::<usize>()
+            + self.pending.iter().map(|p| p.len).sum::<usize>()
+    }
+
+    /// In debug builds: a budgeted state holds no more than it reserved.
+    fn debug_check_bound(&self) {
+        if let Some(r) = &self.memory {
+            debug_assert!(
+                self.held_bytes() <= r.bytes(),
+                "read-ahead state holds {} bytes, reserved {}",
+                self.held_bytes(),
+                r.bytes()
+            );
         }
     }
 
@@ -398,7 +502,7 @@ impl Readahead {
         self.learned = None;
         self.set_last(file, data_end, h);
         let predicted = if sequential { 0 } else { self.predicted_run() };
-        if predicted > 0 && end < limit.min(data_end) {
+        if predicted > 0 && end < limit.min(data_end) && self.admitted() {
             self.next_size = MIN_READAHEAD.min(self.max);
             return self.read_learned_run(file, h, end, limit.min(data_end), predicted, verify);
         }
@@ -407,12 +511,14 @@ impl Readahead {
             .saturating_add(self.next_size as u64)
             .min(limit.min(data_end))
             .max(end);
-        if !sequential || want_end == end {
+        if !sequential || want_end == end || !self.admitted() {
             if !sequential {
                 self.next_size = MIN_READAHEAD.min(self.max);
             }
             return read_block(file.as_ref(), h, data_end, verify).map(BlockBytes::from);
         }
+        // Admission may have lowered `max` (and so `next_size`).
+        let want_end = want_end.min(h.offset.saturating_add(self.next_size as u64).max(end));
         let (start, _stop, _len, got) = self.read_chunk(file, h.offset, want_end)?;
         let size = self.next_size;
         self.next_size = self.next_size.saturating_mul(2).min(self.max);

@@ -150,6 +150,7 @@ impl Readahead {
                 buf,
                 bounds: self.bounds.clone(),
                 early: self.learned.is_some(),
+                _memory: self.memory.clone(),
             };
             if !worker.send(job) {
                 self.worker = None;

@@ -59,6 +59,10 @@ pub(crate) struct Job {
     /// scan's consumer is busy with the chunk before, and would only catch
     /// up with the check and wait on it.
     pub early: bool,
+    /// The memory budget's reservation of the state that sent the job:
+    /// held until the read is done, so the state's buffers stay counted
+    /// even if the state is dropped first.
+    pub _memory: Option<Arc<crate::util::memory::Reservation>>,
 }
 
 /// A finished [`Job`].
@@ -366,6 +370,7 @@ mod tests {
             buf: AlignedBuf::new(4096),
             bounds: None,
             early: false,
+            _memory: None,
         };
         assert!(w.send(job(0, 0)), "send 0");
         // Let a thread take job 0 alone and block in its read.
@@ -399,6 +404,7 @@ mod tests {
                 buf: AlignedBuf::new(4096),
                 bounds: None,
                 early: false,
+                _memory: None,
             }));
         }
         let mut got: Vec<(u64, usize)> = (0..2)
@@ -432,6 +438,7 @@ mod tests {
                     buf: AlignedBuf::new(4096),
                     bounds: None,
                     early: false,
+                    _memory: None,
                 }));
             }
         }
