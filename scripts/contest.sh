@@ -17,7 +17,10 @@
 #   BIN      a varve-bench built with --features rocksdb (default: built into
 #            CARGO_TARGET_DIR, or target/)
 #   VARVE_FLAGS  varve-only flags (default: --blob_write_lanes=64
-#            --blob_lanes_by_key --shared_scan_bytes=536870912)
+#            --blob_lanes_by_key --memory_budget=1610612736)
+#   ROCKSDB_FLAGS  flags for the RocksDB runs only (default: none; e.g.
+#            --contest_phases=write,verify,read: its range phase reads every
+#            value once per thread and takes hours at 2M keys)
 #   EXTRA    more varve-bench flags for every run (e.g.
 #            --contest_phases=write,verify,read leaves the range phase out)
 #
@@ -40,9 +43,12 @@ LIMIT="${LIMIT:-2G}"
 DB_DIR="${DB_DIR:-${TMPDIR:-/tmp}/varve-contest}"
 EXTRA="${EXTRA:-}"
 # varve's contest setup: 64 write lanes that split the key space (the
-# contest engines' shards) and 512 MiB of shared scan chunks, so the range
-# phase reads each lane's values once for all 64 threads.
-VARVE_FLAGS="${VARVE_FLAGS:---blob_write_lanes=64 --blob_lanes_by_key --shared_scan_bytes=536870912}"
+# contest engines' shards), and one memory budget of 1.5 GiB (the contest's
+# peak-RSS goal), which sizes every part and turns on shared scan chunks
+# (318 MiB), so the range phase reads each lane's values about once for all
+# 64 threads (docs/memory.md).
+VARVE_FLAGS="${VARVE_FLAGS:---blob_write_lanes=64 --blob_lanes_by_key --memory_budget=1610612736}"
+ROCKSDB_FLAGS="${ROCKSDB_FLAGS:-}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 
 [ "$(id -u)" -eq 0 ] || { echo "contest.sh: needs root (memory cgroup, drop_caches)" >&2; exit 1; }
@@ -92,6 +98,7 @@ DB_DIR="$DB_DIR" "$ROOT/scripts/disk-limits.sh" "$DB_DIR" | tee "$WORK/disk.md"
 
 flags_of() { # engine
     if [ "$1" = varve ]; then printf '%s ' "$VARVE_FLAGS"; fi
+    if [ "$1" = rocksdb ]; then printf '%s ' "$ROCKSDB_FLAGS"; fi
     echo "--engine=$1 --benchmarks=contest --num=$NUM --threads=$THREADS --enable_blob_files=true \
 --min_blob_size=$MIN --use_direct_reads=true --cache_size=268435456 --compression_type=none --seed=1 --db=$DB_DIR/db $EXTRA"
 }
