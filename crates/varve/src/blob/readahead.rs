@@ -149,12 +149,25 @@ pub(crate) struct BlobReadahead {
     clock: u64,
     /// Values this iterator read (for [`SHARED_AFTER`]).
     values: u64,
-    /// The shared chunk of the last value served from one (file number,
-    /// chunk index, chunk): the next values in it are served without a
-    /// lookup in the pool, whose lock and counters every scan contends
-    /// for. Holding it keeps that one chunk resident while the iterator
-    /// lives or until it moves to another chunk.
-    held: Option<(u64, u64, Arc<Chunk>)>,
+    /// The shared chunk of the last value served from one: the next
+    /// values in it are served without a lookup in the pool, whose lock
+    /// and counters every scan contends for. Holding it keeps that one
+    /// chunk resident while the iterator lives or until it moves to
+    /// another chunk.
+    held: Option<Held>,
+}
+
+/// The chunk an iterator holds: its name, and the chunk itself unless it
+/// is lent to the value last served ([`BlobValue::Shared`]); the iterator
+/// gives it back when it moves on ([`BlobReadahead::recycle`]), so a value
+/// served from the held chunk takes it and gives it back without touching
+/// its reference count, which 64 scans of one chunk contend for.
+struct Held {
+    file: u64,
+    index: u64,
+    /// The chunk's address, to recognize it when it comes back.
+    addr: usize,
+    chunk: Option<Arc<Chunk>>,
 }
 
 impl std::fmt::Debug for BlobReadahead {
@@ -180,6 +193,17 @@ impl BlobReadahead {
             clock: 0,
             values: 0,
             held: None,
+        }
+    }
+
+    /// Takes back a value this state served, once the caller is done
+    /// with it: if it lent the held chunk, the chunk is held again.
+    pub(crate) fn recycle(&mut self, v: BlobValue) {
+        if let (BlobValue::Shared { chunk, .. }, Some(h)) = (v, self.held.as_mut())
+            && h.chunk.is_none()
+            && Arc::as_ptr(&chunk) as usize == h.addr
+        {
+            h.chunk = Some(chunk);
         }
     }
 
@@ -373,7 +397,7 @@ fn shared_value(
     readers: &BlobReaders,
     p: &BlobPointer,
     load: bool,
-    held: &mut Option<(u64, u64, Arc<Chunk>)>,
+    held: &mut Option<Held>,
 ) -> Result<Option<BlobValue>> {
     let chunk = CHUNK as u64;
     let index = p.offset / chunk;
@@ -381,11 +405,16 @@ fn shared_value(
     if end > (index + 1) * chunk {
         return Ok(None);
     }
-    let c = match held {
-        // Chunks never change once resident and file numbers are never
-        // reused, so the held chunk is the pool's chunk `index` still.
-        Some((f, i, c)) if *f == p.file_number && *i == index => Arc::clone(c),
-        _ => {
+    // Chunks never change once resident and file numbers are never reused,
+    // so the held chunk is the pool's chunk `index` still. It is taken
+    // (lent to the value), not cloned.
+    let mine = match held {
+        Some(h) if h.file == p.file_number && h.index == index => h.chunk.take(),
+        _ => None,
+    };
+    let c = match mine {
+        Some(c) => c,
+        None => {
             // Let go of the old chunk first, so the pool may evict it.
             *held = None;
             let c = if load {
@@ -398,7 +427,12 @@ fn shared_value(
             let Some(c) = c else {
                 return Ok(None);
             };
-            *held = Some((p.file_number, index, Arc::clone(&c)));
+            *held = Some(Held {
+                file: p.file_number,
+                index,
+                addr: Arc::as_ptr(&c) as usize,
+                chunk: None,
+            });
             c
         }
     };

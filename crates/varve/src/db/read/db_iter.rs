@@ -188,10 +188,12 @@ impl DbIterator {
     /// Forgets the blob value read at the previous position. Every move
     /// starts with it; a failed blob read is kept as the iterator's error.
     fn moving(&mut self) {
-        if let Some(Err(e)) = self.loaded.take()
-            && self.error.is_none()
-        {
-            self.error = Some(e);
+        match self.loaded.take() {
+            Some(Err(e)) if self.error.is_none() => self.error = Some(e),
+            // A value from a shared chunk gives the chunk back to the
+            // read-ahead state, which may serve the next value from it.
+            Some(Ok(v)) => self.blob_ra.get_mut().recycle(v),
+            _ => {}
         }
         self.blob = false;
     }
