@@ -202,6 +202,8 @@ fn the_budget_holds_under_iterators_multi_get_and_writes() {
     // less or block by block, and still saw every key.
     assert!(m.readahead_refused > 0, "{m:?}");
     assert!(m.readahead_peak > 0, "{m:?}");
+    let log = std::fs::read_to_string(dir.path().join("LOG")).expect("info log");
+    assert!(log.contains("memory budget 64.0 MiB: memtables"), "{log}");
     let report = db.stats().to_string();
     eprintln!("{report}");
     assert!(report.contains("of a 64.0 MiB budget"), "{report}");

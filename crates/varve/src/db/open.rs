@@ -81,6 +81,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         dir.display(),
         if exists { "existing" } else { "new" }
     ));
+    if let Some(plan) = &memory_plan {
+        info_log.log(plan.to_string());
+    }
     let mut times = OpenTimes::default();
     let t = Instant::now();
     let mut versions = if exists {

@@ -146,6 +146,27 @@ impl MemoryPlan {
     }
 }
 
+impl std::fmt::Display for MemoryPlan {
+    /// One line for the info log: each part in MiB.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: usize| b as f64 / 1048576.0;
+        write!(
+            f,
+            "memory budget {:.1} MiB: memtables {:.1}, block cache {:.1}, pinned blob tables {:.1}, \
+             table metadata {:.1}, read-ahead {:.1}, shared scans {:.1}, blob staging {:.1}, reserve {:.1}",
+            mib(self.budget),
+            mib(self.memtables),
+            mib(self.block_cache),
+            mib(self.pinned_blob_tables),
+            mib(self.table_metadata),
+            mib(self.readahead),
+            mib(self.shared_scan),
+            mib(self.blob_staging),
+            mib(self.reserve)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
