@@ -94,16 +94,23 @@ impl MemoryPlan {
         Ok(plan)
     }
 
+    /// Each part with its name, in the order the info log lists them.
+    pub(crate) fn parts(&self) -> [(&'static str, usize); 8] {
+        [
+            ("memtables", self.memtables),
+            ("block cache", self.block_cache),
+            ("pinned blob tables", self.pinned_blob_tables),
+            ("table metadata", self.table_metadata),
+            ("read-ahead", self.readahead),
+            ("shared scans", self.shared_scan),
+            ("blob staging", self.blob_staging),
+            ("reserve", self.reserve),
+        ]
+    }
+
     /// The parts added up.
     pub(crate) fn total(&self) -> usize {
-        self.memtables
-            + self.block_cache
-            + self.pinned_blob_tables
-            + self.table_metadata
-            + self.readahead
-            + self.shared_scan
-            + self.blob_staging
-            + self.reserve
+        self.parts().iter().map(|&(_, bytes)| bytes).sum()
     }
 
     /// The memtable size that keeps `max_immutable_memtables + 1`
@@ -150,20 +157,12 @@ impl std::fmt::Display for MemoryPlan {
     /// One line for the info log: each part in MiB.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mib = |b: usize| b as f64 / 1048576.0;
-        write!(
-            f,
-            "memory budget {:.1} MiB: memtables {:.1}, block cache {:.1}, pinned blob tables {:.1}, \
-             table metadata {:.1}, read-ahead {:.1}, shared scans {:.1}, blob staging {:.1}, reserve {:.1}",
-            mib(self.budget),
-            mib(self.memtables),
-            mib(self.block_cache),
-            mib(self.pinned_blob_tables),
-            mib(self.table_metadata),
-            mib(self.readahead),
-            mib(self.shared_scan),
-            mib(self.blob_staging),
-            mib(self.reserve)
-        )
+        write!(f, "memory budget {:.1} MiB:", mib(self.budget))?;
+        for (i, (name, bytes)) in self.parts().into_iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep} {name} {:.1}", mib(bytes))?;
+        }
+        Ok(())
     }
 }
 
