@@ -10,79 +10,43 @@
 //! pinned and reads its blocks through the cache as before.
 //!
 //! Thread-safety: `PinnedBlocks` is immutable after [`PinnedBlocks::load`]
-//! and `Send + Sync`; `PinBudget` is atomic. Invariants: `used` is the sum
-//! of the charges of the live `PinnedBlocks` loaded against the budget
-//! (each releases its charge on drop) and never exceeds `limit`; the
+//! and `Send + Sync`; `PinBudget` is a `MemoryGauge` (atomic). Invariants:
+//! the budget's use is the sum of the charges of the live `PinnedBlocks`
+//! loaded against it (each a reservation, given back on drop) and never
+//! exceeds its limit; the
 //! blocks are sorted by offset and each was checked (checksum, type,
 //! parse) when loaded.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::block::Block;
 use super::format::{BLOCK_TRAILER_LEN, BlockHandle, decode_block};
 use crate::error::{Error, Result};
 use crate::io::RandomAccessFile;
+use crate::util::memory::{MemoryGauge, Reservation};
 
 /// Blocks are read in runs of about this many bytes.
 const READ_RUN: u64 = 1 << 20;
 
-/// The bytes the pinned tables of one database may hold.
-#[derive(Debug)]
-pub(crate) struct PinBudget {
-    limit: usize,
-    used: AtomicUsize,
-}
-
-impl PinBudget {
-    /// A budget of `limit` bytes.
-    pub(crate) fn new(limit: usize) -> Arc<PinBudget> {
-        Arc::new(PinBudget {
-            limit,
-            used: AtomicUsize::new(0),
-        })
-    }
-
-    /// Takes `bytes` of the budget if they fit.
-    fn try_reserve(&self, bytes: usize) -> bool {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(bytes).filter(|&n| n <= self.limit)
-            })
-            .is_ok()
-    }
-
-    fn release(&self, bytes: usize) {
-        let before = self.used.fetch_sub(bytes, Ordering::AcqRel);
-        debug_assert!(before >= bytes, "released more than was reserved");
-    }
-
-    /// Bytes held by pinned tables now.
-    pub(crate) fn used(&self) -> usize {
-        self.used.load(Ordering::Acquire)
-    }
-
-    /// The limit.
-    pub(crate) fn limit(&self) -> usize {
-        self.limit
-    }
-}
+/// The bytes the pinned tables of one database may hold: a memory gauge
+/// (one part of the memory budget, `docs/memory.md`) that each table's
+/// blocks reserve from.
+pub(crate) type PinBudget = MemoryGauge;
 
 /// The data blocks of one table, by offset.
 pub(crate) struct PinnedBlocks {
     blocks: Vec<(u64, Arc<Block>)>,
-    /// Bytes reserved in `budget` (the file's data bytes: at least what
-    /// the blocks hold, uncompressed blocks being their stored size).
-    charge: usize,
-    budget: Arc<PinBudget>,
+    /// Bytes reserved in the budget (what the blocks hold), given back
+    /// on drop.
+    charge: Reservation,
 }
 
 impl std::fmt::Debug for PinnedBlocks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PinnedBlocks")
             .field("blocks", &self.blocks.len())
-            .field("charge", &self.charge)
+            .field("charge", &self.charge.bytes())
             .finish()
     }
 }
@@ -98,17 +62,18 @@ impl PinnedBlocks {
         data_end: u64,
         budget: &Arc<PinBudget>,
     ) -> Result<Option<PinnedBlocks>> {
-        let Ok(charge) = usize::try_from(data_end) else {
+        // The file's data bytes first: at least what the blocks hold,
+        // uncompressed blocks being their stored size.
+        let Some(charge) = usize::try_from(data_end)
+            .ok()
+            .and_then(|bytes| budget.try_reserve(bytes))
+        else {
             return Ok(None);
         };
-        if !budget.try_reserve(charge) {
-            return Ok(None);
-        }
-        // From here on the charge is released by `Drop`, also on error.
+        // From here on the charge is given back on drop, also on error.
         let mut pinned = PinnedBlocks {
             blocks: Vec::with_capacity(handles.len()),
             charge,
-            budget: Arc::clone(budget),
         };
         let trailer = BLOCK_TRAILER_LEN as u64;
         let mut i = 0;
@@ -155,14 +120,9 @@ impl PinnedBlocks {
         // Charge what the blocks hold (more than the stored bytes when they
         // were compressed).
         let held: usize = pinned.blocks.iter().map(|b| b.1.charge()).sum();
-        if held > pinned.charge {
-            if !budget.try_reserve(held - pinned.charge) {
-                return Ok(None);
-            }
-        } else {
-            budget.release(pinned.charge - held);
+        if !pinned.charge.resize(held) {
+            return Ok(None);
         }
-        pinned.charge = held;
         Ok(Some(pinned))
     }
 
@@ -177,13 +137,7 @@ impl PinnedBlocks {
     /// Bytes charged to the budget.
     #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn memory(&self) -> usize {
-        self.charge
-    }
-}
-
-impl Drop for PinnedBlocks {
-    fn drop(&mut self) {
-        self.budget.release(self.charge);
+        self.charge.bytes()
     }
 }
 
@@ -194,13 +148,13 @@ mod tests {
     #[test]
     fn the_budget_admits_what_fits_and_gets_it_back() {
         let b = PinBudget::new(100);
-        assert!(b.try_reserve(60));
-        assert!(!b.try_reserve(41), "over the limit");
-        assert!(b.try_reserve(40));
+        let sixty = b.try_reserve(60).expect("fits");
+        assert!(b.try_reserve(41).is_none(), "over the limit");
+        let _forty = b.try_reserve(40).expect("fits");
         assert_eq!(b.used(), 100);
-        b.release(60);
+        drop(sixty);
         assert_eq!(b.used(), 40);
-        assert!(!b.try_reserve(usize::MAX), "no overflow");
+        assert!(b.try_reserve(usize::MAX).is_none(), "no overflow");
         assert_eq!(b.limit(), 100);
     }
 }

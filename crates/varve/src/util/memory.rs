@@ -8,6 +8,9 @@
 //! the limit: the caller then makes do with less (a scan reads without
 //! read-ahead), which is how the engine degrades instead of growing.
 //!
+//! Used by the pinned blob pointer tables (`sst/pinned.rs`) and by table
+//! read-ahead (`sst/readahead`).
+//!
 //! Thread-safe (atomics only). Invariants: `used <= limit` at every point,
 //! `used` is the sum of the live reservations' bytes, `peak >= used`.
 
@@ -35,24 +38,30 @@ impl MemoryGauge {
 
     /// `bytes` of the gauge, or `None` if they do not fit under the limit.
     pub(crate) fn try_reserve(self: &Arc<Self>, bytes: usize) -> Option<Reservation> {
-        let reserved = self
+        self.take(bytes).then(|| Reservation {
+            gauge: Arc::clone(self),
+            bytes,
+        })
+    }
+
+    /// Counts `bytes` as used if they fit under the limit (else counts a
+    /// refusal).
+    fn take(&self, bytes: usize) -> bool {
+        let taken = self
             .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_add(bytes).filter(|&n| n <= self.limit)
             });
-        match reserved {
+        match taken {
             Ok(before) => {
                 let now = before + bytes;
                 debug_assert!(now <= self.limit, "a reservation stays under the limit");
                 self.peak.fetch_max(now, Ordering::Relaxed);
-                Some(Reservation {
-                    gauge: Arc::clone(self),
-                    bytes,
-                })
+                true
             }
             Err(_) => {
                 self.refused.fetch_add(1, Ordering::Relaxed);
-                None
+                false
             }
         }
     }
@@ -90,6 +99,23 @@ impl Reservation {
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }
+
+    /// Makes the reservation `bytes`: a smaller one gives the difference
+    /// back, a larger one takes it if it fits (false, and unchanged, if
+    /// not).
+    pub(crate) fn resize(&mut self, bytes: usize) -> bool {
+        if bytes <= self.bytes {
+            let less = self.bytes - bytes;
+            self.gauge.used.fetch_sub(less, Ordering::AcqRel);
+            self.bytes = bytes;
+            return true;
+        }
+        let grown = self.gauge.take(bytes - self.bytes);
+        if grown {
+            self.bytes = bytes;
+        }
+        grown
+    }
 }
 
 impl Drop for Reservation {
@@ -116,6 +142,25 @@ mod tests {
         assert_eq!(g.used(), 40);
         drop(b);
         assert_eq!((g.used(), g.peak()), (0, 100));
+        assert!(g.try_reserve(usize::MAX).is_none(), "no overflow");
+    }
+
+    #[test]
+    fn a_reservation_grows_within_the_limit_and_shrinks() {
+        let g = MemoryGauge::new(100);
+        let mut r = g.try_reserve(50).expect("fits");
+        assert!(r.resize(80));
+        assert_eq!((r.bytes(), g.used()), (80, 80));
+        assert!(!r.resize(101), "past the limit");
+        assert_eq!(
+            (r.bytes(), g.used()),
+            (80, 80),
+            "a refused growth changes nothing"
+        );
+        assert!(r.resize(10));
+        assert_eq!((r.bytes(), g.used()), (10, 10));
+        drop(r);
+        assert_eq!(g.used(), 0);
     }
 
     #[test]
