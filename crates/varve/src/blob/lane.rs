@@ -620,6 +620,12 @@ impl BlobWriteLanes {
         self.lanes.iter().map(BlobLane::staging_bytes).sum()
     }
 
+    /// The most the lanes' staging slots map: every lane with a file open
+    /// (files kept after a failed write come on top, until closed).
+    pub(crate) fn staging_limit(&self) -> usize {
+        self.lanes.iter().map(|l| l.opts.staging_bytes()).sum()
+    }
+
     /// `count` lanes writing blob files into `dir`, for values of at least
     /// `min_size` bytes.
     pub(crate) fn new(

@@ -221,17 +221,29 @@ impl SharedChunks {
     pub(crate) fn resident(&self, file: u64, index: u64) -> Option<Arc<Chunk>> {
         let sh = self.shard(file, index);
         let mut st = sh.state.lock();
+        Self::find(sh, &mut st, (file, index))
+    }
+
+    /// The resident chunk `key` of shard `sh` (whose state `st` is locked),
+    /// marked as just used and counted as a hit; a chunk another scan is
+    /// loading is waited for rather than read twice. `None` when it is not
+    /// there (and, the lock being held, nobody is loading it).
+    fn find(
+        sh: &Shard,
+        st: &mut parking_lot::MutexGuard<'_, State>,
+        key: (u64, u64),
+    ) -> Option<Arc<Chunk>> {
         loop {
             st.clock += 1;
             let now = st.clock;
-            match st.chunks.get_mut(&(file, index)) {
+            match st.chunks.get_mut(&key) {
                 Some(Slot::Ready { chunk, used }) => {
                     *used = now;
                     let chunk = Arc::clone(chunk);
                     st.hits += 1;
                     return Some(chunk);
                 }
-                Some(Slot::Loading) => sh.loaded.wait(&mut st),
+                Some(Slot::Loading) => sh.loaded.wait(st),
                 None => return None,
             }
         }
@@ -248,31 +260,14 @@ impl SharedChunks {
     ) -> Result<Option<Arc<Chunk>>> {
         let sh = self.shard(file, index);
         let mut st = sh.state.lock();
-        let mut buf = loop {
-            st.clock += 1;
-            let now = st.clock;
-            match st.chunks.get_mut(&(file, index)) {
-                Some(Slot::Ready { chunk, used }) => {
-                    *used = now;
-                    let chunk = Arc::clone(chunk);
-                    st.hits += 1;
-                    return Ok(Some(chunk));
-                }
-                // Another scan reads it: wait for it rather than read the
-                // same bytes twice.
-                Some(Slot::Loading) => {
-                    sh.loaded.wait(&mut st);
-                    continue;
-                }
-                None => {}
-            }
-            let Some(buf) = Self::room(sh, &mut st) else {
-                self.counters.no_room.fetch_add(1, Ordering::Relaxed);
-                return Ok(None);
-            };
-            st.chunks.insert((file, index), Slot::Loading);
-            break buf;
+        if let Some(chunk) = Self::find(sh, &mut st, (file, index)) {
+            return Ok(Some(chunk));
+        }
+        let Some(mut buf) = Self::room(sh, &mut st) else {
+            self.counters.no_room.fetch_add(1, Ordering::Relaxed);
+            return Ok(None);
         };
+        st.chunks.insert((file, index), Slot::Loading);
         debug_assert!(st.used <= sh.budget, "the pool stays within its budget");
         drop(st);
         let start = index * CHUNK as u64;

@@ -228,7 +228,6 @@ impl Db {
 fn memory_stats(db: &super::DbInner, s: &DbStats) -> super::MemoryStats {
     let o = &db.options;
     let plan = db.memory_plan;
-    let staging_each = crate::blob::lane::LaneOptions::default().staging_bytes();
     let mut m = super::MemoryStats {
         budget: plan.map_or(0, |p| p.budget) as u64,
         memtables: s.memtable_bytes,
@@ -244,12 +243,8 @@ fn memory_stats(db: &super::DbInner, s: &DbStats) -> super::MemoryStats {
         shared_scan: s.shared_scan_bytes,
         shared_scan_limit: s.shared_scan_budget,
         blob_staging: db.blob_lanes.as_ref().map_or(0, |l| l.staging_bytes()) as u64,
-        blob_staging_limit: plan.map_or(
-            db.blob_lanes
-                .as_ref()
-                .map_or(0, |_| o.blob_write_lanes * staging_each),
-            |p| p.blob_staging,
-        ) as u64,
+        // With a budget, the plan counted the same (`LaneOptions::staging_bytes`).
+        blob_staging_limit: db.blob_lanes.as_ref().map_or(0, |l| l.staging_limit()) as u64,
         reserve: plan.map_or(0, |p| p.reserve) as u64,
         ..super::MemoryStats::default()
     };
