@@ -1,0 +1,127 @@
+//! `varve_writebatch_t`: puts and deletes applied atomically by
+//! `varve_write`.
+//!
+//! Owns one [`varve::WriteBatch`]; keys and values are copied in.
+//! `varve_write` applies a copy, so the batch is unchanged and reusable
+//! (clear it to start over).
+//!
+//! Thread-safety: one thread at a time (it may move between threads).
+
+use std::ffi::c_char;
+
+use varve::WriteBatch;
+
+use crate::args::{self, from_handle, into_handle};
+use crate::status::{ErrPtr, call, guard, varve_status};
+
+/// A write batch. Create with `varve_writebatch_create`, free with
+/// `varve_writebatch_destroy`. One thread at a time.
+pub struct varve_writebatch_t {
+    pub(crate) batch: WriteBatch,
+}
+
+/// A new, empty batch. NULL only if the library panicked.
+#[unsafe(no_mangle)]
+pub extern "C" fn varve_writebatch_create() -> *mut varve_writebatch_t {
+    guard(std::ptr::null_mut(), || {
+        into_handle(varve_writebatch_t {
+            batch: WriteBatch::new(),
+        })
+    })
+}
+
+/// Frees a batch. NULL is a no-op.
+///
+/// # Safety
+/// `batch` is NULL or a live batch no other thread is using; it is invalid
+/// afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_writebatch_destroy(batch: *mut varve_writebatch_t) {
+    // SAFETY: `batch` is NULL or a live handle nobody else uses.
+    guard((), || drop(unsafe { from_handle(batch) }));
+}
+
+/// Adds `key = value` (both copied). Key and value limits are checked by
+/// `varve_write`.
+///
+/// # Safety
+/// `batch` is NULL or a live batch used by this thread only; `key` and
+/// `value` point to `key_len` / `value_len` readable bytes (NULL allowed
+/// with length 0); `errptr` is NULL or points to a `char *` that is NULL
+/// or an earlier message (freed and replaced).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_writebatch_put(
+    batch: *mut varve_writebatch_t,
+    key: *const c_char,
+    key_len: usize,
+    value: *const c_char,
+    value_len: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
+        // SAFETY: the pointers are as the contract above says.
+        let (b, key, value) = unsafe {
+            (
+                args::handle_mut(batch, "batch")?,
+                args::bytes(key, key_len, "key")?,
+                args::bytes(value, value_len, "value")?,
+            )
+        };
+        b.batch.put(key, value);
+        Ok(varve_status::VARVE_OK)
+    })
+}
+
+/// Adds a deletion of `key` (copied).
+///
+/// # Safety
+/// As for `varve_writebatch_put`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_writebatch_delete(
+    batch: *mut varve_writebatch_t,
+    key: *const c_char,
+    key_len: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
+        // SAFETY: the pointers are as the contract above says.
+        let (b, key) = unsafe {
+            (
+                args::handle_mut(batch, "batch")?,
+                args::bytes(key, key_len, "key")?,
+            )
+        };
+        b.batch.delete(key);
+        Ok(varve_status::VARVE_OK)
+    })
+}
+
+/// Removes every operation. NULL is a no-op.
+///
+/// # Safety
+/// `batch` is NULL or a live batch used by this thread only.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_writebatch_clear(batch: *mut varve_writebatch_t) {
+    guard((), || {
+        // SAFETY: `batch` is NULL or a live handle this thread alone uses.
+        if let Ok(b) = unsafe { args::handle_mut(batch, "batch") } {
+            b.batch.clear();
+        }
+    })
+}
+
+/// Number of operations in the batch; 0 for NULL.
+///
+/// # Safety
+/// `batch` is NULL or a live batch not being changed by another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_writebatch_count(batch: *const varve_writebatch_t) -> usize {
+    guard(0, || {
+        // SAFETY: `batch` is NULL or a live handle (contract above).
+        unsafe { args::handle(batch, "batch") }.map_or(0, |b| b.batch.len())
+    })
+}
