@@ -429,6 +429,18 @@ void varve_options_set_blob_file_size(varve_options_t *opts, uint64_t bytes);
 void varve_options_set_blob_write_lanes(varve_options_t *opts, size_t lanes);
 
 /**
+ * Non-zero: blob write lanes split the key space (lane `i` takes the
+ * keys whose first 8 bytes fall in the `i`-th equal slice) instead of
+ * serving writer threads, so the values of a key range sit together and
+ * key-ordered scans read each lane's files once. Suits keys spread evenly
+ * over their first 8 bytes (hashes, random ids). Default 0.
+ *
+ * # Safety
+ * As for `varve_options_set_create_if_missing`.
+ */
+void varve_options_set_blob_lanes_by_key(varve_options_t *opts, int on);
+
+/**
  * Bloom filter bits per key; 0: no filter. Default 10 (~1% false
  * positives).
  *

@@ -208,6 +208,23 @@ pub unsafe extern "C" fn varve_options_set_blob_write_lanes(
     unsafe { set(opts, |o| o.options.blob_write_lanes = lanes) }
 }
 
+/// Non-zero: blob write lanes split the key space (lane `i` takes the
+/// keys whose first 8 bytes fall in the `i`-th equal slice) instead of
+/// serving writer threads, so the values of a key range sit together and
+/// key-ordered scans read each lane's files once. Suits keys spread evenly
+/// over their first 8 bytes (hashes, random ids). Default 0.
+///
+/// # Safety
+/// As for `varve_options_set_create_if_missing`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_options_set_blob_lanes_by_key(
+    opts: *mut varve_options_t,
+    on: c_int,
+) {
+    // SAFETY: forwarded contract (see # Safety).
+    unsafe { set(opts, |o| o.options.blob_lanes_by_key = on != 0) }
+}
+
 /// Bloom filter bits per key; 0: no filter. Default 10 (~1% false
 /// positives).
 ///

@@ -191,6 +191,7 @@ static void test_options_and_open_errors(void) {
     varve_options_set_min_blob_size(opts, 1024);
     varve_options_set_blob_file_size(opts, 4 << 20);
     varve_options_set_blob_write_lanes(opts, 2);
+    varve_options_set_blob_lanes_by_key(opts, 0);
     varve_options_set_bloom_bits_per_key(opts, 12);
     varve_options_set_compression(opts, VARVE_COMPRESSION_LZ4);
     varve_options_set_max_open_files(opts, 100);
