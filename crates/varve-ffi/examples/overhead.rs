@@ -4,9 +4,11 @@
 //! (`scripts/bench-bindings.sh`).
 //!
 //! `fill`: `NUM` puts of 16-byte keys (`%016d` of a permuted index) and
-//! 100-byte values, in a fixed pseudo-random order, `sync = false`. `read`:
-//! one untimed pass over every key (the database hot in the block cache),
-//! then `NUM` timed gets in another fixed order, each checked. Options:
+//! 100-byte values, in a fixed pseudo-random order, `sync = false`; then
+//! the database is closed and reopened (db_bench's readrandom on an
+//! existing database). `read`: one untimed pass over every key (the
+//! database hot in the block cache), then `NUM` timed gets in another
+//! fixed order, each checked. Options:
 //! 256 MiB block cache, everything else default. Prints one line per phase:
 //! `rust fill <ops/s>` and `rust read <ops/s>`.
 //!
@@ -36,6 +38,14 @@ fn value(i: u64) -> Vec<u8> {
     v
 }
 
+/// The loop's options: a 256 MiB block cache, the rest varve's defaults.
+fn options() -> varve::Options {
+    varve::Options {
+        cache_size: 256 << 20,
+        ..varve::Options::default()
+    }
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let Some(dir) = args.next() else {
@@ -52,11 +62,7 @@ fn main() -> Result<()> {
         || "bad NUM".into(),
     )?;
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = varve::Options {
-        cache_size: 256 << 20,
-        ..varve::Options::default()
-    };
-    let db = varve::Db::open(&dir, opts)?;
+    let db = varve::Db::open(&dir, options())?;
 
     let t = Instant::now();
     for j in 0..num {
@@ -64,6 +70,9 @@ fn main() -> Result<()> {
         db.put(key(i), value(i))?;
     }
     println!("rust fill {:.0}", num as f64 / t.elapsed().as_secs_f64());
+    db.close()?;
+
+    let db = varve::Db::open(&dir, options())?;
 
     for i in 0..num {
         ensure(db.get(key(i))?.is_some(), || format!("key {i} missing"))?;
