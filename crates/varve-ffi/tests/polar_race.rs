@@ -12,7 +12,6 @@
 //! the test with a message saying what to install: it never skips. `CXX`
 //! picks the compiler (default `g++`).
 
-#[path = "cpp/support.rs"]
 mod support;
 
 use std::path::PathBuf;
