@@ -88,6 +88,16 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for one entry of a `key_len`-byte key and a
+    /// `value_len`-byte value, so that adding it allocates once (a single
+    /// `put` is on every write's path).
+    pub(crate) fn for_one(key_len: usize, value_len: usize) -> Self {
+        // Kind byte, two varint32 lengths (at most 5 bytes each).
+        let mut rep = Vec::with_capacity(HEADER_LEN + 1 + 5 + key_len + 5 + value_len);
+        rep.resize(HEADER_LEN, 0);
+        WriteBatch { rep, count: 0 }
+    }
+
     /// Adds `key = value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         self.rep.push(ValueKind::Value as u8);

@@ -151,7 +151,8 @@ impl Db {
 
     /// Deletes `key` with explicit write options.
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let key = key.as_ref();
+        let mut batch = WriteBatch::for_one(key.len(), 0);
         batch.delete(key);
         self.write_opt(batch, opts)
     }

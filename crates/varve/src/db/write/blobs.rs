@@ -111,8 +111,9 @@ pub(crate) fn separate_put(
 ) -> Result<WriteBatch> {
     debug_assert!(lanes.takes(value.len()));
     let p = stage(db, lanes, key, value)?;
-    let mut out = WriteBatch::new();
-    out.put_blob_index(key, &p.encode());
+    let pointer = p.encode();
+    let mut out = WriteBatch::for_one(key.len(), pointer.len());
+    out.put_blob_index(key, &pointer);
     Ok(out)
 }
 

@@ -238,7 +238,7 @@ pub(crate) fn put(db: &DbInner, key: &[u8], value: &[u8], opts: &WriteOptions) -
         let charge = super::memtables::batch_charge(&batch);
         return apply(db, batch, charge, value.len() as u64, opts);
     }
-    let mut batch = WriteBatch::new();
+    let mut batch = WriteBatch::for_one(key.len(), value.len());
     batch.put(key, value);
     write(db, batch, opts)
 }
