@@ -455,8 +455,17 @@ fn a_point_read_of_a_blob_value_is_one_read_with_pinned_tables() {
             },
         )
         .expect("reopen");
-        // The first get of each table opens it (and pins it); count after.
-        assert_eq!(db.get("k00000").expect("get"), Some(value(0)));
+        let keys = 500u32;
+        let key_at = |i: u32| (i * 13) % 3000;
+        // The first get of each table opens it (and pins it), whether the
+        // background warm-up got there first or not (on a loaded machine
+        // it may still be running): one untimed pass, then count.
+        for i in 0..keys {
+            assert_eq!(
+                db.get(format!("k{:05}", key_at(i))).expect("get"),
+                Some(value(key_at(i)))
+            );
+        }
         let pinned = db.stats().pinned_blob_table_bytes;
         if pin > 0 {
             assert!(pinned > 0, "the pointer tables are pinned");
@@ -465,9 +474,8 @@ fn a_point_read_of_a_blob_value_is_one_read_with_pinned_tables() {
         }
         fs.record_reads(true);
         let _ = fs.take_read_log();
-        let keys = 500u32;
         for i in 0..keys {
-            let k = (i * 13) % 3000;
+            let k = key_at(i);
             assert_eq!(db.get(format!("k{k:05}")).expect("get"), Some(value(k)));
         }
         let log = fs.take_read_log();
@@ -478,7 +486,14 @@ fn a_point_read_of_a_blob_value_is_one_read_with_pinned_tables() {
         let per_get = log.len() as f64 / f64::from(keys);
         assert_eq!(blob, keys as usize, "one read of each value");
         if pin > 0 {
-            assert_eq!(log.len(), blob, "pinned: no table reads at all");
+            let others: Vec<_> = log
+                .iter()
+                .filter(|r| r.path.extension().is_none_or(|x| x != "blob"))
+                .collect();
+            assert!(
+                others.is_empty(),
+                "pinned: no table reads at all, got {others:?}"
+            );
         } else {
             assert!(
                 per_get > 1.5,
