@@ -167,6 +167,37 @@ fn check(db: &Db, o: &Outcome, when: &str) {
     }
 }
 
+/// A full scan (forward, then backward) has every acknowledged key with
+/// its value and no failed one.
+fn check_scans(db: &Db, o: &Outcome, when: &str) {
+    for reverse in [false, true] {
+        let mut seen = std::collections::HashMap::new();
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = if reverse {
+            db.iter().rev().collect::<varve::Result<_>>()
+        } else {
+            db.iter().collect::<varve::Result<_>>()
+        }
+        .expect("scan");
+        for (k, v) in entries {
+            seen.insert(k, v);
+        }
+        for k in &o.acked {
+            let got = seen.get(k.as_bytes());
+            assert!(
+                got.map(Vec::as_slice) == Some(&value_of(k)[..]),
+                "{when} (reverse {reverse}): acknowledged {k} is {}",
+                got.map_or("missing".to_string(), |v| format!("{} bytes", v.len()))
+            );
+        }
+        for k in &o.failed {
+            assert!(
+                !seen.contains_key(k.as_bytes()),
+                "{when}: failed write {k} is visible"
+            );
+        }
+    }
+}
+
 /// Whether an error message says the disk is full.
 fn names_full_disk(text: &str) -> bool {
     text.to_lowercase().contains("no space left on device")
@@ -634,11 +665,27 @@ fn full_wal_with_short_writes_then_resume() {
 /// with the values it holds, and resume writes them out and closes it.
 #[test]
 fn full_blob_files_then_resume() {
-    let dir = common::fast_tempdir();
-    let (fs, opts) = faulty(Options {
+    full_blob_files_then_resume_with(Options {
         min_blob_size: Some(1000),
         ..Options::default()
     });
+}
+
+/// The same with shared scan chunks: the pool must not read a failed
+/// lane's file (its last values may be only in its staging area) as if it
+/// were sealed; the scans while poisoned see every acknowledged value.
+#[test]
+fn full_blob_files_with_shared_scan_chunks_then_resume() {
+    full_blob_files_then_resume_with(Options {
+        min_blob_size: Some(1000),
+        shared_scan_bytes: 8 << 20,
+        ..Options::default()
+    });
+}
+
+fn full_blob_files_then_resume_with(opts: Options) {
+    let dir = common::fast_tempdir();
+    let (fs, opts) = faulty(opts);
     let db = Db::open(dir.path(), opts.clone()).expect("open");
     let before = write_more(&db, "before");
     fs.short_writes(true);
@@ -653,6 +700,7 @@ fn full_blob_files_then_resume() {
     o.acked.extend(before);
     check_poisoned(&db, &o);
     check(&db, &o, "while poisoned");
+    check_scans(&db, &o, "while poisoned");
     // Still full: the lane cannot open its next file, so resume fails.
     let err = db.resume().expect_err("still full");
     assert!(err.is_no_space(), "{err}");

@@ -96,8 +96,9 @@ impl BlobReaders {
         self.reader(p.file_number)?.get(p)
     }
 
-    /// True if a write lane still appends to blob file `number` (its bytes
-    /// may not all be in the file yet).
+    /// True if a write lane still appends to blob file `number`, or gave it
+    /// up after a failure (either way its bytes may not all be in the file:
+    /// [`value_of`](Self::value_of) reads them from the staging area).
     pub(crate) fn is_being_written(&self, number: u64) -> bool {
         self.lanes.as_ref().is_some_and(|l| l.is_open(number))
     }

@@ -580,6 +580,13 @@ impl BlobLane {
         self.readable.0.load(Ordering::Acquire) == number
     }
 
+    /// True if blob file `number` is one this lane gave up after a failure
+    /// (its values may be only in its staging area).
+    pub(crate) fn is_failed_file(&self, number: u64) -> bool {
+        self.has_failed.load(Ordering::Acquire)
+            && self.failed.lock().iter().any(|f| f.number == number)
+    }
+
     /// Seals the open file (at close); `None` when the lane has none.
     pub(crate) fn seal(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
         let mut open = self.open.lock();
@@ -686,9 +693,13 @@ impl BlobWriteLanes {
         self.lanes.iter().try_for_each(BlobLane::sync)
     }
 
-    /// True if a lane still appends to blob file `number`.
+    /// True if a lane still appends to blob file `number`, or gave it up
+    /// after a failure: either way the file may not hold all its values
+    /// (they are read from the staging area, [`staged_value`](Self::staged_value)).
     pub(crate) fn is_open(&self, number: u64) -> bool {
-        self.lanes.iter().any(|l| l.is_open_file(number))
+        self.lanes
+            .iter()
+            .any(|l| l.is_open_file(number) || l.is_failed_file(number))
     }
 
     /// The value `p` names if a lane still stages it (see

@@ -6,13 +6,16 @@
 //! `lane` appends writers' values (the write path) through `stage` (a
 //! mapped staging chunk, written to the blob file with direct IO),
 //! `reader` reads values by pointer and walks a file's chunks,
-//! `readahead` reads windows of a file for a scan, `cache`
+//! `readahead` reads windows of a file for a scan (or takes values from
+//! `shared_chunks`, the chunks concurrent scans share, through
+//! `held_chunks`, the ones an iterator holds), `cache`
 //! keeps a database's readers by file number. Nothing here owns threads.
 
 pub(crate) mod cache;
 pub(crate) mod chunk_writer;
 pub(crate) mod file_writer;
 pub(crate) mod format;
+pub(crate) mod held_chunks;
 pub(crate) mod lane;
 pub(crate) mod readahead;
 pub(crate) mod reader;

@@ -28,7 +28,8 @@
 use std::sync::Arc;
 
 use super::cache::BlobReaders;
-use super::format::{BlobPointer, PAGE, value_from_span};
+use super::format::{BlobPointer, PAGE, value_crc, value_from_span};
+use super::held_chunks::HeldChunks;
 use super::shared_chunks::{CHUNK, Chunk, SharedChunks};
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
@@ -68,9 +69,10 @@ struct Window {
 pub(crate) enum BlobValue {
     /// Bytes of its own.
     Owned(Vec<u8>),
-    /// `len` bytes at `at` of a shared chunk (checked: within it, and
-    /// against the pointer's CRC).
+    /// `len` bytes at `at` of a shared chunk of blob file `file` (checked:
+    /// within it, and against the pointer's CRC).
     Shared {
+        file: u64,
         chunk: Arc<Chunk>,
         at: usize,
         len: usize,
@@ -82,7 +84,7 @@ impl BlobValue {
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             BlobValue::Owned(v) => v,
-            BlobValue::Shared { chunk, at, len } => &chunk.bytes()[*at..*at + *len],
+            BlobValue::Shared { chunk, at, len, .. } => &chunk.bytes()[*at..*at + *len],
         }
     }
 }
@@ -91,8 +93,17 @@ impl std::fmt::Debug for BlobValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BlobValue::Owned(v) => write!(f, "Owned({} bytes)", v.len()),
-            BlobValue::Shared { chunk, at, len } => {
-                write!(f, "Shared({len} bytes at {})", chunk.start + *at as u64)
+            BlobValue::Shared {
+                file,
+                chunk,
+                at,
+                len,
+            } => {
+                write!(
+                    f,
+                    "Shared({len} bytes at {} of file {file})",
+                    chunk.start + *at as u64
+                )
             }
         }
     }
@@ -149,25 +160,11 @@ pub(crate) struct BlobReadahead {
     clock: u64,
     /// Values this iterator read (for [`SHARED_AFTER`]).
     values: u64,
-    /// The shared chunk of the last value served from one: the next
-    /// values in it are served without a lookup in the pool, whose lock
-    /// and counters every scan contends for. Holding it keeps that one
-    /// chunk resident while the iterator lives or until it moves to
-    /// another chunk.
-    held: Option<Held>,
-}
-
-/// The chunk an iterator holds: its name, and the chunk itself unless it
-/// is lent to the value last served ([`BlobValue::Shared`]); the iterator
-/// gives it back when it moves on ([`BlobReadahead::recycle`]), so a value
-/// served from the held chunk takes it and gives it back without touching
-/// its reference count, which 64 scans of one chunk contend for.
-struct Held {
-    file: u64,
-    index: u64,
-    /// The chunk's address, to recognize it when it comes back.
-    addr: usize,
-    chunk: Option<Arc<Chunk>>,
+    /// The shared chunks this iterator holds (made at its first value
+    /// through the pool): a value in one of them is served without a
+    /// lookup in the pool, whose locks and counters every scan contends
+    /// for.
+    held: Option<HeldChunks>,
 }
 
 impl std::fmt::Debug for BlobReadahead {
@@ -197,13 +194,18 @@ impl BlobReadahead {
     }
 
     /// Takes back a value this state served, once the caller is done
-    /// with it: if it lent the held chunk, the chunk is held again.
+    /// with it: if it lent a held chunk, the chunk is held again.
     pub(crate) fn recycle(&mut self, v: BlobValue) {
-        if let (BlobValue::Shared { chunk, .. }, Some(h)) = (v, self.held.as_mut())
-            && h.chunk.is_none()
-            && Arc::as_ptr(&chunk) as usize == h.addr
-        {
-            h.chunk = Some(chunk);
+        if let (BlobValue::Shared { file, chunk, .. }, Some(h)) = (v, self.held.as_mut()) {
+            h.give_back(file, chunk);
+        }
+    }
+
+    /// Reports what the held chunks served to the pool's counters and lets
+    /// them go (the iterator is done).
+    pub(crate) fn finish(&mut self, readers: &BlobReaders) {
+        if let (Some(h), Some(shared)) = (self.held.as_mut(), readers.shared()) {
+            h.release_all(shared);
         }
     }
 
@@ -211,7 +213,7 @@ impl BlobReadahead {
     pub(crate) fn value(&mut self, readers: &BlobReaders, raw: &[u8]) -> Result<BlobValue> {
         let p = BlobPointer::decode(raw)
             .ok_or_else(|| Error::corruption(readers.dir(), 0, "malformed blob pointer"))?;
-        if self.max == 0 || readers.is_being_written(p.file_number) {
+        if self.max == 0 {
             return readers.value_of(&p).map(BlobValue::Owned);
         }
         if let Some(shared) = readers.shared() {
@@ -220,10 +222,14 @@ impl BlobReadahead {
             // iterators there are.
             self.values += 1;
             let load = self.values > SHARED_AFTER;
-            return match shared_value(shared, readers, &p, load, &mut self.held)? {
+            let held = self.held.get_or_insert_with(|| HeldChunks::new(shared));
+            return match shared_value(shared, readers, &p, load, held)? {
                 Some(v) => Ok(v),
                 None => readers.value_of(&p).map(BlobValue::Owned),
             };
+        }
+        if readers.is_being_written(p.file_number) {
+            return readers.value_of(&p).map(BlobValue::Owned);
         }
         let end = p.offset + u64::from(p.length);
         let i = self.stream(p.file_number);
@@ -387,17 +393,17 @@ impl BlobReadahead {
     }
 }
 
-/// The value `p` from the shared chunk that holds all of it: the one the
+/// The value `p` from the shared chunk that holds all of it: one the
 /// iterator holds (`held`), a resident one, or (with `load`) one read now;
-/// a chunk found in the pool becomes the held one. `None` for a value
-/// across a chunk boundary, or when the pool has no room: the caller reads
-/// it alone.
+/// a chunk found in the pool is held from then on (while `held` has room).
+/// `None` for a value across a chunk boundary, in a file a lane still
+/// writes, or when the pool has no room: the caller reads it alone.
 fn shared_value(
     shared: &SharedChunks,
     readers: &BlobReaders,
     p: &BlobPointer,
     load: bool,
-    held: &mut Option<Held>,
+    held: &mut HeldChunks,
 ) -> Result<Option<BlobValue>> {
     let chunk = CHUNK as u64;
     let index = p.offset / chunk;
@@ -405,18 +411,17 @@ fn shared_value(
     if end > (index + 1) * chunk {
         return Ok(None);
     }
+    held.tick(shared);
     // Chunks never change once resident and file numbers are never reused,
-    // so the held chunk is the pool's chunk `index` still. It is taken
-    // (lent to the value), not cloned.
-    let mine = match held {
-        Some(h) if h.file == p.file_number && h.index == index => h.chunk.take(),
-        _ => None,
-    };
-    let c = match mine {
+    // so a held chunk is the pool's chunk `index` still (and its file was
+    // sealed when it was first taken). It is taken (lent to the value),
+    // not cloned.
+    let c = match held.take(p.file_number, index) {
         Some(c) => c,
         None => {
-            // Let go of the old chunk first, so the pool may evict it.
-            *held = None;
+            if readers.is_being_written(p.file_number) {
+                return Ok(None);
+            }
             let c = if load {
                 shared.get(p.file_number, index, |buf, start| {
                     readers.reader(p.file_number)?.read_into(buf, start)
@@ -427,12 +432,7 @@ fn shared_value(
             let Some(c) = c else {
                 return Ok(None);
             };
-            *held = Some(Held {
-                file: p.file_number,
-                index,
-                addr: Arc::as_ptr(&c) as usize,
-                chunk: None,
-            });
+            held.hold_lent(p.file_number, index, &c);
             c
         }
     };
@@ -442,13 +442,25 @@ fn shared_value(
     let len = p.length as usize;
     let whole = c.bytes().len() >= at + len;
     if !(whole && c.is_checked(at, len, p.crc)) {
-        let path = readers.path_of(p.file_number);
-        value_from_span(p, c.bytes(), c.start, &path)?;
+        let ok = c
+            .bytes()
+            .get(at..at + len)
+            .is_some_and(|v| value_crc(v) == p.crc);
+        if !ok {
+            // The same check as any read, now for its error (the path is
+            // only made here, not for every value checked).
+            value_from_span(p, c.bytes(), c.start, &readers.path_of(p.file_number))?;
+        }
         c.mark_checked(at, len, p.crc);
     }
     // No copy: the iterator holds the chunk (resident, unevictable) while
     // it stays on this value.
-    Ok(Some(BlobValue::Shared { chunk: c, at, len }))
+    Ok(Some(BlobValue::Shared {
+        file: p.file_number,
+        chunk: c,
+        at,
+        len,
+    }))
 }
 
 /// The value from stream `s`'s window, if the window holds all of it.

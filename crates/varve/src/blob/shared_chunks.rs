@@ -26,8 +26,12 @@
 //! Invariants: a shard's `used` (bytes of every buffer it owns: resident,
 //! loading or free) never exceeds its share of the budget, so the pool's
 //! never exceeds the budget; a chunk is `Ready` only with the bytes its file held at its
-//! offset when it was read; a chunk some caller copies from
+//! offset when it was read; a chunk some caller copies from or holds
 //! (`Arc` shared) is never evicted; a failed load leaves no entry.
+//!
+//! Scans hold the chunks they come back to ([`super::held_chunks`]); when
+//! a load finds every chunk held, the pool bumps its pressure count and
+//! the holders let go at their next value.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -153,7 +157,17 @@ pub(crate) struct SharedChunkCounters {
     pub loads: AtomicU64,
     /// Requests turned away for lack of room (read value by value).
     pub no_room: AtomicU64,
+    /// Values iterators served from chunks they held
+    /// ([`super::held_chunks`]), reported now and then.
+    held_hits: AtomicU64,
 }
+
+/// The pool's pressure count, on a cache line of its own: every scan reads
+/// it for every value, and it changes only when the pool finds no chunk to
+/// evict.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct Pressure(AtomicU64);
 
 /// One part of the pool: its own lock, least-recently-used order and
 /// share of the budget.
@@ -175,6 +189,9 @@ pub(crate) struct SharedChunks {
     /// queue on one lock. Each evicts its own least recently used chunk.
     shards: Box<[Shard]>,
     pub(crate) counters: SharedChunkCounters,
+    /// Bumped each time a load found no room: iterators then let go of the
+    /// chunks they hold ([`super::held_chunks`]).
+    pressure: Pressure,
 }
 
 impl SharedChunks {
@@ -191,6 +208,20 @@ impl SharedChunks {
                 })
                 .collect(),
             counters: SharedChunkCounters::default(),
+            pressure: Pressure::default(),
+        }
+    }
+
+    /// How many times a load found no room (iterators holding chunks let
+    /// them go when it moves).
+    pub(crate) fn pressure(&self) -> u64 {
+        self.pressure.0.load(Ordering::Relaxed)
+    }
+
+    /// Counts `n` values served from chunks an iterator held.
+    pub(crate) fn add_hits(&self, n: u64) {
+        if n > 0 {
+            self.counters.held_hits.fetch_add(n, Ordering::Relaxed);
         }
     }
 
@@ -204,9 +235,11 @@ impl SharedChunks {
         self.shards.iter().map(|sh| sh.state.lock().used).sum()
     }
 
-    /// Requests served by a resident chunk (or one being loaded).
+    /// Requests served by a resident chunk (or one being loaded), in the
+    /// pool or from a chunk an iterator held.
     pub(crate) fn hits(&self) -> u64 {
-        self.shards.iter().map(|sh| sh.state.lock().hits).sum()
+        let pool: u64 = self.shards.iter().map(|sh| sh.state.lock().hits).sum();
+        pool + self.counters.held_hits.load(Ordering::Relaxed)
     }
 
     /// The shard of chunk `index` of `file`.
@@ -265,6 +298,7 @@ impl SharedChunks {
         }
         let Some(mut buf) = Self::room(sh, &mut st) else {
             self.counters.no_room.fetch_add(1, Ordering::Relaxed);
+            self.pressure.0.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         };
         st.chunks.insert((file, index), Slot::Loading);

@@ -439,6 +439,17 @@ impl DbIterator {
     }
 }
 
+impl Drop for DbIterator {
+    /// The chunks the read-ahead held go back to the pool (with the count
+    /// of values they served).
+    fn drop(&mut self) {
+        if let Some(Ok(v)) = self.loaded.take() {
+            self.blob_ra.get_mut().recycle(v);
+        }
+        self.blob_ra.get_mut().finish(&self.blobs);
+    }
+}
+
 impl DbIterator {
     /// The cursor `next_back` walks: a second one over the same state and
     /// bounds, made on first use and positioned at the last key.
