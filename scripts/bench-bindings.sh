@@ -29,7 +29,7 @@ WORK="$(mktemp -d "$DB_DIR/bindings.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 echo "bench-bindings: building (release)" >&2
-(cd "$ROOT" && cargo build -q --release -p varve-ffi --example overhead)
+(cd "$ROOT" && cargo build -q --release -p varve-ffi --lib --example overhead)
 cc -O2 -std=c11 -I"$ROOT/include" "$ROOT/bindings/bench/overhead.c" \
     "$TARGET/release/libvarve_ffi.a" -lpthread -ldl -lm -o "$WORK/overhead-c"
 if [ ! -x "$PYVENV/bin/python" ] || ! "$PYVENV/bin/python" -c "import varve" 2>/dev/null; then
