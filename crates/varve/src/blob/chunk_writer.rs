@@ -202,8 +202,35 @@ impl ChunkWriter {
         Ok(Some(w.tag))
     }
 
+    /// Reaps, without waiting, the oldest writes that already completed
+    /// (a short or failed one is finished here, as in
+    /// [`wait_oldest`](Self::wait_oldest)), calling `done` with each tag,
+    /// oldest first.
+    pub(crate) fn reap_completed(
+        &mut self,
+        file: &File,
+        path: &Path,
+        mut done: impl FnMut(usize),
+    ) -> Result<()> {
+        let Some(ring) = self.ring.as_mut() else {
+            return Ok(());
+        };
+        for cqe in ring.completion() {
+            if let Some(w) = self.in_flight.iter_mut().find(|w| w.id == cqe.user_data()) {
+                w.result = Some(cqe.result());
+            }
+        }
+        while self.in_flight.front().is_some_and(|w| w.result.is_some()) {
+            if let Some(tag) = self.wait_oldest(file, path)? {
+                done(tag);
+            }
+        }
+        Ok(())
+    }
+
     /// Waits for every write in flight; the first error, after all were
     /// waited for.
+    #[cfg(test)]
     pub(crate) fn wait(&mut self, file: &File, path: &Path) -> Result<()> {
         let mut first = Ok(());
         while !self.in_flight.is_empty() {
@@ -298,6 +325,34 @@ mod tests {
         assert_eq!(s.in_flight(), 0);
         s.wait(&file, &path).expect("nothing to wait for");
         assert_eq!(std::fs::read(&path).expect("read")[..10], [7u8; 10]);
+    }
+
+    /// Completed writes are reaped without waiting, oldest first, and
+    /// only those: a later write that completed waits for the ones before.
+    #[test]
+    fn completed_writes_are_reaped_without_waiting_in_order() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (path, file) = scratch(&dir, "h");
+        let data: Vec<u8> = (0..3 * 4096).map(|i| (i % 241) as u8).collect();
+        let mut w = ChunkWriter::new(3);
+        for i in 0..3 {
+            let chunk = &data[i * 4096..(i + 1) * 4096];
+            // SAFETY: `data` outlives `w` (reaped below or by its drop).
+            unsafe { w.start(&file, &path, chunk, (i * 4096) as u64, i) }.expect("start");
+        }
+        let mut reaped = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while reaped.len() < 3 && std::time::Instant::now() < deadline {
+            w.reap_completed(&file, &path, |tag| reaped.push(tag))
+                .expect("reap");
+            assert_eq!(w.in_flight(), 3 - reaped.len());
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(reaped, vec![0, 1, 2], "all reaped, oldest first");
+        assert_eq!(std::fs::read(&path).expect("read"), data);
+        // Nothing in flight: nothing to do.
+        w.reap_completed(&file, &path, |_| panic!("nothing was in flight"))
+            .expect("reap");
     }
 
     /// The thread that started a write exits before it is waited for (the

@@ -44,9 +44,15 @@ use crate::util::coding::{decode_fixed32, decode_fixed64};
 use crate::wal::{Preallocate, allocate, map_shared};
 
 const STAGE_MAGIC: &[u8; 8] = b"varveSTG";
-const STAGE_VERSION: u32 = 1;
-/// Bytes of the staging header that its CRC covers.
-const HEADER_LEN: usize = 72;
+const STAGE_VERSION: u32 = 2;
+/// Bytes of the staging header that its CRC covers (version 2; version 1,
+/// without the flags word, covered [`HEADER_LEN_V1`]).
+const HEADER_LEN: usize = 76;
+/// Version 1's header length.
+const HEADER_LEN_V1: usize = 72;
+/// Header flag: the slot's chunk was written to the blob file (its direct
+/// write completed), so an open after a crash need not copy it.
+const FLAG_WRITTEN: u32 = 1;
 
 /// The kernel's id of this boot (`/proc/sys/kernel/random/boot_id`, 36
 /// bytes; zeros where there is none).
@@ -198,6 +204,9 @@ struct Slot {
     /// The slot holds a chunk of this file (readable from it until the
     /// slot is reused).
     live: bool,
+    /// The chunk's write to the blob file completed (recorded in the
+    /// header: an open after a crash skips the slot).
+    written: bool,
 }
 
 impl Slot {
@@ -211,6 +220,8 @@ impl Slot {
         h[20..28].copy_from_slice(&self.base.to_le_bytes());
         h[28..36].copy_from_slice(&(self.staged as u64).to_le_bytes());
         h[36..72].copy_from_slice(&boot_id());
+        let flags = if self.written { FLAG_WRITTEN } else { 0 };
+        h[72..76].copy_from_slice(&flags.to_le_bytes());
         let c = crc32c::crc32c(&h[..HEADER_LEN]);
         h[HEADER_LEN..].copy_from_slice(&c.to_le_bytes());
         self.stage.bytes_mut()[..h.len()].copy_from_slice(&h);
@@ -294,6 +305,7 @@ impl StagedFile {
                 staged: 0,
                 flushed: 0,
                 live: i == 0,
+                written: false,
             })
         };
         let mut slots = Vec::with_capacity(SLOTS);
@@ -355,9 +367,27 @@ impl StagedFile {
         Ok(())
     }
 
-    /// Waits for every chunk write in flight.
+    /// Waits for every chunk write in flight (each one that succeeded is
+    /// recorded as written in its slot's header).
     fn wait_previous(&mut self) -> Result<()> {
-        self.writer.wait(&self.file, &self.path)
+        let mut first = Ok(());
+        let number = self.number;
+        while self.writer.in_flight() > 0 {
+            match self.writer.wait_oldest(&self.file, &self.path) {
+                Ok(Some(tag)) => {
+                    let slot = &mut self.slots[tag];
+                    slot.written = true;
+                    slot.write_header(number);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    if first.is_ok() {
+                        first = Err(e);
+                    }
+                }
+            }
+        }
+        first
     }
 
     /// Ends a chunk: its staged bytes (ending on a page boundary) start on
@@ -379,7 +409,9 @@ impl StagedFile {
         // Writes are reaped oldest first, and the next slot's chunk is the
         // oldest of all.
         while self.writer.is_writing(next) {
-            self.writer.wait_oldest(&self.file, &self.path)?;
+            if let Some(tag) = self.writer.wait_oldest(&self.file, &self.path)? {
+                self.slots[tag].written = true;
+            }
         }
         let (file, path) = (Arc::clone(&self.file), self.path.clone());
         let cur = &mut self.slots[self.cur];
@@ -403,7 +435,23 @@ impl StagedFile {
         next.staged = 0;
         next.flushed = 0;
         next.live = true;
+        next.written = false;
         next.write_header(number);
+        self.note_written()
+    }
+
+    /// Reaps the chunk writes that completed and records each in its
+    /// slot's header: the open after a crash copies only the slots whose
+    /// chunks may not be in the file.
+    fn note_written(&mut self) -> Result<()> {
+        let mut done = [false; SLOTS];
+        self.writer
+            .reap_completed(&self.file, &self.path, |tag| done[tag] = true)?;
+        let number = self.number;
+        for (slot, _) in self.slots.iter_mut().zip(done).filter(|(_, d)| *d) {
+            slot.written = true;
+            slot.write_header(number);
+        }
         Ok(())
     }
 
@@ -503,6 +551,9 @@ pub(crate) enum StageOutcome {
     None,
     /// `bytes` staged bytes were copied into the blob file at `offset`.
     Applied { offset: u64, bytes: u64 },
+    /// The slot's `bytes` at `offset` were in the blob file already (its
+    /// chunk's write completed before the crash): nothing was copied.
+    Written { offset: u64, bytes: u64 },
     /// The staging file did not check out (a power loss, or another
     /// file's); it was removed and the blob file left as it was.
     Ignored(String),
@@ -518,8 +569,10 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
     let mut outcomes = Vec::new();
     let mut present = Vec::new();
     let mut file: Option<File> = None;
-    // What was copied, to copy again if the sync reports an old error.
-    let mut copied: Vec<(u64, Vec<u8>)> = Vec::new();
+    // What was copied (each staging file's bytes, kept rather than copied
+    // again, and where its data lies in them), to copy again if the sync
+    // reports an old error.
+    let mut copied: Vec<Copied> = Vec::new();
     for stage in stage_paths(blob) {
         let bytes = match std::fs::read(&stage) {
             Ok(b) => b,
@@ -528,8 +581,28 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
         };
         let outcome = match parse_stage(&bytes, number) {
             // A slot not yet used, or just reused: nothing to copy.
-            Ok((_, [])) => StageOutcome::None,
-            Ok((base, data)) => {
+            Ok(Staged { data: [], .. }) => StageOutcome::None,
+            // Its chunk is in the blob file already; the sync below makes
+            // it durable with the rest.
+            Ok(Staged {
+                written: true,
+                base,
+                data,
+            }) => {
+                if file.is_none() {
+                    file = Some(
+                        File::options()
+                            .write(true)
+                            .open(blob)
+                            .map_err(|e| Error::io(blob, e))?,
+                    );
+                }
+                StageOutcome::Written {
+                    offset: base,
+                    bytes: data.len() as u64,
+                }
+            }
+            Ok(Staged { base, data, .. }) => {
                 let f = match &file {
                     Some(f) => f,
                     None => file.insert(
@@ -540,11 +613,14 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
                     ),
                 };
                 f.write_all_at(data, base).map_err(|e| Error::io(blob, e))?;
-                copied.push((base, data.to_vec()));
-                StageOutcome::Applied {
+                let start = data.as_ptr() as usize - bytes.as_ptr() as usize;
+                let range = start..start + data.len();
+                let outcome = StageOutcome::Applied {
                     offset: base,
                     bytes: data.len() as u64,
-                }
+                };
+                copied.push(Copied { base, bytes, range });
+                outcome
             }
             Err(why) => StageOutcome::Ignored(why),
         };
@@ -564,6 +640,14 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
     Ok(outcomes)
 }
 
+/// A staging file's bytes, whose `range` was written at `base` of its blob
+/// file.
+struct Copied {
+    base: u64,
+    bytes: Vec<u8>,
+    range: std::ops::Range<usize>,
+}
+
 /// fdatasyncs `f` (blob file `blob`) after `copied` was written into it.
 /// A writer killed with direct writes of this file in flight can leave an
 /// I/O error recorded on it that nobody has seen yet: the kernel cancels
@@ -576,7 +660,7 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
 /// written again and synced once more, a few times with a short pause,
 /// and a sync that succeeds after the rewrite makes it durable. An error
 /// that persists (a failing device) is returned.
-fn sync_after_crash(f: &File, blob: &Path, copied: &[(u64, Vec<u8>)]) -> Result<()> {
+fn sync_after_crash(f: &File, blob: &Path, copied: &[Copied]) -> Result<()> {
     const ATTEMPTS: u32 = 8;
     let mut attempt = 0;
     loop {
@@ -589,8 +673,8 @@ fn sync_after_crash(f: &File, blob: &Path, copied: &[(u64, Vec<u8>)]) -> Result<
             {
                 attempt += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)));
-                for (base, data) in copied {
-                    f.write_all_at(data, *base)
+                for c in copied {
+                    f.write_all_at(&c.bytes[c.range.clone()], c.base)
                         .map_err(|e| Error::io(blob, e))?;
                 }
             }
@@ -601,20 +685,23 @@ fn sync_after_crash(f: &File, blob: &Path, copied: &[(u64, Vec<u8>)]) -> Result<
 
 /// The staged chunk's file offset and bytes, if the staging file is whole
 /// and belongs to blob file `number`.
-fn parse_stage(bytes: &[u8], number: u64) -> std::result::Result<(u64, &[u8]), String> {
-    let h = bytes
-        .get(..HEADER_LEN + 4)
-        .ok_or("shorter than its header")?;
-    if &h[..8] != STAGE_MAGIC {
+fn parse_stage(bytes: &[u8], number: u64) -> std::result::Result<Staged<'_>, String> {
+    if bytes.get(..8) != Some(&STAGE_MAGIC[..]) {
         return Err("not a staging file".into());
     }
-    let stored = decode_fixed32(&h[HEADER_LEN..]).ok_or("header")?;
-    if crc32c::crc32c(&h[..HEADER_LEN]) != stored {
+    let version = bytes
+        .get(8..12)
+        .and_then(decode_fixed32)
+        .ok_or("shorter than its header")?;
+    let len = match version {
+        1 => HEADER_LEN_V1,
+        STAGE_VERSION => HEADER_LEN,
+        v => return Err(format!("staging format version {v}")),
+    };
+    let h = bytes.get(..len + 4).ok_or("shorter than its header")?;
+    let stored = decode_fixed32(&h[len..]).ok_or("header")?;
+    if crc32c::crc32c(&h[..len]) != stored {
         return Err("staging header checksum mismatch".into());
-    }
-    let version = decode_fixed32(&h[8..]).ok_or("header")?;
-    if version != STAGE_VERSION {
-        return Err(format!("staging format version {version}"));
     }
     let owner = decode_fixed64(&h[12..]).ok_or("header")?;
     if owner != number {
@@ -629,10 +716,29 @@ fn parse_stage(bytes: &[u8], number: u64) -> std::result::Result<(u64, &[u8]), S
                 .into(),
         );
     }
+    let flags = if version == 1 {
+        0
+    } else {
+        decode_fixed32(&h[72..]).ok_or("header")?
+    };
     let data = bytes
         .get(PAGE..PAGE.checked_add(staged).ok_or("length")?)
         .ok_or("staged bytes past the end of the staging file")?;
-    Ok((base, data))
+    Ok(Staged {
+        base,
+        data,
+        written: flags & FLAG_WRITTEN != 0,
+    })
+}
+
+/// A staging file's chunk, as its header describes it.
+struct Staged<'a> {
+    /// The chunk's offset in the blob file.
+    base: u64,
+    /// The bytes staged.
+    data: &'a [u8],
+    /// The chunk's write completed: the blob file holds `data` already.
+    written: bool,
 }
 
 #[cfg(test)]
@@ -751,8 +857,8 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                // The chunk before (already in the file: the same bytes).
-                StageOutcome::Applied {
+                // The chunk before, whose write completed: not copied.
+                StageOutcome::Written {
                     offset: 0,
                     bytes: PAGE as u64
                 },
@@ -769,6 +875,75 @@ mod tests {
         assert_eq!(apply_stage(&path, 9).expect("again"), vec![]);
     }
 
+    /// A slot whose chunk write completed is recorded as written and not
+    /// copied again; one whose write may not have happened is copied; a
+    /// version 1 header (no flags) is read as not written.
+    #[test]
+    fn only_slots_not_known_written_are_copied() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let (path, mut f) = after_a_first_chunk(&dir, 12);
+        f.append(&[7u8; 100]).expect("v");
+        std::mem::forget(f);
+        let [first, current, ..] = stage_paths(&path);
+        let first_bytes = read(&first);
+        let staged = parse_stage(&first_bytes, 12).expect("first slot");
+        assert!(staged.written, "its write was waited for");
+        assert!(!parse_stage(&read(&current), 12).expect("current").written);
+        // Zero the written chunk in the file: a copy would bring it back.
+        let file = File::options().write(true).open(&path).expect("open");
+        file.write_all_at(&[0u8; PAGE], 0).expect("zero");
+        let out = apply_stage(&path, 12).expect("apply");
+        assert_eq!(
+            out,
+            vec![
+                StageOutcome::Written {
+                    offset: 0,
+                    bytes: PAGE as u64
+                },
+                StageOutcome::Applied {
+                    offset: PAGE as u64,
+                    bytes: 100
+                },
+            ]
+        );
+        let b = read(&path);
+        assert_eq!(&b[..PAGE], &[0u8; PAGE], "the written slot was not copied");
+        assert_eq!(&b[PAGE..PAGE + 100], &[7u8; 100]);
+
+        // The same slot under a version 1 header: copied.
+        let (path, mut f) = after_a_first_chunk(&dir, 13);
+        f.append(&[8u8; 10]).expect("v");
+        std::mem::forget(f);
+        let [first, ..] = stage_paths(&path);
+        let mut v1 = read(&first);
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let c = crc32c::crc32c(&v1[..HEADER_LEN_V1]);
+        v1[HEADER_LEN_V1..HEADER_LEN_V1 + 4].copy_from_slice(&c.to_le_bytes());
+        std::fs::write(&first, &v1).expect("write");
+        let file = File::options().write(true).open(&path).expect("open");
+        file.write_all_at(&[0u8; PAGE], 0).expect("zero");
+        let out = apply_stage(&path, 13).expect("apply");
+        assert_eq!(
+            out[0],
+            StageOutcome::Applied {
+                offset: 0,
+                bytes: PAGE as u64
+            }
+        );
+        assert_eq!(&read(&path)[..PAGE], &[1u8; PAGE], "copied back");
+        // An unknown version is ignored, not guessed at.
+        let (path, f) = after_a_first_chunk(&dir, 14);
+        std::mem::forget(f);
+        let [first, ..] = stage_paths(&path);
+        let mut v9 = read(&first);
+        v9[8..12].copy_from_slice(&9u32.to_le_bytes());
+        std::fs::write(&first, &v9).expect("write");
+        assert!(matches!(
+            apply_stage(&path, 14).expect("apply").as_slice(),
+            [StageOutcome::Ignored(why)] if why.contains("version 9")
+        ));
+    }
+
     #[test]
     fn a_damaged_or_foreign_staging_file_is_ignored() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -781,7 +956,7 @@ mod tests {
         std::fs::remove_file(&first).expect("remove");
         for unused in [unused2, unused3] {
             assert!(
-                matches!(parse_stage(&read(&unused), 11), Ok((_, []))),
+                matches!(parse_stage(&read(&unused), 11), Ok(Staged { data: [], .. })),
                 "nothing staged in a slot not used yet"
             );
             std::fs::remove_file(&unused).expect("remove");

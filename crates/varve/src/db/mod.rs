@@ -29,6 +29,7 @@ mod open;
 mod read;
 mod recovery;
 mod repair;
+mod replay_buffer;
 mod resume;
 mod stats;
 mod write;

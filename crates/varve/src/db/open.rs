@@ -253,7 +253,7 @@ fn apply_staged_blob_bytes(
         // files in and fdatasyncs once, and with many lanes (one open file
         // each) the syncs overlap instead of queueing.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let workers = open.len().min(8);
+        let workers = open.len().min(64);
         let mut results: Vec<(u64, Result<Vec<StageOutcome>>)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
@@ -288,6 +288,10 @@ fn apply_staged_blob_bytes(
                     StageOutcome::None => {}
                     StageOutcome::Applied { offset, bytes } => info_log.log(format!(
                         "recovery: wrote {bytes} staged bytes into blob file {number} at {offset}"
+                    )),
+                    StageOutcome::Written { offset, bytes } => info_log.log(format!(
+                        "recovery: {bytes} staged bytes of blob file {number} at {offset} were \
+                         written already"
                     )),
                     StageOutcome::Ignored(why) => info_log.log(format!(
                         "recovery: ignored a staging file of blob file {number}: {why}"

@@ -1,5 +1,6 @@
 //! Recovery: replay the WALs the manifest still needs (number >= its log
-//! number), oldest first, into memtables; the caller writes them to L0.
+//! number), oldest first, into memtables (a memtable's worth at a time, in
+//! key order: [`ReplayBuffer`]); the caller writes them to L0.
 //!
 //! Each WAL record is a write batch stamped with its first sequence number.
 //! A torn or zero-filled tail (what a crash leaves) is cut off the file and
@@ -34,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::info_log::InfoLog;
-use super::memtables::{batch_charge, insert_batch};
+use super::replay_buffer::ReplayBuffer;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::format::BlobPointer;
 use crate::error::{Error, Result};
@@ -165,7 +166,7 @@ pub(crate) fn recover(
     }
     logs.sort_unstable();
 
-    let mut memtables: Vec<Arc<MemTable>> = Vec::new();
+    let mut replayed = ReplayBuffer::new(options.write_buffer_size);
     let mut last_sequence = 0u64;
     let mut report = RecoveryReport::default();
     let clean_close = versions
@@ -206,11 +207,12 @@ pub(crate) fn recover(
                 cut_here = Some((offset, why));
                 return Ok(());
             }
-            apply(&mut memtables, &batch, options.write_buffer_size)
-                .map_err(|reason| Error::corruption(&path, offset, reason))?;
             if !batch.is_empty() {
                 last_sequence = last_sequence.max(batch.sequence() + batch.len() as u64 - 1);
             }
+            replayed
+                .push(batch)
+                .map_err(|reason| Error::corruption(&path, offset, reason))?;
             records += 1;
             Ok(())
         })?;
@@ -268,7 +270,9 @@ pub(crate) fn recover(
     }
     report.last_sequence = last_sequence;
     report.manifest_tail = versions.recovered_tail().cloned();
-    memtables.retain(|m| !m.is_empty());
+    let memtables = replayed
+        .finish()
+        .map_err(|reason| Error::corruption(dir, 0, reason))?;
     Ok(Recovered {
         memtables,
         last_sequence,
@@ -352,21 +356,6 @@ fn cut_log_at(
         bytes_removed: size.saturating_sub(offset),
         reason,
     });
-}
-
-/// Inserts a replayed batch, starting a new memtable when the last is full.
-pub(super) fn apply(
-    memtables: &mut Vec<Arc<MemTable>>,
-    batch: &WriteBatch,
-    write_buffer_size: usize,
-) -> Result<(), String> {
-    let charge = batch_charge(batch);
-    if memtables.last().is_none_or(|m| m.remaining() < charge) {
-        memtables.push(Arc::new(MemTable::new(write_buffer_size.max(charge))));
-    }
-    let mem = memtables.last().ok_or("no memtable")?;
-    insert_batch(mem, batch, batch.sequence())
-        .map_err(|_| "memtable rejected a replayed entry".to_string())
 }
 
 #[cfg(test)]

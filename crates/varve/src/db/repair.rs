@@ -50,6 +50,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::replay_buffer::ReplayBuffer;
 use crate::batch::WriteBatch;
 use crate::blob::reader::PointerCheck;
 use crate::blob::stage::apply_stage;
@@ -120,7 +121,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     // 1 and 2: what is good, read-only.
     let mut tables: Vec<Arc<Table>> = Vec::new();
     let mut merged_tables: Vec<String> = Vec::new();
-    let mut memtables: Vec<Arc<MemTable>> = Vec::new();
+    let mut replayed = ReplayBuffer::new(options.write_buffer_size);
     let mut merged_wals: Vec<String> = Vec::new();
     let mut damaged: Vec<(String, String)> = Vec::new();
     let mut blob_names: Vec<(u64, String)> = Vec::new();
@@ -153,8 +154,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
             },
             Some(FileKind::Blob(n)) => blob_names.push((n, name.clone())),
             Some(FileKind::Wal(n)) => {
-                let (records, last_seq, error) =
-                    replay_wal(fs.as_ref(), dir, n, &mut memtables, options)?;
+                let (records, last_seq, error) = replay_wal(fs.as_ref(), dir, n, &mut replayed)?;
                 report.last_sequence = report.last_sequence.max(last_seq);
                 report.wals.push(n);
                 match error {
@@ -168,6 +168,10 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
             _ => {}
         }
     }
+
+    let memtables = replayed
+        .finish()
+        .map_err(|reason| Error::corruption(dir, 0, reason))?;
 
     // 3: the merge, into new files numbered above everything present.
     let next = AtomicU64::new(max_number + 1);
@@ -404,15 +408,14 @@ impl RepairBlobs<'_> {
     }
 }
 
-/// Replays WAL `n` into `memtables`, checking every batch. Returns the
+/// Replays WAL `n` into `replayed`, checking every batch. Returns the
 /// records replayed, the largest sequence number among them and, if the log
 /// is damaged in the middle, why (the records before the damage are kept).
 fn replay_wal(
     fs: &dyn FileSystem,
     dir: &Path,
     n: u64,
-    memtables: &mut Vec<Arc<MemTable>>,
-    options: &Options,
+    replayed: &mut ReplayBuffer,
 ) -> Result<(u64, u64, Option<String>)> {
     let path = wal_path(dir, n);
     let (mut records, mut last_seq) = (0u64, 0u64);
@@ -420,11 +423,12 @@ fn replay_wal(
         let batch = WriteBatch::from_encoded(payload).map_err(|reason| {
             Error::corruption(&path, offset, format!("bad write batch: {reason}"))
         })?;
-        super::recovery::apply(memtables, &batch, options.write_buffer_size)
-            .map_err(|reason| Error::corruption(&path, offset, reason))?;
         if !batch.is_empty() {
             last_seq = last_seq.max(batch.sequence() + batch.len() as u64 - 1);
         }
+        replayed
+            .push(batch)
+            .map_err(|reason| Error::corruption(&path, offset, reason))?;
         records += 1;
         Ok(())
     });

@@ -71,6 +71,7 @@ impl MemTable {
     }
 
     /// Arena bytes still free.
+    #[cfg(test)]
     pub(crate) fn remaining(&self) -> usize {
         self.capacity().saturating_sub(self.memory_usage())
     }
