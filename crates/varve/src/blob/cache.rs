@@ -20,6 +20,7 @@ use super::shared_chunks::SharedChunks;
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
 use crate::io::FileSystem;
+use crate::sst::ReaderPool;
 
 /// The blob files of one database directory, opened on first use.
 #[derive(Debug)]
@@ -32,7 +33,9 @@ pub(crate) struct BlobReaders {
     /// from its staging area.
     lanes: Option<Arc<BlobWriteLanes>>,
     /// Chunks that long scans share (`Options::shared_scan_bytes`).
-    shared: Option<SharedChunks>,
+    shared: Option<Arc<SharedChunks>>,
+    /// Where the shared chunks are read ahead.
+    pool: Option<Arc<ReaderPool>>,
 }
 
 impl BlobReaders {
@@ -51,19 +54,37 @@ impl BlobReaders {
             open: Mutex::new(HashMap::new()),
             lanes,
             shared: None,
+            pool: None,
         }
     }
 
     /// Long scans share a pool of at most `bytes` of resident chunks (0:
-    /// none; each iterator reads ahead on its own).
-    pub(crate) fn with_shared_chunks(mut self, bytes: usize) -> BlobReaders {
-        self.shared = (bytes > 0).then(|| SharedChunks::new(bytes));
+    /// none; each iterator reads ahead on its own), read ahead on `pool`
+    /// when given.
+    pub(crate) fn with_shared_chunks(
+        mut self,
+        bytes: usize,
+        pool: Option<Arc<ReaderPool>>,
+    ) -> BlobReaders {
+        self.shared = (bytes > 0).then(|| Arc::new(SharedChunks::new(bytes)));
+        self.pool = pool;
         self
     }
 
     /// The pool of shared scan chunks, if the database has one.
     pub(crate) fn shared(&self) -> Option<&SharedChunks> {
-        self.shared.as_ref()
+        self.shared.as_deref()
+    }
+
+    /// Reads chunk `index` of blob file `number` into the shared pool in
+    /// the background ([`SharedChunks::prefetch`]), if there is a pool and
+    /// a reader pool.
+    pub(crate) fn prefetch_shared(&self, number: u64, index: u64) {
+        if let (Some(shared), Some(pool)) = (&self.shared, &self.pool)
+            && let Ok(reader) = self.reader(number)
+        {
+            shared.prefetch(pool, number, index, reader);
+        }
     }
 
     /// The reader of blob file `number`.

@@ -9,21 +9,29 @@
 //! reference count: writes to cache lines that every scan of the database
 //! writes too. A lookup here reads one slot of the iterator's own array.
 //!
-//! Holding a chunk keeps the pool from evicting it, so the table is
-//! bounded three ways: at most `cap` chunks (half the pool, at most
-//! [`SLOTS`]); a chunk not used for [`IDLE`] values is let go; and when
-//! the pool found no chunk it could evict (its pressure count moved),
-//! every chunk is let go at the iterator's next value.
+//! Holding a chunk keeps the pool from evicting it, so holding is bounded:
+//! at most half of the pool's chunks are held by any iterator at once
+//! ([`Pins`]: a chunk held by many iterators counts once), so the other
+//! half stays evictable and the scan in front can always load its next
+//! chunk; at most `cap` chunks (half the pool, at most [`SLOTS`]) per
+//! iterator; a chunk not used for [`IDLE`] values is let go; and if a
+//! load still found no chunk to evict (the pool's pressure count moved),
+//! every chunk is let go at the iterator's next value. A chunk that cannot
+//! be held is served all the same (through the pool, as without this
+//! table).
 //!
 //! Single-threaded (owned by one iterator's read-ahead state). Invariants:
-//! `count` is the number of occupied slots and never exceeds `cap`; a slot
-//! names the pool's chunk of its `(file, index)`, whose bytes never change
-//! once resident (file numbers are never reused); a slot's chunk is either
-//! in the slot or lent to the one value served from it, never both.
+//! `count` is the number of occupied slots and never exceeds `cap`; each
+//! occupied slot pins its chunk once ([`Pins::pin`]) and unpins it when
+//! it is cleared (or, if its chunk is lent just then, when the chunk comes
+//! back); a slot names the pool's chunk of its `(file, index)`, whose
+//! bytes never change once resident (file numbers are never reused); a
+//! slot's chunk is either in the slot or lent to the one value served
+//! from it, never both.
 
 use std::sync::Arc;
 
-use super::shared_chunks::{CHUNK, Chunk, SharedChunks};
+use super::shared_chunks::{CHUNK, Chunk, Pins, SharedChunks};
 
 /// Slots of the table (a power of two): direct-mapped by chunk name.
 pub(crate) const SLOTS: usize = 512;
@@ -50,6 +58,10 @@ struct Slot {
 pub(crate) struct HeldChunks {
     /// Empty until the first chunk is held.
     slots: Vec<Option<Slot>>,
+    /// The pool's count of held chunks.
+    pins: Arc<Pins>,
+    /// Addresses of chunks let go while lent: unpinned when they come back.
+    unpin_on_return: Vec<usize>,
     count: usize,
     cap: usize,
     /// Values served through [`HeldChunks::tick`].
@@ -81,6 +93,8 @@ impl HeldChunks {
     pub(crate) fn new(pool: &SharedChunks) -> HeldChunks {
         HeldChunks {
             slots: Vec::new(),
+            pins: Arc::clone(pool.pins()),
+            unpin_on_return: Vec::new(),
             count: 0,
             cap: (pool.budget() / CHUNK / 2).clamp(1, SLOTS),
             clock: 0,
@@ -104,10 +118,10 @@ impl HeldChunks {
         let pressure = pool.pressure();
         if pressure != self.pressure {
             self.pressure = pressure;
-            self.release_all(pool);
+            self.release_all();
         } else if self.clock >= self.next_sweep {
             self.next_sweep = self.clock + SWEEP_EVERY;
-            self.sweep(pool);
+            self.sweep();
         }
     }
 
@@ -127,7 +141,8 @@ impl HeldChunks {
 
     /// Holds `c`, chunk `index` of `file` just taken from the pool, as
     /// lent to the value about to be served from it: it replaces the
-    /// chunk in its slot, or is not held at all when the table is full.
+    /// chunk in its slot, or is not held at all when the table is full or
+    /// half the pool is held already.
     pub(crate) fn hold_lent(&mut self, file: u64, index: u64, c: &Arc<Chunk>) {
         debug_assert_eq!(
             c.start,
@@ -137,14 +152,16 @@ impl HeldChunks {
         if self.slots.is_empty() {
             self.slots.resize_with(SLOTS, || None);
         }
-        let slot = &mut self.slots[slot_of(file, index)];
-        if slot.is_none() {
-            if self.count >= self.cap {
-                return;
-            }
-            self.count += 1;
+        let i = slot_of(file, index);
+        if self.slots[i].is_none() && self.count >= self.cap {
+            return;
         }
-        *slot = Some(Slot {
+        if !self.pins.pin(c) {
+            return;
+        }
+        self.clear(i);
+        self.count += 1;
+        self.slots[i] = Some(Slot {
             file,
             index,
             addr: Arc::as_ptr(c) as usize,
@@ -158,36 +175,65 @@ impl HeldChunks {
     /// [`hold_lent`](Self::hold_lent); any other chunk is dropped.
     pub(crate) fn give_back(&mut self, file: u64, c: Arc<Chunk>) {
         let index = c.start / CHUNK as u64;
+        let addr = Arc::as_ptr(&c) as usize;
         if let Some(Some(s)) = self.slots.get_mut(slot_of(file, index))
             && s.file == file
             && s.index == index
             && s.chunk.is_none()
-            && Arc::as_ptr(&c) as usize == s.addr
+            && addr == s.addr
         {
             s.chunk = Some(c);
+            return;
+        }
+        if let Some(k) = self.unpin_on_return.iter().position(|&a| a == addr) {
+            self.unpin_on_return.swap_remove(k);
+            self.pins.unpin(&c);
+        }
+    }
+
+    /// Empties slot `i`, unpinning its chunk (now, or when it comes back
+    /// if it is lent).
+    fn clear(&mut self, i: usize) {
+        if let Some(s) = self.slots[i].take() {
+            self.count -= 1;
+            match &s.chunk {
+                Some(c) => self.pins.unpin(c),
+                None => self.unpin_on_return.push(s.addr),
+            }
         }
     }
 
     /// Lets go of the chunks unused for [`IDLE`] values.
-    fn sweep(&mut self, pool: &SharedChunks) {
+    fn sweep(&mut self) {
         let clock = self.clock;
-        for slot in &mut self.slots {
-            if slot.as_ref().is_some_and(|s| s.used + IDLE < clock) {
-                *slot = None;
-                self.count -= 1;
+        for i in 0..self.slots.len() {
+            if self.slots[i]
+                .as_ref()
+                .is_some_and(|s| s.used + IDLE < clock)
+            {
+                self.clear(i);
             }
         }
-        pool.add_hits(std::mem::take(&mut self.hits));
+        self.pins.add_hits(std::mem::take(&mut self.hits));
     }
 
-    /// Lets go of every chunk (one lent now is dropped when it comes
+    /// Lets go of every chunk (one lent now is unpinned when it comes
     /// back).
-    pub(crate) fn release_all(&mut self, pool: &SharedChunks) {
-        for slot in &mut self.slots {
-            *slot = None;
+    pub(crate) fn release_all(&mut self) {
+        for i in 0..self.slots.len() {
+            self.clear(i);
         }
-        self.count = 0;
-        pool.add_hits(std::mem::take(&mut self.hits));
+        self.pins.add_hits(std::mem::take(&mut self.hits));
+    }
+}
+
+impl Drop for HeldChunks {
+    fn drop(&mut self) {
+        self.release_all();
+        debug_assert!(
+            self.unpin_on_return.is_empty(),
+            "a lent chunk was not given back before its table went"
+        );
     }
 }
 
@@ -227,8 +273,9 @@ mod tests {
         let other = load(&pool, 1, 1);
         h.give_back(1, Arc::clone(&other));
         h.give_back(1, again);
-        assert!(h.take(1, 0).is_some());
+        let back = h.take(1, 0).expect("held again");
         assert!(h.take(2, 0).is_none(), "another file");
+        h.give_back(1, back);
     }
 
     #[test]
@@ -261,6 +308,66 @@ mod tests {
         assert!(pool.get(1, 2, fill).expect("read").is_some());
         assert!(pool.get(1, 3, fill).expect("read").is_some());
         assert!(pool.used() <= 2 * CHUNK);
+    }
+
+    /// However many iterators hold chunks, at most half the pool is held
+    /// (a chunk held by several counts once), and every pin goes when the
+    /// tables go.
+    #[test]
+    fn at_most_half_the_pool_is_held_in_all() {
+        let pool = SharedChunks::new(8 * CHUNK);
+        let pins = Arc::clone(pool.pins());
+        assert_eq!(pins.limit(), 4);
+        let mut a = HeldChunks::new(&pool);
+        let mut b = HeldChunks::new(&pool);
+        let hold = |h: &mut HeldChunks, i: u64| {
+            h.tick(&pool);
+            let c = h.take(1, i).unwrap_or_else(|| {
+                let c = load(&pool, 1, i);
+                h.hold_lent(1, i, &c);
+                c
+            });
+            h.give_back(1, c);
+        };
+        for i in 0..3 {
+            hold(&mut a, i);
+            hold(&mut b, i);
+        }
+        assert_eq!(pins.pinned(), 3, "shared chunks count once");
+        assert_eq!((a.count(), b.count()), (3, 3));
+        hold(&mut b, 3);
+        assert_eq!(pins.pinned(), 4);
+        hold(&mut a, 4);
+        assert_eq!(pins.pinned(), 4, "the limit");
+        assert_eq!(a.count(), 3, "served, not held");
+        // A chunk someone holds is held by one more at the limit.
+        hold(&mut a, 3);
+        assert_eq!((a.count(), pins.pinned()), (4, 4));
+        // Four chunks are held, the other four stay evictable: loads go on.
+        for i in 5..12 {
+            assert!(pool.get(1, i, fill).expect("read").is_some());
+        }
+        drop(a);
+        assert_eq!(pins.pinned(), 4, "b still holds all four");
+        drop(b);
+        assert_eq!(pins.pinned(), 0);
+    }
+
+    /// A chunk let go while lent is unpinned when it comes back.
+    #[test]
+    fn a_chunk_let_go_while_lent_is_unpinned_when_it_comes_back() {
+        let pool = SharedChunks::new(8 * CHUNK);
+        let pins = Arc::clone(pool.pins());
+        let mut h = HeldChunks::new(&pool);
+        h.tick(&pool);
+        let c = load(&pool, 2, 0);
+        h.hold_lent(2, 0, &c);
+        assert_eq!(pins.pinned(), 1);
+        h.release_all();
+        assert_eq!(pins.pinned(), 1, "still lent");
+        h.give_back(2, c);
+        assert_eq!(pins.pinned(), 0);
+        assert_eq!(h.count(), 0);
     }
 
     #[test]

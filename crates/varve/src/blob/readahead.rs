@@ -45,6 +45,9 @@ const STREAMS: usize = 4;
 /// Windows of one file read ahead on the pool at once: with two in
 /// flight the disk always has the next read queued while one completes.
 const DEPTH: usize = 2;
+/// Chunks after a missed shared chunk that are read ahead in the
+/// background.
+const AHEAD: u64 = 2;
 /// With shared scan chunks, an iterator loads chunks only after this many
 /// values: a long scan shares, a short one (a seek and a few steps) reads
 /// exactly its values and only uses chunks already resident.
@@ -198,14 +201,6 @@ impl BlobReadahead {
     pub(crate) fn recycle(&mut self, v: BlobValue) {
         if let (BlobValue::Shared { file, chunk, .. }, Some(h)) = (v, self.held.as_mut()) {
             h.give_back(file, chunk);
-        }
-    }
-
-    /// Reports what the held chunks served to the pool's counters and lets
-    /// them go (the iterator is done).
-    pub(crate) fn finish(&mut self, readers: &BlobReaders) {
-        if let (Some(h), Some(shared)) = (self.held.as_mut(), readers.shared()) {
-            h.release_all(shared);
         }
     }
 
@@ -423,9 +418,17 @@ fn shared_value(
                 return Ok(None);
             }
             let c = if load {
-                shared.get(p.file_number, index, |buf, start| {
+                let fetched = shared.fetch(p.file_number, index, |buf, start| {
                     readers.reader(p.file_number)?.read_into(buf, start)
-                })?
+                })?;
+                if let Some((_, true)) = &fetched {
+                    // A miss: the chunks after it are read ahead, so the
+                    // scan in front does not wait for each of them in turn.
+                    for ahead in 1..=AHEAD {
+                        readers.prefetch_shared(p.file_number, index + ahead);
+                    }
+                }
+                fetched.map(|(c, _)| c)
             } else {
                 shared.resident(p.file_number, index)
             };
@@ -448,8 +451,19 @@ fn shared_value(
             .is_some_and(|v| value_crc(v) == p.crc);
         if !ok {
             // The same check as any read, now for its error (the path is
-            // only made here, not for every value checked).
-            value_from_span(p, c.bytes(), c.start, &readers.path_of(p.file_number))?;
+            // only made here, not for every value checked). The chunk goes
+            // back to the table first: no value is served from it.
+            let err = value_from_span(p, c.bytes(), c.start, &readers.path_of(p.file_number))
+                .err()
+                .unwrap_or_else(|| {
+                    Error::corruption(
+                        readers.path_of(p.file_number),
+                        p.offset,
+                        "blob value does not match its pointer's checksum",
+                    )
+                });
+            held.give_back(p.file_number, c);
+            return Err(err);
         }
         c.mark_checked(at, len, p.crc);
     }

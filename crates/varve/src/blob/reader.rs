@@ -80,6 +80,11 @@ impl BlobReader {
         Arc::clone(&self.file)
     }
 
+    /// The file's size when it was opened (sealed files never change).
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
     /// Reads up to `buf.len()` bytes at `start` (aligned, for direct IO);
     /// returns how many were read (fewer at the end of the file).
     pub(crate) fn read_into(&self, buf: &mut [u8], start: u64) -> Result<usize> {

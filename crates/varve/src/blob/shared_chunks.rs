@@ -35,12 +35,14 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::reader::BlobReader;
 use crate::error::Result;
 use crate::io::AlignedBuf;
+use crate::sst::ReaderPool;
 use crate::util::lru::IntHasher;
 
 /// Bytes of one chunk (whole pages, for direct IO).
@@ -66,6 +68,9 @@ pub(crate) struct Chunk {
     /// no CRC from the 63 others that pass it. Lock-free; a full
     /// neighbourhood only means the next scan checks again.
     checked: Box<[AtomicU64]>,
+    /// Iterators holding the chunk in their tables of held chunks
+    /// ([`Pins`]).
+    holders: AtomicU32,
 }
 
 impl Chunk {
@@ -75,6 +80,7 @@ impl Chunk {
             buf,
             got,
             checked: (0..CHECKED_SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            holders: AtomicU32::new(0),
         }
     }
 
@@ -157,9 +163,81 @@ pub(crate) struct SharedChunkCounters {
     pub loads: AtomicU64,
     /// Requests turned away for lack of room (read value by value).
     pub no_room: AtomicU64,
-    /// Values iterators served from chunks they held
-    /// ([`super::held_chunks`]), reported now and then.
-    held_hits: AtomicU64,
+}
+
+/// How many of the pool's chunks some iterator holds, against a limit of
+/// half the pool: the rest stays evictable, so the scan in front can
+/// always load the next chunk while the ones behind hold theirs. Shared
+/// with every table of held chunks ([`super::held_chunks`]), which pins a
+/// chunk when it takes it and unpins it when it lets it go.
+#[derive(Debug)]
+pub(crate) struct Pins {
+    /// Chunks with at least one holder.
+    pinned: AtomicUsize,
+    limit: usize,
+    /// Values iterators served from chunks they held, reported now and
+    /// then (for `Db::stats`, with the pool's own hits).
+    hits: AtomicU64,
+}
+
+impl Pins {
+    /// Becomes a holder of `c`; false (nothing changed) when `c` had no
+    /// holder and the limit of pinned chunks is reached.
+    pub(crate) fn pin(&self, c: &Chunk) -> bool {
+        loop {
+            let h = c.holders.load(Ordering::Acquire);
+            if h > 0 {
+                if c.holders
+                    .compare_exchange(h, h + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    return true;
+                }
+                continue;
+            }
+            // The first holder: a place among the pinned chunks first.
+            if self.pinned.fetch_add(1, Ordering::AcqRel) >= self.limit {
+                self.pinned.fetch_sub(1, Ordering::AcqRel);
+                return false;
+            }
+            if c.holders
+                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return true;
+            }
+            // Someone else became the first holder meanwhile.
+            self.pinned.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Stops holding `c` (pinned by [`pin`](Self::pin)).
+    pub(crate) fn unpin(&self, c: &Chunk) {
+        let before = c.holders.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(before > 0, "unpinned more often than pinned");
+        if before == 1 {
+            self.pinned.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Counts `n` values served from held chunks.
+    pub(crate) fn add_hits(&self, n: u64) {
+        if n > 0 {
+            self.hits.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Chunks with at least one holder now.
+    #[cfg(test)]
+    pub(crate) fn pinned(&self) -> usize {
+        self.pinned.load(Ordering::Acquire)
+    }
+
+    /// The most chunks held at once (by new holders).
+    #[cfg(test)]
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
 }
 
 /// The pool's pressure count, on a cache line of its own: every scan reads
@@ -181,6 +259,28 @@ struct Shard {
 /// Most shards (each at least eight chunks of budget).
 const MAX_SHARDS: usize = 16;
 
+/// Most chunks read ahead at once ([`SharedChunks::prefetch`]).
+pub(crate) const PREFETCH_MAX: usize = 4;
+
+/// A chunk read ahead whose task has not run yet: if the task is dropped
+/// unrun, its `Loading` entry goes and its buffer is given back (scans
+/// waiting for it then read it themselves).
+struct PendingLoad {
+    pool: std::sync::Weak<SharedChunks>,
+    file: u64,
+    index: u64,
+    buf: Option<AlignedBuf>,
+}
+
+impl Drop for PendingLoad {
+    fn drop(&mut self) {
+        if let (Some(buf), Some(me)) = (self.buf.take(), self.pool.upgrade()) {
+            let _ = me.publish(self.file, self.index, buf, Err(crate::error::Error::Closed));
+            me.prefetching.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 /// The pool; see the module docs.
 #[derive(Debug)]
 pub(crate) struct SharedChunks {
@@ -192,6 +292,10 @@ pub(crate) struct SharedChunks {
     /// Bumped each time a load found no room: iterators then let go of the
     /// chunks they hold ([`super::held_chunks`]).
     pressure: Pressure,
+    /// Chunks iterators hold, at most half the pool.
+    pins: Arc<Pins>,
+    /// Chunks being read ahead.
+    prefetching: AtomicUsize,
 }
 
 impl SharedChunks {
@@ -209,20 +313,24 @@ impl SharedChunks {
                 .collect(),
             counters: SharedChunkCounters::default(),
             pressure: Pressure::default(),
+            pins: Arc::new(Pins {
+                pinned: AtomicUsize::new(0),
+                limit: budget / CHUNK / 2,
+                hits: AtomicU64::new(0),
+            }),
+            prefetching: AtomicUsize::new(0),
         }
+    }
+
+    /// The count of chunks iterators hold, shared with their tables.
+    pub(crate) fn pins(&self) -> &Arc<Pins> {
+        &self.pins
     }
 
     /// How many times a load found no room (iterators holding chunks let
     /// them go when it moves).
     pub(crate) fn pressure(&self) -> u64 {
         self.pressure.0.load(Ordering::Relaxed)
-    }
-
-    /// Counts `n` values served from chunks an iterator held.
-    pub(crate) fn add_hits(&self, n: u64) {
-        if n > 0 {
-            self.counters.held_hits.fetch_add(n, Ordering::Relaxed);
-        }
     }
 
     /// The budget, bytes.
@@ -239,7 +347,7 @@ impl SharedChunks {
     /// pool or from a chunk an iterator held.
     pub(crate) fn hits(&self) -> u64 {
         let pool: u64 = self.shards.iter().map(|sh| sh.state.lock().hits).sum();
-        pool + self.counters.held_hits.load(Ordering::Relaxed)
+        pool + self.pins.hits.load(Ordering::Relaxed)
     }
 
     /// The shard of chunk `index` of `file`.
@@ -285,16 +393,27 @@ impl SharedChunks {
     /// Chunk `index` of file `file`: resident, or read now with `read`
     /// (which fills the buffer from the file at `index * CHUNK` and returns
     /// the bytes read). `None` when the pool has no room for it.
+    #[cfg(test)]
     pub(crate) fn get(
         &self,
         file: u64,
         index: u64,
         read: impl FnOnce(&mut [u8], u64) -> Result<usize>,
     ) -> Result<Option<Arc<Chunk>>> {
+        Ok(self.fetch(file, index, read)?.map(|(c, _)| c))
+    }
+
+    /// [`get`](Self::get), and whether the chunk was read now (a miss).
+    pub(crate) fn fetch(
+        &self,
+        file: u64,
+        index: u64,
+        read: impl FnOnce(&mut [u8], u64) -> Result<usize>,
+    ) -> Result<Option<(Arc<Chunk>, bool)>> {
         let sh = self.shard(file, index);
         let mut st = sh.state.lock();
         if let Some(chunk) = Self::find(sh, &mut st, (file, index)) {
-            return Ok(Some(chunk));
+            return Ok(Some((chunk, false)));
         }
         let Some(mut buf) = Self::room(sh, &mut st) else {
             self.counters.no_room.fetch_add(1, Ordering::Relaxed);
@@ -304,10 +423,25 @@ impl SharedChunks {
         st.chunks.insert((file, index), Slot::Loading);
         debug_assert!(st.used <= sh.budget, "the pool stays within its budget");
         drop(st);
+        let got = read(buf.as_mut_slice(), index * CHUNK as u64);
+        Ok(Some((self.publish(file, index, buf, got)?, true)))
+    }
+
+    /// Ends the load of chunk `index` of `file` (its entry is `Loading`,
+    /// its buffer `buf`, `got` the read's outcome): the chunk becomes
+    /// resident, or on an error the entry goes and the buffer stays the
+    /// pool's. Wakes the scans waiting for it.
+    fn publish(
+        &self,
+        file: u64,
+        index: u64,
+        buf: AlignedBuf,
+        got: Result<usize>,
+    ) -> Result<Arc<Chunk>> {
+        let sh = self.shard(file, index);
         let start = index * CHUNK as u64;
-        let read = read(buf.as_mut_slice(), start);
         let mut st = sh.state.lock();
-        let out = match read {
+        let out = match got {
             Ok(got) => {
                 let chunk = Arc::new(Chunk::new(start, buf, got.min(CHUNK)));
                 st.clock += 1;
@@ -320,7 +454,7 @@ impl SharedChunks {
                     },
                 );
                 self.counters.loads.fetch_add(1, Ordering::Relaxed);
-                Ok(Some(chunk))
+                Ok(chunk)
             }
             Err(e) => {
                 // No entry is left behind; the buffer stays the pool's.
@@ -332,6 +466,62 @@ impl SharedChunks {
         drop(st);
         sh.loaded.notify_all();
         out
+    }
+
+    /// Reads chunk `index` of `file` (of `size` bytes, read by `reader`)
+    /// in the background on `pool`, unless it is resident or being loaded,
+    /// lies past the end of the file, or the pool has no free or evictable
+    /// buffer for it (a read ahead never makes room by letting held chunks
+    /// go). At most [`PREFETCH_MAX`] are in flight. A scan that needs the
+    /// chunk meanwhile waits for this read instead of reading it again.
+    pub(crate) fn prefetch(
+        self: &Arc<Self>,
+        pool: &ReaderPool,
+        file: u64,
+        index: u64,
+        reader: Arc<BlobReader>,
+    ) {
+        if index * CHUNK as u64 >= reader.size() {
+            return;
+        }
+        if self.prefetching.fetch_add(1, Ordering::AcqRel) >= PREFETCH_MAX {
+            self.prefetching.fetch_sub(1, Ordering::AcqRel);
+            return;
+        }
+        let sh = self.shard(file, index);
+        let mut st = sh.state.lock();
+        let buf = if st.chunks.contains_key(&(file, index)) {
+            None
+        } else {
+            Self::room(sh, &mut st)
+        };
+        let Some(buf) = buf else {
+            drop(st);
+            self.prefetching.fetch_sub(1, Ordering::AcqRel);
+            return;
+        };
+        st.chunks.insert((file, index), Slot::Loading);
+        drop(st);
+        let mut load = PendingLoad {
+            pool: Arc::downgrade(self),
+            file,
+            index,
+            buf: Some(buf),
+        };
+        let task = move || {
+            if let Some(mut buf) = load.buf.take()
+                && let Some(me) = load.pool.upgrade()
+            {
+                let got = reader.read_into(buf.as_mut_slice(), index * CHUNK as u64);
+                // A failed read ahead is forgotten: the scan that needs
+                // the chunk reads it again and meets the error itself.
+                let _ = me.publish(file, index, buf, got);
+                me.prefetching.fetch_sub(1, Ordering::AcqRel);
+            }
+        };
+        // Unrun (no reader thread), the task's `PendingLoad` undoes the
+        // entry when it is dropped.
+        let _ = pool.spawn(Box::new(task));
     }
 
     /// A buffer for a new chunk: a free one, a new one within the budget,
@@ -415,6 +605,104 @@ mod tests {
             }
             Ok(buf.len())
         }
+    }
+
+    /// A blob file of `n` values of 64 KiB (value `i` all bytes `i`), and
+    /// its reader.
+    fn blob_file(dir: &tempfile::TempDir, n: u8) -> Arc<BlobReader> {
+        use crate::blob::file_writer::BlobFileWriter;
+        use crate::blob::format::Creator;
+        use crate::io::PosixFs;
+        let path = dir.path().join("000007.blob");
+        let mut w = BlobFileWriter::create(&PosixFs, &path, 7, 1 << 20, Creator::WriteLane, false)
+            .expect("create");
+        for i in 0..n {
+            w.add(&[i], &vec![i; 64 << 10]).expect("add");
+        }
+        w.finish().expect("finish");
+        Arc::new(BlobReader::open(&PosixFs, &path, false).expect("open"))
+    }
+
+    #[test]
+    fn a_chunk_read_ahead_becomes_resident_once() {
+        let dir = tempfile::tempdir().expect("tmp");
+        // 40 values of 64 KiB: a little over two chunks.
+        let reader = blob_file(&dir, 40);
+        let pool = Arc::new(SharedChunks::new(8 * CHUNK));
+        let readers = ReaderPool::new(2);
+        pool.prefetch(&readers, 7, 1, Arc::clone(&reader));
+        // Waited for (resident() waits while it is being read), never read
+        // twice.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let c = loop {
+            if let Some(c) = pool.resident(7, 1) {
+                break c;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the read ahead never landed"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert_eq!(c.start, CHUNK as u64);
+        let mut direct = AlignedBuf::new(CHUNK);
+        let got = reader
+            .read_into(direct.as_mut_slice(), CHUNK as u64)
+            .expect("read");
+        assert_eq!(c.bytes(), &direct.as_slice()[..got]);
+        assert_eq!(pool.counters.loads.load(Ordering::SeqCst), 1);
+        pool.prefetch(&readers, 7, 1, Arc::clone(&reader));
+        // Past the end of the file: nothing.
+        let past = reader.size() / CHUNK as u64 + 1;
+        pool.prefetch(&readers, 7, past, Arc::clone(&reader));
+        drop(readers);
+        assert_eq!(pool.counters.loads.load(Ordering::SeqCst), 1, "read once");
+        assert!(pool.resident(7, past).is_none());
+        assert_eq!(pool.prefetching.load(Ordering::SeqCst), 0);
+        // A full pool of held chunks: a read ahead makes no room.
+        let tiny = Arc::new(SharedChunks::new(CHUNK));
+        let held = tiny.get(7, 0, fill(7)).expect("r").expect("room");
+        let readers = ReaderPool::new(1);
+        tiny.prefetch(&readers, 7, 1, Arc::clone(&reader));
+        drop(readers);
+        assert!(tiny.resident(7, 1).is_none());
+        assert_eq!(tiny.pressure(), 0, "a read ahead is no pressure");
+        drop(held);
+    }
+
+    /// A read ahead whose task never runs leaves no entry behind: a scan
+    /// that wants the chunk does not wait for it forever.
+    #[test]
+    fn a_read_ahead_that_never_runs_leaves_nothing() {
+        let pool = Arc::new(SharedChunks::new(4 * CHUNK));
+        let sh = pool.shard(3, 0);
+        let mut st = sh.state.lock();
+        let buf = SharedChunks::room(sh, &mut st).expect("room");
+        st.chunks.insert((3, 0), Slot::Loading);
+        drop(st);
+        pool.prefetching.fetch_add(1, Ordering::SeqCst);
+        let pending = PendingLoad {
+            pool: Arc::downgrade(&pool),
+            file: 3,
+            index: 0,
+            buf: Some(buf),
+        };
+        let waiter = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || pool.resident(3, 0).is_none())
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(pending);
+        assert!(
+            waiter.join().expect("waiter"),
+            "woken, and nothing resident"
+        );
+        assert_eq!(pool.prefetching.load(Ordering::SeqCst), 0);
+        assert!(
+            pool.get(3, 0, fill(3)).expect("r").is_some(),
+            "read on demand"
+        );
+        assert!(pool.used() <= 4 * CHUNK);
     }
 
     #[test]

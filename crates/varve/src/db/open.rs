@@ -402,6 +402,11 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         _ => None,
     };
     let version = a.versions.current();
+    let reader_pool = a
+        .options
+        .reader_pool
+        .clone()
+        .unwrap_or_else(|| ReaderPool::with_engine(0, a.options.io_engine));
     DbInner {
         dir: a.dir.to_path_buf(),
         fs: Arc::clone(&a.options.fs),
@@ -422,15 +427,11 @@ fn assemble(a: Assembly<'_>) -> DbInner {
                 a.options.use_direct_reads,
                 blob_lanes.clone(),
             )
-            .with_shared_chunks(a.options.shared_scan_bytes),
+            .with_shared_chunks(a.options.shared_scan_bytes, Some(Arc::clone(&reader_pool))),
         ),
         blob_lanes,
         block_cache: a.block_cache,
-        reader_pool: a
-            .options
-            .reader_pool
-            .clone()
-            .unwrap_or_else(|| ReaderPool::with_engine(0, a.options.io_engine)),
+        reader_pool,
         bg: Background::default(),
         counters: Counters::default(),
         last_sequence: AtomicU64::new(a.last_sequence),

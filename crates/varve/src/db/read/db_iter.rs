@@ -440,13 +440,12 @@ impl DbIterator {
 }
 
 impl Drop for DbIterator {
-    /// The chunks the read-ahead held go back to the pool (with the count
-    /// of values they served).
+    /// A value served from a chunk the read-ahead holds goes back to it
+    /// before the read-ahead state (and its held chunks) goes.
     fn drop(&mut self) {
         if let Some(Ok(v)) = self.loaded.take() {
             self.blob_ra.get_mut().recycle(v);
         }
-        self.blob_ra.get_mut().finish(&self.blobs);
     }
 }
 

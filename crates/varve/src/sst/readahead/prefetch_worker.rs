@@ -136,18 +136,26 @@ fn run(mut job: Job, cancel: &AtomicU64, reply: &mpsc::Sender<Done>) {
     }
 }
 
-/// A job on the pool's queue, with where its answer goes and the cancel
-/// mark of the state that sent it.
-struct Envelope {
-    job: Job,
-    reply: mpsc::Sender<Done>,
-    cancel: Arc<AtomicU64>,
+/// What the pool's queue carries: a read job, with where its answer goes
+/// and the cancel mark of the state that sent it, or a task of its own
+/// (a shared scan chunk read ahead, [`ReaderPool::spawn`]).
+enum Envelope {
+    Read {
+        job: Job,
+        reply: mpsc::Sender<Done>,
+        cancel: Arc<AtomicU64>,
+    },
+    Task(Box<dyn FnOnce() + Send>),
 }
 
 impl Envelope {
-    /// Reads the job and answers it (a consumer that has gone is ignored).
+    /// Reads the job and answers it (a consumer that has gone is ignored),
+    /// or runs the task.
     fn answer(self) {
-        run(self.job, &self.cancel, &self.reply);
+        match self {
+            Envelope::Read { job, reply, cancel } => run(job, &cancel, &reply),
+            Envelope::Task(task) => task(),
+        }
     }
 }
 
@@ -211,6 +219,14 @@ impl ReaderPool {
     /// The number of reader threads.
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// Runs `task` on one of the pool's threads (with io_uring, a task
+    /// batched with others runs on a fiber, so its reads go through the
+    /// ring); false if the pool has no thread (the task is dropped unrun).
+    pub(crate) fn spawn(&self, task: Box<dyn FnOnce() + Send>) -> bool {
+        self.queue()
+            .is_some_and(|q| q.send(Envelope::Task(task)).is_ok())
     }
 
     /// The queue, starting the threads on first use; `None` if the OS
@@ -314,7 +330,7 @@ impl Worker {
     /// Queues `job`; its answer arrives on `done`. False if the pool is
     /// gone (its threads all ended).
     pub(crate) fn send(&self, job: Job) -> bool {
-        let envelope = Envelope {
+        let envelope = Envelope::Read {
             job,
             reply: self.reply.clone(),
             cancel: Arc::clone(&self.cancel_below),
