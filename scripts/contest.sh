@@ -3,7 +3,9 @@
 # 64 threads, 8-byte keys, 4 KiB values, one process per phase, kill -9 after
 # the write phase), for varve and for RocksDB with blob files at the same
 # threshold, inside a memory cgroup limited to 2 GiB (page cache counted, as
-# on the contest's machine), beside scripts/disk-limits.sh in the same run.
+# on the contest's machine), beside scripts/disk-limits.sh in the same run,
+# and after each varve run scripts/files-limits.sh over the database it left
+# (the disk's random- and sequential-read limits over those very files).
 #
 #   scripts/contest.sh                       (NUM=2000000: an 8 GiB database)
 #   NUM=250000 REPS=1 ENGINES=varve scripts/contest.sh
@@ -121,13 +123,19 @@ for rep in $(seq 1 "$REPS"); do
         echo "{\"engine\": \"$e\", \"rep\": $rep, \"status\": $status, \"cgroup_peak\": $(peak), \"oom_kills\": $((oom1 - oom0))}" \
             >> "$WORK/runs.jsonl"
         echo "# $e rep $rep: exit $status, cgroup peak $(peak) bytes, OOM kills $((oom1 - oom0))"
+        # The disk's limits over the database varve just used (its blob
+        # files as the contest laid them out), in the same minute.
+        if [ "$e" = varve ] && [ "$status" -eq 0 ]; then
+            THREADS="$THREADS" "$ROOT/scripts/files-limits.sh" "$DB_DIR/db" | tee "$WORK/files.$rep.md" \
+                || echo "# files-limits failed; ratios use disk-limits only"
+        fi
     done
 done
 
 echo "## summary (medians of $REPS)"
-python3 - "$WORK" "$ENGINES" <<'EOF'
+python3 - "$WORK" "$ENGINES" "$THREADS" <<'EOF'
 import json, os, re, statistics, sys
-work, engines = sys.argv[1], sys.argv[2].split()
+work, engines, THREADS = sys.argv[1], sys.argv[2].split(), sys.argv[3]
 disk = {}
 for line in open(os.path.join(work, "disk.md")):
     m = re.match(r"\| (.+?) \| ([\d.]+) ", line)
@@ -138,6 +146,24 @@ neww = disk.get("sequential write into 4 new files at once, 1 MiB, QD3 each, O_D
 seqr = disk.get("sequential read, 1 MiB, O_DIRECT", 0)
 iops = disk.get("4 KiB random read, QD32, O_DIRECT", 0)
 runs = [json.loads(l) for l in open(os.path.join(work, "runs.jsonl"))]
+# scripts/files-limits.sh over varve's database after each of its runs.
+files = {"qd32": [], "threads": [], "seq": []}
+for name in sorted(os.listdir(work)):
+    if not (name.startswith("files.") and name.endswith(".md")):
+        continue
+    for line in open(os.path.join(work, name)):
+        m = re.match(r"\| (.+?) \| ([\d.]+) ", line)
+        if not m:
+            continue
+        what, v = m.group(1), float(m.group(2))
+        if v <= 0:
+            continue
+        if what.startswith("4 KiB random read") and "QD32" in what:
+            files["qd32"].append(v)
+        elif what.startswith("4 KiB random read"):
+            files["threads"].append(v)
+        elif what.startswith("sequential read"):
+            files["seq"].append(v)
 res = {}
 for e in engines:
     rows = {"write": [], "read": [], "range": [], "reopen": [], "range_pass_x": [],
@@ -184,6 +210,16 @@ for e, r in res.items():
           f"| {med(r['range']):.0f} | {med(r['range_pass_x']):.2f} | {med(r['range_wall_x']):.2f} "
           f"| {med(r['reopen']):.3f} | {med(r['rss']):.2f} | {med(r['peak']):.2f} | {r['ooms']} "
           f"| {r['failed']} |")
+fq, ft, fs = (med(files[k]) for k in ("qd32", "threads", "seq"))
+if files["qd32"] or files["threads"] or files["seq"]:
+    print(f"over varve's database files (scripts/files-limits.sh, medians of "
+          f"{len(files['qd32'])}): 4 KiB QD32 {fq:.0f} IOPS, 4 KiB with {THREADS} threads "
+          f"{ft:.0f} IOPS, sequential read {fs:.0f} MB/s")
+    for e, r in res.items():
+        rd = med(r["read"])
+        print(f"{e}: read {rd / fq:.0%} of the files' QD32 IOPS, {rd / ft:.0%} of their "
+              f"{THREADS}-thread IOPS; range wall / (2 x DB / the files' sequential read) "
+              f"{med(r['range_wall_x']) * seqr / fs if seqr else float('nan'):.2f}")
 if "varve" in res and "rocksdb" in res:
     a, b = res["varve"], res["rocksdb"]
     ratio = lambda k: med(a[k]) / med(b[k]) if b[k] and a[k] else float("nan")

@@ -241,6 +241,16 @@ pub fn range(ctx: &Ctx<'_>) -> Result<Stats> {
         }
         Ok(())
     })
+    .inspect(|_| {
+        // What the shared scan chunks did (loads against the database's
+        // chunks, values turned away for lack of room): why a pass read
+        // the database more than once.
+        for line in ctx.engine.stats().lines() {
+            if line.starts_with("Shared scan chunks") {
+                eprintln!("contest range: {line}");
+            }
+        }
+    })
 }
 
 /// `contest_inprocess`: write, read and range in this process.

@@ -10,10 +10,10 @@
 //! writes too. A lookup here reads one slot of the iterator's own array.
 //!
 //! Holding a chunk keeps the pool from evicting it, so holding is bounded:
-//! at most half of the pool's chunks are held by any iterator at once
-//! ([`Pins`]: a chunk held by many iterators counts once), so the other
-//! half stays evictable and the scan in front can always load its next
-//! chunk; at most `cap` chunks (half the pool, at most [`SLOTS`]) per
+//! at most half of each of the pool's shards is held by any iterator at
+//! once ([`Pins`]: a chunk held by many iterators counts once), so the
+//! other half stays evictable and the scan in front can always load its
+//! next chunk (a load evicts within its own shard); at most `cap` chunks (half the pool, at most [`SLOTS`]) per
 //! iterator; a chunk not used for [`IDLE`] values is let go; and if a
 //! load still found no chunk to evict (the pool's pressure count moved),
 //! every chunk is let go at the iterator's next value. A chunk that cannot

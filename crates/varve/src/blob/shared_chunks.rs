@@ -71,16 +71,19 @@ pub(crate) struct Chunk {
     /// Iterators holding the chunk in their tables of held chunks
     /// ([`Pins`]).
     holders: AtomicU32,
+    /// The pool's shard that owns it (its pins count there).
+    shard: usize,
 }
 
 impl Chunk {
-    fn new(start: u64, buf: AlignedBuf, got: usize) -> Chunk {
+    fn new(start: u64, buf: AlignedBuf, got: usize, shard: usize) -> Chunk {
         Chunk {
             start,
             buf,
             got,
             checked: (0..CHECKED_SLOTS).map(|_| AtomicU64::new(0)).collect(),
             holders: AtomicU32::new(0),
+            shard,
         }
     }
 
@@ -165,15 +168,20 @@ pub(crate) struct SharedChunkCounters {
     pub no_room: AtomicU64,
 }
 
-/// How many of the pool's chunks some iterator holds, against a limit of
-/// half the pool: the rest stays evictable, so the scan in front can
-/// always load the next chunk while the ones behind hold theirs. Shared
+/// How many of each shard's chunks some iterator holds, against a limit
+/// of half the shard: the rest stays evictable, so the scan in front can
+/// always load the next chunk while the ones behind hold theirs. The limit
+/// is per shard because a load evicts within its own shard: with one limit
+/// for the whole pool, the held chunks of a shard that the hash gave more
+/// than its share could fill it, and its loads were turned away. Shared
 /// with every table of held chunks ([`super::held_chunks`]), which pins a
 /// chunk when it takes it and unpins it when it lets it go.
 #[derive(Debug)]
 pub(crate) struct Pins {
-    /// Chunks with at least one holder.
-    pinned: AtomicUsize,
+    /// Per shard: chunks with at least one holder (each on a cache line of
+    /// its own).
+    pinned: Box<[PinCount]>,
+    /// Per shard.
     limit: usize,
     /// Values iterators served from chunks they held, reported now and
     /// then (for `Db::stats`, with the pool's own hits).
@@ -195,9 +203,11 @@ impl Pins {
                 }
                 continue;
             }
-            // The first holder: a place among the pinned chunks first.
-            if self.pinned.fetch_add(1, Ordering::AcqRel) >= self.limit {
-                self.pinned.fetch_sub(1, Ordering::AcqRel);
+            // The first holder: a place among its shard's pinned chunks
+            // first.
+            let pinned = &self.pinned[c.shard].0;
+            if pinned.fetch_add(1, Ordering::AcqRel) >= self.limit {
+                pinned.fetch_sub(1, Ordering::AcqRel);
                 return false;
             }
             if c.holders
@@ -207,7 +217,7 @@ impl Pins {
                 return true;
             }
             // Someone else became the first holder meanwhile.
-            self.pinned.fetch_sub(1, Ordering::AcqRel);
+            pinned.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
@@ -216,7 +226,8 @@ impl Pins {
         let before = c.holders.fetch_sub(1, Ordering::AcqRel);
         debug_assert!(before > 0, "unpinned more often than pinned");
         if before == 1 {
-            self.pinned.fetch_sub(1, Ordering::AcqRel);
+            let was = self.pinned[c.shard].0.fetch_sub(1, Ordering::AcqRel);
+            debug_assert!(was > 0, "a shard's pinned count never goes below 0");
         }
     }
 
@@ -230,15 +241,23 @@ impl Pins {
     /// Chunks with at least one holder now.
     #[cfg(test)]
     pub(crate) fn pinned(&self) -> usize {
-        self.pinned.load(Ordering::Acquire)
+        self.pinned
+            .iter()
+            .map(|p| p.0.load(Ordering::Acquire))
+            .sum()
     }
 
-    /// The most chunks held at once (by new holders).
+    /// The most chunks held at once (by new holders), in all shards.
     #[cfg(test)]
     pub(crate) fn limit(&self) -> usize {
-        self.limit
+        self.limit * self.pinned.len()
     }
 }
+
+/// One shard's count of pinned chunks, on a cache line of its own.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+struct PinCount(AtomicUsize);
 
 /// The pool's pressure count, on a cache line of its own: every scan reads
 /// it for every value, and it changes only when the pool finds no chunk to
@@ -292,7 +311,7 @@ pub(crate) struct SharedChunks {
     /// Bumped each time a load found no room: iterators then let go of the
     /// chunks they hold ([`super::held_chunks`]).
     pressure: Pressure,
-    /// Chunks iterators hold, at most half the pool.
+    /// Chunks iterators hold, at most half of each shard.
     pins: Arc<Pins>,
     /// Chunks being read ahead.
     prefetching: AtomicUsize,
@@ -314,8 +333,8 @@ impl SharedChunks {
             counters: SharedChunkCounters::default(),
             pressure: Pressure::default(),
             pins: Arc::new(Pins {
-                pinned: AtomicUsize::new(0),
-                limit: budget / CHUNK / 2,
+                pinned: (0..n).map(|_| PinCount::default()).collect(),
+                limit: budget / n / CHUNK / 2,
                 hits: AtomicU64::new(0),
             }),
             prefetching: AtomicUsize::new(0),
@@ -352,9 +371,14 @@ impl SharedChunks {
 
     /// The shard of chunk `index` of `file`.
     fn shard(&self, file: u64, index: u64) -> &Shard {
+        &self.shards[self.shard_of(file, index)]
+    }
+
+    /// The index of [`shard`](Self::shard)'s answer.
+    fn shard_of(&self, file: u64, index: u64) -> usize {
         let h =
             (file.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        &self.shards[(h >> 32) as usize % self.shards.len()]
+        (h >> 32) as usize % self.shards.len()
     }
 
     /// Chunk `index` of file `file` if it is resident (or being loaded:
@@ -443,7 +467,12 @@ impl SharedChunks {
         let mut st = sh.state.lock();
         let out = match got {
             Ok(got) => {
-                let chunk = Arc::new(Chunk::new(start, buf, got.min(CHUNK)));
+                let chunk = Arc::new(Chunk::new(
+                    start,
+                    buf,
+                    got.min(CHUNK),
+                    self.shard_of(file, index),
+                ));
                 st.clock += 1;
                 let used = st.clock;
                 st.chunks.insert(
@@ -623,6 +652,38 @@ mod tests {
         Arc::new(BlobReader::open(&PosixFs, &path, false).expect("open"))
     }
 
+    /// Held chunks never fill a shard: however the hash spreads the chunks
+    /// scans hold, at most half of each shard is pinned, so a load into
+    /// the most crowded shard still finds a chunk to evict.
+    #[test]
+    fn held_chunks_never_fill_a_shard() {
+        let pool = SharedChunks::new(16 * 8 * CHUNK);
+        assert_eq!(pool.shards.len(), 16);
+        let pins = Arc::clone(pool.pins());
+        assert_eq!(pins.limit(), 16 * 4);
+        // Nine chunks of file 1 that all fall in shard 0 (of 8 chunks).
+        let keys: Vec<u64> = (0..)
+            .filter(|&i| pool.shard_of(1, i) == 0)
+            .take(9)
+            .collect();
+        let mut held = Vec::new();
+        for &i in &keys[..8] {
+            let c = pool.get(1, i, fill(1)).expect("read").expect("room");
+            if pins.pin(&c) {
+                held.push(c);
+            }
+        }
+        assert_eq!(held.len(), 4, "half of shard 0, not half of the pool");
+        assert_eq!(pins.pinned(), 4);
+        let ninth = pool.get(1, keys[8], fill(1)).expect("read");
+        assert!(ninth.is_some(), "the crowded shard still has room");
+        assert_eq!(pool.counters.no_room.load(Ordering::SeqCst), 0);
+        for c in &held {
+            pins.unpin(c);
+        }
+        assert_eq!(pins.pinned(), 0);
+    }
+
     #[test]
     fn a_chunk_read_ahead_becomes_resident_once() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -707,7 +768,7 @@ mod tests {
 
     #[test]
     fn checked_values_are_remembered_exactly() {
-        let c = Chunk::new(0, AlignedBuf::new(CHUNK), CHUNK);
+        let c = Chunk::new(0, AlignedBuf::new(CHUNK), CHUNK, 0);
         assert!(!c.is_checked(100, 4096, 7));
         c.mark_checked(100, 4096, 7);
         assert!(c.is_checked(100, 4096, 7));
