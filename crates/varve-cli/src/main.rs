@@ -3,6 +3,10 @@
 //! command, maps the outcome to an exit code (see `args::EXIT_CODES` and
 //! `docs/cli.md`). Single-threaded.
 
+// `varve stats --json` builds one flat `json!` object of over sixty fields,
+// past serde_json's default macro recursion depth.
+#![recursion_limit = "256"]
+
 mod args;
 mod bytes;
 mod commands;

@@ -89,6 +89,8 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "shared_scan_loads": s.shared_scan_loads,
             "shared_scan_hits": s.shared_scan_hits,
             "shared_scan_no_room": s.shared_scan_no_room,
+            "shared_scan_reloads": s.shared_scan_reloads,
+            "shared_scan_paced": s.shared_scan_paced,
             "open_micros": s.open_times.total.as_micros() as u64,
             "open_manifest_micros": s.open_times.manifest.as_micros() as u64,
             "open_blob_staging_micros": s.open_times.blob_staging.as_micros() as u64,

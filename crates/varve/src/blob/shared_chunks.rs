@@ -32,8 +32,16 @@
 //! Scans hold the chunks they come back to ([`super::held_chunks`]); when
 //! a load finds every chunk held, the pool bumps its pressure count and
 //! the holders let go at their next value.
+//!
+//! Pacing: each shard remembers the keys of the chunks it evicted lately
+//! (its ghosts, at most [`GHOSTS_PER_CHUNK`] times its chunks). A load of
+//! a ghost is a load again, by a scan that fell behind the window; for the
+//! next [`RECENT_LOADS`] loads, a scan about to load a chunk that is not a
+//! ghost (a scan in front) sleeps [`PACE`] first, outside every lock, and
+//! looks again, so the scans behind catch up instead of falling further
+//! behind. Loads again and read-aheads never wait.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
@@ -152,6 +160,13 @@ struct State {
     /// Bytes of every buffer the pool owns.
     used: usize,
     clock: u64,
+    /// Chunks this shard evicted lately, by eviction (at most
+    /// [`GHOSTS_PER_CHUNK`] times the shard's chunks): a load of one of
+    /// them is a load *again*, by a scan that fell behind the pool's
+    /// window. The map and the queue may disagree after a chunk was
+    /// evicted twice: a ghost is then forgotten a little early.
+    ghosts: KeyMap<()>,
+    ghost_order: VecDeque<(u64, u64)>,
     /// Requests this shard served with a resident chunk (or one being
     /// loaded). Kept under the shard's lock rather than in a counter every
     /// scan bumps: one shared atomic was a quarter of a lookup's time with
@@ -166,6 +181,12 @@ pub(crate) struct SharedChunkCounters {
     pub loads: AtomicU64,
     /// Requests turned away for lack of room (read value by value).
     pub no_room: AtomicU64,
+    /// Loads of a chunk the pool had evicted lately (a scan behind the
+    /// window).
+    pub reloads: AtomicU64,
+    /// Loads of a new chunk that waited [`PACE`] first because others
+    /// were loading again what the pool had let go.
+    pub paced: AtomicU64,
 }
 
 /// How many of each shard's chunks some iterator holds, against a limit
@@ -278,6 +299,15 @@ struct Shard {
 /// Most shards (each at least eight chunks of budget).
 const MAX_SHARDS: usize = 16;
 
+/// A shard remembers this many times its chunks of evicted keys.
+const GHOSTS_PER_CHUNK: usize = 8;
+/// After a load again, the next this many loads are "while scans behind
+/// the window load again".
+const RECENT_LOADS: u64 = 64;
+/// How long a scan about to load a chunk nobody had loaded lately waits
+/// while scans behind the window load again.
+pub(crate) const PACE: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Most chunks read ahead at once ([`SharedChunks::prefetch`]).
 pub(crate) const PREFETCH_MAX: usize = 4;
 
@@ -315,6 +345,8 @@ pub(crate) struct SharedChunks {
     pins: Arc<Pins>,
     /// Chunks being read ahead.
     prefetching: AtomicUsize,
+    /// `counters.loads` at the last load again, plus one (0: none yet).
+    last_reload: AtomicU64,
 }
 
 impl SharedChunks {
@@ -338,6 +370,7 @@ impl SharedChunks {
                 hits: AtomicU64::new(0),
             }),
             prefetching: AtomicUsize::new(0),
+            last_reload: AtomicU64::new(0),
         }
     }
 
@@ -439,6 +472,19 @@ impl SharedChunks {
         if let Some(chunk) = Self::find(sh, &mut st, (file, index)) {
             return Ok(Some((chunk, false)));
         }
+        if !self.note_reload(&mut st, (file, index)) && self.others_reload() {
+            // This scan is ahead of scans that are loading again what the
+            // pool let go: it waits a moment, so that they (with the CPU
+            // and the disk to themselves) come back inside the window
+            // instead of falling further behind. Then it looks again.
+            drop(st);
+            self.counters.paced.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(PACE);
+            st = sh.state.lock();
+            if let Some(chunk) = Self::find(sh, &mut st, (file, index)) {
+                return Ok(Some((chunk, false)));
+            }
+        }
         let Some(mut buf) = Self::room(sh, &mut st) else {
             self.counters.no_room.fetch_add(1, Ordering::Relaxed);
             self.pressure.0.fetch_add(1, Ordering::Relaxed);
@@ -449,6 +495,25 @@ impl SharedChunks {
         drop(st);
         let got = read(buf.as_mut_slice(), index * CHUNK as u64);
         Ok(Some((self.publish(file, index, buf, got)?, true)))
+    }
+
+    /// True if `key`, about to be loaded, was evicted lately (a load
+    /// again), which it records.
+    fn note_reload(&self, st: &mut State, key: (u64, u64)) -> bool {
+        if st.ghosts.remove(&key).is_none() {
+            return false;
+        }
+        self.counters.reloads.fetch_add(1, Ordering::Relaxed);
+        let loads = self.counters.loads.load(Ordering::Relaxed);
+        self.last_reload.store(loads + 1, Ordering::Relaxed);
+        true
+    }
+
+    /// True while some scan loads again what the pool let go: within
+    /// [`RECENT_LOADS`] loads of the last such load.
+    fn others_reload(&self) -> bool {
+        let last = self.last_reload.load(Ordering::Relaxed);
+        last != 0 && self.counters.loads.load(Ordering::Relaxed) < last - 1 + RECENT_LOADS
     }
 
     /// Ends the load of chunk `index` of `file` (its entry is `Loading`,
@@ -519,7 +584,11 @@ impl SharedChunks {
         }
         let sh = self.shard(file, index);
         let mut st = sh.state.lock();
-        let buf = if st.chunks.contains_key(&(file, index)) {
+        // A read ahead never paces: while scans behind the window load
+        // again, it reads ahead only for them.
+        let buf = if st.chunks.contains_key(&(file, index))
+            || (!self.note_reload(&mut st, (file, index)) && self.others_reload())
+        {
             None
         } else {
             Self::room(sh, &mut st)
@@ -576,6 +645,7 @@ impl SharedChunks {
         match st.chunks.remove(&victim) {
             Some(Slot::Ready { chunk, .. }) => match Arc::try_unwrap(chunk) {
                 Ok(c) => {
+                    Self::remember_evicted(sh, st, victim);
                     let mut b = c.buf;
                     b.resize(CHUNK);
                     Some(b)
@@ -589,6 +659,20 @@ impl SharedChunks {
             },
             _ => None,
         }
+    }
+
+    /// Records that `key` was evicted, forgetting the oldest such record
+    /// past [`GHOSTS_PER_CHUNK`] times the shard's chunks.
+    fn remember_evicted(sh: &Shard, st: &mut State, key: (u64, u64)) {
+        let most = (sh.budget / CHUNK).max(1) * GHOSTS_PER_CHUNK;
+        while st.ghost_order.len() >= most {
+            if let Some(old) = st.ghost_order.pop_front() {
+                st.ghosts.remove(&old);
+            }
+        }
+        st.ghost_order.push_back(key);
+        st.ghosts.insert(key, ());
+        debug_assert!(st.ghosts.len() <= most, "the ghosts stay bounded");
     }
 
     /// Forgets the chunks of `file` that nobody holds (the file was
@@ -650,6 +734,54 @@ mod tests {
         }
         w.finish().expect("finish");
         Arc::new(BlobReader::open(&PosixFs, &path, false).expect("open"))
+    }
+
+    /// A chunk evicted lately and loaded again is counted as such, and
+    /// for the next [`RECENT_LOADS`] loads a load of a chunk nobody had
+    /// loaded waits [`PACE`] first; after that, nobody waits.
+    #[test]
+    fn a_load_again_paces_new_loads_for_a_while() {
+        let pool = SharedChunks::new(8 * CHUNK);
+        assert_eq!(pool.shards.len(), 1);
+        for i in 0..9 {
+            assert!(pool.get(1, i, fill(1)).expect("read").is_some());
+        }
+        let c = &pool.counters;
+        assert_eq!(
+            c.reloads.load(Ordering::SeqCst),
+            0,
+            "nothing loaded again yet"
+        );
+        assert_eq!(c.paced.load(Ordering::SeqCst), 0);
+        // (1, 0) was the least recently used: evicted by (1, 8).
+        assert!(pool.get(1, 0, fill(1)).expect("read").is_some());
+        assert_eq!(c.reloads.load(Ordering::SeqCst), 1);
+        let t = std::time::Instant::now();
+        assert!(pool.get(2, 0, fill(2)).expect("read").is_some());
+        assert!(
+            t.elapsed() >= PACE,
+            "a new load waits while others load again"
+        );
+        assert_eq!(c.paced.load(Ordering::SeqCst), 1);
+        // A load again itself never waits.
+        let t = std::time::Instant::now();
+        assert!(pool.get(1, 1, fill(1)).expect("read").is_some());
+        assert_eq!(c.reloads.load(Ordering::SeqCst), 2);
+        assert!(t.elapsed() < PACE * 50);
+        // RECENT_LOADS new loads later, new loads stop waiting.
+        for i in 1..=RECENT_LOADS {
+            assert!(pool.get(3, i, fill(3)).expect("read").is_some());
+        }
+        let paced = c.paced.load(Ordering::SeqCst);
+        assert!(paced >= 2, "{paced}");
+        assert!(pool.get(4, 0, fill(4)).expect("read").is_some());
+        assert_eq!(c.paced.load(Ordering::SeqCst), paced, "no longer paced");
+        assert!(pool.used() <= 8 * CHUNK);
+        let st = pool.shards[0].state.lock();
+        assert!(
+            st.ghosts.len() <= 8 * GHOSTS_PER_CHUNK,
+            "ghosts stay bounded"
+        );
     }
 
     /// Held chunks never fill a shard: however the hash spreads the chunks

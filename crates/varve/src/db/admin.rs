@@ -131,6 +131,8 @@ impl Db {
             s.shared_scan_loads = r(&c.counters.loads);
             s.shared_scan_hits = c.hits();
             s.shared_scan_no_room = r(&c.counters.no_room);
+            s.shared_scan_reloads = r(&c.counters.reloads);
+            s.shared_scan_paced = r(&c.counters.paced);
         }
         s.open_records_replayed = db.recovery.records;
         s.levels = DbStats::levels_of(

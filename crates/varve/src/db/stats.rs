@@ -151,6 +151,11 @@ pub struct DbStats {
     pub shared_scan_hits: u64,
     /// Chunk loads turned away for lack of room (values read alone).
     pub shared_scan_no_room: u64,
+    /// Loads of chunks the pool had evicted lately (scans that fell
+    /// behind the pool's window).
+    pub shared_scan_reloads: u64,
+    /// Loads of new chunks that waited a moment while such scans loaded.
+    pub shared_scan_paced: u64,
     /// The memory each part of the engine holds, and its part of
     /// `Options::memory_budget`.
     pub memory: MemoryStats,
@@ -295,6 +300,8 @@ impl DbStats {
             shared_scan_loads: 0,
             shared_scan_hits: 0,
             shared_scan_no_room: 0,
+            shared_scan_reloads: 0,
+            shared_scan_paced: 0,
             memory: MemoryStats::default(),
             open_times: super::recovery::OpenTimes::default(),
             open_records_replayed: 0,
@@ -340,10 +347,12 @@ impl DbStats {
         if self.shared_scan_budget > 0 {
             let _ = writeln!(
                 s,
-                "Shared scan chunks: {:.1}/{:.1} MiB, {} loads, {} hits, {} turned away",
+                "Shared scan chunks: {:.1}/{:.1} MiB, {} loads ({} again, {} paced), {} hits, {} turned away",
                 mib(self.shared_scan_bytes),
                 mib(self.shared_scan_budget),
                 self.shared_scan_loads,
+                self.shared_scan_reloads,
+                self.shared_scan_paced,
                 self.shared_scan_hits,
                 self.shared_scan_no_room
             );
