@@ -219,7 +219,7 @@ if files["qd32"] or files["threads"] or files["seq"]:
         rd = med(r["read"])
         print(f"{e}: read {rd / fq:.0%} of the files' QD32 IOPS, {rd / ft:.0%} of their "
               f"{THREADS}-thread IOPS; range wall / (2 x DB / the files' sequential read) "
-              f"{med(r['range_wall_x']) * seqr / fs if seqr else float('nan'):.2f}")
+              f"{med(r['range_wall_x']) * fs / seqr if seqr else float('nan'):.2f}")
 if "varve" in res and "rocksdb" in res:
     a, b = res["varve"], res["rocksdb"]
     ratio = lambda k: med(a[k]) / med(b[k]) if b[k] and a[k] else float("nan")

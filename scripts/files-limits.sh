@@ -16,6 +16,12 @@
 # and over all its blob and table files, read in order:
 #   sequential read MB/s, 1 MiB reads, queue depth 4, O_DIRECT
 # Prints markdown table rows like disk-limits.sh ("| what | value unit |").
+# On a virtual disk, files a benchmark has just read may still be in the
+# host's cache beneath the guest (dropping the guest's page cache does not
+# reach it): on this machine the sequential rate over the contest's blob
+# files right after its range phase was 2,288-2,690 MB/s against 578 MB/s
+# on disk-limits.sh's fresh test file in the same run. Read such a figure
+# as what the files gave then, not as the disk's cold rate.
 # fio runs with --readonly and no --size: it never writes, lays out or
 # truncates the files.
 set -euo pipefail
