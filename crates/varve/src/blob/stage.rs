@@ -751,6 +751,21 @@ mod tests {
 
     /// Blob file `number` in `dir` with a first chunk (one page of 1s)
     /// written; its path and the staged file.
+    /// What `apply_stage` reports for a file whose first chunk (one page)
+    /// was written and whose next `applied` staged bytes were copied.
+    fn first_page_written_then_applied(applied: u64) -> Vec<StageOutcome> {
+        vec![
+            StageOutcome::Written {
+                offset: 0,
+                bytes: PAGE as u64,
+            },
+            StageOutcome::Applied {
+                offset: PAGE as u64,
+                bytes: applied,
+            },
+        ]
+    }
+
     fn after_a_first_chunk(dir: &tempfile::TempDir, number: u64) -> (PathBuf, StagedFile) {
         let path = dir.path().join(format!("{number:06}.blob"));
         let mut f = StagedFile::create(&path, number, PAGE).expect("create");
@@ -854,20 +869,8 @@ mod tests {
         std::mem::forget(f);
         assert_eq!(read(&path).len(), PAGE);
         let out = apply_stage(&path, 9).expect("apply");
-        assert_eq!(
-            out,
-            vec![
-                // The chunk before, whose write completed: not copied.
-                StageOutcome::Written {
-                    offset: 0,
-                    bytes: PAGE as u64
-                },
-                StageOutcome::Applied {
-                    offset: PAGE as u64,
-                    bytes: 500
-                },
-            ]
-        );
+        // The chunk before, whose write completed: not copied.
+        assert_eq!(out, first_page_written_then_applied(500));
         let b = read(&path);
         assert_eq!(&b[..PAGE], &[1u8; PAGE]);
         assert_eq!(&b[PAGE..PAGE + 300], &[5u8; 300]);
@@ -893,19 +896,7 @@ mod tests {
         let file = File::options().write(true).open(&path).expect("open");
         file.write_all_at(&[0u8; PAGE], 0).expect("zero");
         let out = apply_stage(&path, 12).expect("apply");
-        assert_eq!(
-            out,
-            vec![
-                StageOutcome::Written {
-                    offset: 0,
-                    bytes: PAGE as u64
-                },
-                StageOutcome::Applied {
-                    offset: PAGE as u64,
-                    bytes: 100
-                },
-            ]
-        );
+        assert_eq!(out, first_page_written_then_applied(100));
         let b = read(&path);
         assert_eq!(&b[..PAGE], &[0u8; PAGE], "the written slot was not copied");
         assert_eq!(&b[PAGE..PAGE + 100], &[7u8; 100]);
