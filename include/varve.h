@@ -2,14 +2,43 @@
  * varve.h: the C API of varve, an embedded LSM key-value store.
  * Guide: docs/c-api.md. Link: -lvarve_ffi -lpthread -ldl -lm
  *
- * ERRORS. Every call that can fail returns a varve_status (VARVE_OK = 0)
- * and takes a trailing `char **errptr`. errptr may be NULL. Otherwise
- * *errptr must be NULL or a message from an earlier call: on failure it is
- * freed and replaced by a NUL-terminated message (naming the file when the
- * error concerns one) that the caller frees with varve_free. On success it
- * is left untouched. VARVE_NOT_FOUND for a missing key writes no message.
- * No call ever unwinds or aborts on a bug inside the library: a panic
- * becomes VARVE_PANIC with its message (see varve_test_panic).
+ * ERRORS. Every call returns a varve_status (VARVE_OK = 0) and takes a
+ * trailing `char **errptr`, except the kinds of calls listed below, which
+ * have nothing to report. errptr may be NULL. Otherwise *errptr must be
+ * NULL or a message from an earlier call. On failure (any status but
+ * VARVE_OK) it is freed and replaced by a NUL-terminated message (naming
+ * the file when the error concerns one) that the caller frees with
+ * varve_free; on VARVE_OK it is left untouched. The one exception is
+ * VARVE_NOT_FOUND for a missing key (varve_get, varve_get_pinned, and per
+ * key varve_multi_get): not an error, it writes no message. A NULL
+ * database handle is VARVE_CLOSED (varve_close(NULL) is a no-op); a NULL
+ * iterator, batch or options handle that a call works on is
+ * VARVE_INVALID_ARGUMENT (NULL options passed to a call mean the
+ * defaults). No call ever unwinds or aborts on a bug inside the library:
+ * a panic becomes VARVE_PANIC with its message (see varve_test_panic).
+ *
+ * The exceptions, and why they return no status:
+ *   - constructors that return a handle (varve_options_create,
+ *     varve_readoptions_create, varve_writeoptions_create,
+ *     varve_writebatch_create): they take no input that can be wrong, so
+ *     they fail only on a panic inside the library, and return NULL then
+ *     (varve_iter_create and varve_snapshot_create use a database, which
+ *     can fail: they return a status and the handle in an out-pointer);
+ *   - destructors and releases (varve_options_destroy,
+ *     varve_readoptions_destroy, varve_writeoptions_destroy,
+ *     varve_writebatch_destroy, varve_iter_destroy, varve_pinned_destroy,
+ *     varve_anchors_destroy, varve_ranges_destroy, varve_snapshot_release):
+ *     they cannot fail, and NULL is a no-op (varve_close and varve_destroy
+ *     do IO that can fail: they return a status);
+ *   - varve_free, which is free();
+ *   - varve_version and varve_status_name: static strings, for any input;
+ *   - accessors, which return a part of a handle's current state:
+ *     varve_iter_valid, varve_iter_key, varve_iter_value,
+ *     varve_pinned_value, varve_writebatch_count, varve_snapshot_sequence.
+ *     For NULL they return false / NULL and 0 / 0. An error behind them is
+ *     reported by a status call: an iterator's (IO, corruption, a blob
+ *     read that failed in varve_iter_value) by varve_iter_status and by
+ *     every iterator move, which returns the iterator's status.
  *
  * OWNERSHIP. Handles (varve_*_t pointers) are created by a *_create or
  * open call and freed by the matching *_destroy / *_release / close call,
@@ -355,11 +384,22 @@ void varve_options_destroy(varve_options_t *opts);
 /**
  * Create the database if the directory holds none. Default true.
  *
+ * Every `varve_options_set_*` returns `VARVE_OK`, or
+ * `VARVE_INVALID_ARGUMENT` with a message in `*errptr` for a NULL handle
+ * or a value outside the argument's domain (a compression code that is
+ * no `varve_compression`), leaving the option unchanged. Numeric ranges
+ * (marked "checked at open") are checked by `varve_open` and
+ * `varve_open_read_only` over all the options together, since some
+ * depend on others: a memory budget replaces `write_buffer_size` and
+ * `cache_size`.
+ *
  * # Safety
- * `opts` is NULL (ignored) or a live options handle used by this thread
- * only. The same holds for every `varve_options_set_*`.
+ * `opts` is NULL or a live options handle used by this thread only;
+ * `errptr` is NULL or points to a `char *` that is NULL or an earlier
+ * message (freed and replaced). The same holds for every
+ * `varve_options_set_*`.
  */
-void varve_options_set_create_if_missing(varve_options_t *opts, bool v);
+varve_status varve_options_set_create_if_missing(varve_options_t *opts, bool v, char **errptr);
 
 /**
  * Fail the open with `VARVE_ALREADY_EXISTS` if a database exists.
@@ -368,7 +408,7 @@ void varve_options_set_create_if_missing(varve_options_t *opts, bool v);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_error_if_exists(varve_options_t *opts, bool v);
+varve_status varve_options_set_error_if_exists(varve_options_t *opts, bool v, char **errptr);
 
 /**
  * Bytes of one memtable (64 KiB ..= 2 GiB, checked at open). Default
@@ -377,7 +417,9 @@ void varve_options_set_error_if_exists(varve_options_t *opts, bool v);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_write_buffer_size(varve_options_t *opts, size_t bytes);
+varve_status varve_options_set_write_buffer_size(varve_options_t *opts,
+                                                 size_t bytes,
+                                                 char **errptr);
 
 /**
  * Bytes of the block cache; 0 disables it. Default 64 MiB. Replaced by
@@ -386,18 +428,19 @@ void varve_options_set_write_buffer_size(varve_options_t *opts, size_t bytes);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_cache_size(varve_options_t *opts, size_t bytes);
+varve_status varve_options_set_cache_size(varve_options_t *opts, size_t bytes, char **errptr);
 
 /**
- * One memory budget for the whole database (at least 16 MiB): memtables,
- * block cache, pinned tables and scan buffers are sized from it, replacing
- * `write_buffer_size` and `cache_size` (see docs/memory.md). 0 (the
- * default) means no budget: each part is sized by its own option.
+ * One memory budget for the whole database (at least 16 MiB, checked at
+ * open): memtables, block cache, pinned tables and scan buffers are sized
+ * from it, replacing `write_buffer_size` and `cache_size` (see
+ * docs/memory.md). 0 (the default) means no budget: each part is sized
+ * by its own option.
  *
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_memory_budget(varve_options_t *opts, size_t bytes);
+varve_status varve_options_set_memory_budget(varve_options_t *opts, size_t bytes, char **errptr);
 
 /**
  * Values of at least `bytes` bytes are written to blob files and the
@@ -408,7 +451,7 @@ void varve_options_set_memory_budget(varve_options_t *opts, size_t bytes);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_min_blob_size(varve_options_t *opts, size_t bytes);
+varve_status varve_options_set_min_blob_size(varve_options_t *opts, size_t bytes, char **errptr);
 
 /**
  * A blob write lane seals its file at this size (1 MiB ..= 1 TiB,
@@ -417,7 +460,7 @@ void varve_options_set_min_blob_size(varve_options_t *opts, size_t bytes);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_blob_file_size(varve_options_t *opts, uint64_t bytes);
+varve_status varve_options_set_blob_file_size(varve_options_t *opts, uint64_t bytes, char **errptr);
 
 /**
  * Write lanes (concurrent blob files) for blob values (1 ..= 256,
@@ -426,7 +469,7 @@ void varve_options_set_blob_file_size(varve_options_t *opts, uint64_t bytes);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_blob_write_lanes(varve_options_t *opts, size_t lanes);
+varve_status varve_options_set_blob_write_lanes(varve_options_t *opts, size_t lanes, char **errptr);
 
 /**
  * Non-zero: blob write lanes split the key space (lane `i` takes the
@@ -438,7 +481,7 @@ void varve_options_set_blob_write_lanes(varve_options_t *opts, size_t lanes);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_blob_lanes_by_key(varve_options_t *opts, int on);
+varve_status varve_options_set_blob_lanes_by_key(varve_options_t *opts, int on, char **errptr);
 
 /**
  * Bloom filter bits per key; 0: no filter. Default 10 (~1% false
@@ -447,17 +490,19 @@ void varve_options_set_blob_lanes_by_key(varve_options_t *opts, int on);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_bloom_bits_per_key(varve_options_t *opts, uint32_t bits);
+varve_status varve_options_set_bloom_bits_per_key(varve_options_t *opts,
+                                                  uint32_t bits,
+                                                  char **errptr);
 
 /**
  * Block compression: a `varve_compression` value. Default
- * `VARVE_COMPRESSION_NONE`. Any other number makes `varve_open` fail with
- * `VARVE_INVALID_ARGUMENT`.
+ * `VARVE_COMPRESSION_NONE`. Any other number is `VARVE_INVALID_ARGUMENT`
+ * (the compression set before stays).
  *
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_compression(varve_options_t *opts, int compression);
+varve_status varve_options_set_compression(varve_options_t *opts, int compression, char **errptr);
 
 /**
  * Most table files kept open at once (at least 16, checked at open).
@@ -466,7 +511,7 @@ void varve_options_set_compression(varve_options_t *opts, int compression);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_max_open_files(varve_options_t *opts, size_t n);
+varve_status varve_options_set_max_open_files(varve_options_t *opts, size_t n, char **errptr);
 
 /**
  * Read table data with O_DIRECT, bypassing the page cache. Default false.
@@ -474,7 +519,7 @@ void varve_options_set_max_open_files(varve_options_t *opts, size_t n);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_use_direct_reads(varve_options_t *opts, bool v);
+varve_status varve_options_set_use_direct_reads(varve_options_t *opts, bool v, char **errptr);
 
 /**
  * Treat a bad record in a WAL that is not the last one as corruption
@@ -483,7 +528,7 @@ void varve_options_set_use_direct_reads(varve_options_t *opts, bool v);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_paranoid_checks(varve_options_t *opts, bool v);
+varve_status varve_options_set_paranoid_checks(varve_options_t *opts, bool v, char **errptr);
 
 /**
  * Target uncompressed size of a table data block (256 B ..= 64 MiB,
@@ -492,7 +537,7 @@ void varve_options_set_paranoid_checks(varve_options_t *opts, bool v);
  * # Safety
  * As for `varve_options_set_create_if_missing`.
  */
-void varve_options_set_block_size(varve_options_t *opts, size_t bytes);
+varve_status varve_options_set_block_size(varve_options_t *opts, size_t bytes, char **errptr);
 
 /**
  * New read options with the defaults (latest state, no bounds, fill the
@@ -514,43 +559,56 @@ void varve_readoptions_destroy(varve_readoptions_t *ro);
  * Read as of `snapshot` (NULL: the latest state). The options keep their
  * own reference: the snapshot handle may be released before them.
  *
+ * Every `varve_readoptions_set_*` returns `VARVE_OK`, or
+ * `VARVE_INVALID_ARGUMENT` with a message in `*errptr` for a NULL handle
+ * or an argument invalid on its own (a bound that is NULL with a non-zero
+ * length), leaving the option unchanged.
+ *
  * # Safety
- * `ro` is NULL (ignored) or a live handle used by this thread only;
- * `snapshot` is NULL or a live snapshot handle.
+ * `ro` is NULL or a live handle used by this thread only; `snapshot` is
+ * NULL or a live snapshot handle; `errptr` is NULL or points to a
+ * `char *` that is NULL or an earlier message (freed and replaced). The
+ * same holds for every `varve_readoptions_set_*`.
  */
-void varve_readoptions_set_snapshot(varve_readoptions_t *ro, const varve_snapshot_t *snapshot);
+varve_status varve_readoptions_set_snapshot(varve_readoptions_t *ro,
+                                            const varve_snapshot_t *snapshot,
+                                            char **errptr);
 
 /**
  * Iterators (and scans) start at or after this key, inclusive. The key is
- * copied; NULL removes the bound.
+ * copied; NULL with length 0 removes the bound, NULL with another length
+ * is `VARVE_INVALID_ARGUMENT` (the bound stays as it was).
  *
  * # Safety
- * `ro` is NULL (ignored) or a live handle used by this thread only; `key`
- * is NULL or points to `key_len` readable bytes.
+ * As for `varve_readoptions_set_snapshot`; `key` is NULL or points to
+ * `key_len` readable bytes.
  */
-void varve_readoptions_set_iterate_lower_bound(varve_readoptions_t *ro,
-                                               const char *key,
-                                               size_t key_len);
+varve_status varve_readoptions_set_iterate_lower_bound(varve_readoptions_t *ro,
+                                                       const char *key,
+                                                       size_t key_len,
+                                                       char **errptr);
 
 /**
  * Iterators (and scans) stop before this key, exclusive. The key is
- * copied; NULL removes the bound.
+ * copied; NULL with length 0 removes the bound, NULL with another length
+ * is `VARVE_INVALID_ARGUMENT` (the bound stays as it was).
  *
  * # Safety
  * As for `varve_readoptions_set_iterate_lower_bound`.
  */
-void varve_readoptions_set_iterate_upper_bound(varve_readoptions_t *ro,
-                                               const char *key,
-                                               size_t key_len);
+varve_status varve_readoptions_set_iterate_upper_bound(varve_readoptions_t *ro,
+                                                       const char *key,
+                                                       size_t key_len,
+                                                       char **errptr);
 
 /**
  * Insert the blocks iterators and scans read into the block cache.
  * Default true; a one-off large scan may pass false.
  *
  * # Safety
- * `ro` is NULL (ignored) or a live handle used by this thread only.
+ * As for `varve_readoptions_set_snapshot`.
  */
-void varve_readoptions_set_fill_cache(varve_readoptions_t *ro, bool v);
+varve_status varve_readoptions_set_fill_cache(varve_readoptions_t *ro, bool v, char **errptr);
 
 /**
  * `varve_multi_get` looks keys up in the tables concurrently through
@@ -558,27 +616,31 @@ void varve_readoptions_set_fill_cache(varve_readoptions_t *ro, bool v);
  * available). Default false.
  *
  * # Safety
- * `ro` is NULL (ignored) or a live handle used by this thread only.
+ * As for `varve_readoptions_set_snapshot`.
  */
-void varve_readoptions_set_async_io(varve_readoptions_t *ro, bool v);
+varve_status varve_readoptions_set_async_io(varve_readoptions_t *ro, bool v, char **errptr);
 
 /**
  * With async IO: most lookups in flight at once. Default 32; 0 counts
  * as 1.
  *
  * # Safety
- * `ro` is NULL (ignored) or a live handle used by this thread only.
+ * As for `varve_readoptions_set_snapshot`.
  */
-void varve_readoptions_set_async_queue_depth(varve_readoptions_t *ro, size_t depth);
+varve_status varve_readoptions_set_async_queue_depth(varve_readoptions_t *ro,
+                                                     size_t depth,
+                                                     char **errptr);
 
 /**
  * Largest read-ahead chunk of an iterator in bytes; 0 turns read-ahead
  * off. Default 2 MiB.
  *
  * # Safety
- * `ro` is NULL (ignored) or a live handle used by this thread only.
+ * As for `varve_readoptions_set_snapshot`.
  */
-void varve_readoptions_set_readahead_size(varve_readoptions_t *ro, size_t bytes);
+varve_status varve_readoptions_set_readahead_size(varve_readoptions_t *ro,
+                                                  size_t bytes,
+                                                  char **errptr);
 
 /**
  * New write options with the defaults (no sync, WAL on). Free with
@@ -599,10 +661,17 @@ void varve_writeoptions_destroy(varve_writeoptions_t *wo);
  * fdatasync the WAL before the write returns, so it survives power loss
  * (without it a write survives a process crash only). Default false.
  *
+ * Every `varve_writeoptions_set_*` returns `VARVE_OK`, or
+ * `VARVE_INVALID_ARGUMENT` with a message in `*errptr` for a NULL
+ * handle. `sync` with `disable_wal` is refused by the write that uses
+ * them.
+ *
  * # Safety
- * `wo` is NULL (ignored) or a live handle used by this thread only.
+ * `wo` is NULL or a live handle used by this thread only; `errptr` is
+ * NULL or points to a `char *` that is NULL or an earlier message (freed
+ * and replaced). The same holds for every `varve_writeoptions_set_*`.
  */
-void varve_writeoptions_set_sync(varve_writeoptions_t *wo, bool v);
+varve_status varve_writeoptions_set_sync(varve_writeoptions_t *wo, bool v, char **errptr);
 
 /**
  * Skip the WAL: the write lives only in memory until a flush and is lost
@@ -610,9 +679,9 @@ void varve_writeoptions_set_sync(varve_writeoptions_t *wo, bool v);
  * `VARVE_INVALID_ARGUMENT`.
  *
  * # Safety
- * `wo` is NULL (ignored) or a live handle used by this thread only.
+ * As for `varve_writeoptions_set_sync`.
  */
-void varve_writeoptions_set_disable_wal(varve_writeoptions_t *wo, bool v);
+varve_status varve_writeoptions_set_disable_wal(varve_writeoptions_t *wo, bool v, char **errptr);
 
 /**
  * Opens (by default creating) the database in directory `path` and stores
@@ -861,15 +930,17 @@ varve_status varve_writebatch_delete(varve_writebatch_t *batch,
                                      char **errptr);
 
 /**
- * Removes every operation. NULL is a no-op.
+ * Removes every operation. A NULL batch is `VARVE_INVALID_ARGUMENT`.
  *
  * # Safety
- * `batch` is NULL or a live batch used by this thread only.
+ * `batch` is NULL or a live batch used by this thread only; `errptr` as
+ * for `varve_writebatch_put`.
  */
-void varve_writebatch_clear(varve_writebatch_t *batch);
+varve_status varve_writebatch_clear(varve_writebatch_t *batch, char **errptr);
 
 /**
- * Number of operations in the batch; 0 for NULL.
+ * Number of operations in the batch; 0 for NULL. An accessor without a
+ * status: it cannot fail otherwise.
  *
  * # Safety
  * `batch` is NULL or a live batch not being changed by another thread.
@@ -942,53 +1013,71 @@ bool varve_iter_valid(const varve_iterator_t *it);
 /**
  * Moves to the first key (at or after the lower bound).
  *
- * # Safety
- * `it` is NULL (ignored) or a live iterator used by this thread only.
- */
-void varve_iter_seek_to_first(varve_iterator_t *it);
-
-/**
- * Moves to the last key (before the upper bound).
+ * Returns, like every move, the iterator's status after it: `VARVE_OK`
+ * when it has no error, whether or not it is on an entry (see
+ * `varve_iter_valid`); otherwise exactly what `varve_iter_status` reports
+ * (`VARVE_IO_ERROR`, `VARVE_CORRUPTION`, ...; `VARVE_PANIC` for a panic
+ * caught during a move; `VARVE_INVALID_ARGUMENT` for a bad seek key or a
+ * NULL iterator) with its message in `*errptr`. An iterator with an
+ * error stays invalid, and every later move returns the same error.
  *
  * # Safety
- * `it` is NULL (ignored) or a live iterator used by this thread only.
+ * `it` is NULL or a live iterator used by this thread only; `errptr` as
+ * for `varve_iter_create`.
  */
-void varve_iter_seek_to_last(varve_iterator_t *it);
+varve_status varve_iter_seek_to_first(varve_iterator_t *it, char **errptr);
 
 /**
- * Moves to the first key `>= key` (clamped to the bounds). A NULL key
- * with a non-zero length leaves the iterator invalid with
- * `VARVE_INVALID_ARGUMENT` as its status.
+ * Moves to the last key (before the upper bound). Returns the status
+ * after the move, as `varve_iter_seek_to_first` does.
  *
  * # Safety
- * `it` is NULL (ignored) or a live iterator used by this thread only;
- * `key` points to `key_len` readable bytes (NULL allowed with length 0).
+ * As for `varve_iter_seek_to_first`.
  */
-void varve_iter_seek(varve_iterator_t *it, const char *key, size_t key_len);
+varve_status varve_iter_seek_to_last(varve_iterator_t *it, char **errptr);
 
 /**
- * Moves to the last key `<= key` (clamped to the bounds).
+ * Moves to the first key `>= key` (clamped to the bounds). Returns the
+ * status after the move, as `varve_iter_seek_to_first` does. A NULL key
+ * with a non-zero length leaves the iterator invalid for good and
+ * returns `VARVE_INVALID_ARGUMENT` (its status from then on).
+ *
+ * # Safety
+ * As for `varve_iter_seek_to_first`; `key` points to `key_len` readable
+ * bytes (NULL allowed with length 0).
+ */
+varve_status varve_iter_seek(varve_iterator_t *it, const char *key, size_t key_len, char **errptr);
+
+/**
+ * Moves to the last key `<= key` (clamped to the bounds). Returns the
+ * status after the move; a bad key as for `varve_iter_seek`.
  *
  * # Safety
  * As for `varve_iter_seek`.
  */
-void varve_iter_seek_for_prev(varve_iterator_t *it, const char *key, size_t key_len);
+varve_status varve_iter_seek_for_prev(varve_iterator_t *it,
+                                      const char *key,
+                                      size_t key_len,
+                                      char **errptr);
 
 /**
- * Moves to the next key. Does nothing when not valid.
+ * Moves to the next key; does nothing when not valid. Returns the status
+ * after the move, as `varve_iter_seek_to_first` does: `VARVE_OK` past the
+ * end too.
  *
  * # Safety
- * `it` is NULL (ignored) or a live iterator used by this thread only.
+ * As for `varve_iter_seek_to_first`.
  */
-void varve_iter_next(varve_iterator_t *it);
+varve_status varve_iter_next(varve_iterator_t *it, char **errptr);
 
 /**
- * Moves to the previous key. Does nothing when not valid.
+ * Moves to the previous key; does nothing when not valid. Returns the
+ * status after the move, as `varve_iter_next` does.
  *
  * # Safety
- * `it` is NULL (ignored) or a live iterator used by this thread only.
+ * As for `varve_iter_seek_to_first`.
  */
-void varve_iter_prev(varve_iterator_t *it);
+varve_status varve_iter_prev(varve_iterator_t *it, char **errptr);
 
 /**
  * The current key and its length in `*len` (if `len` is not NULL); NULL
@@ -1015,8 +1104,9 @@ const char *varve_iter_value(const varve_iterator_t *it, size_t *len);
 
 /**
  * `VARVE_OK`, or the first error the iterator met (IO, corruption, a
- * panic, a bad seek argument) with its message. An iterator with an error
- * stays invalid: create a new one.
+ * panic, a bad seek argument) with its message; `VARVE_INVALID_ARGUMENT`
+ * for NULL. Every move returns the same after moving. An iterator with an
+ * error stays invalid: create a new one.
  *
  * # Safety
  * `it` is NULL or a live iterator used by this thread only; `errptr` as

@@ -61,8 +61,8 @@
  *   varve::ReadOptions ro;
  *   ro.set_iterate_lower_bound("a").set_iterate_upper_bound("b");
  *   varve::Iterator it = db.iterator(ro);
+ *   // a move throws if the scan meets an error; the loop ends at the end
  *   for (it.seek_to_first(); it.valid(); it.next()) use(it.key(), it.value());
- *   it.check();  // throws if the scan stopped on an error
  */
 
 #ifndef VARVE_HPP
@@ -140,6 +140,13 @@ inline void check(Status status, const ErrPtr &err) {
     }
 }
 
+/** Calls `fn(args..., errptr)`, a C call with a trailing errptr, and
+ *  throws its error unless it returns VARVE_OK. */
+template <class Fn, class... Args> void call(Fn fn, Args... args) {
+    ErrPtr err;
+    check(fn(args..., err.get()), err);
+}
+
 /** A handle a *_create call returned; NULL only after a library panic. */
 template <class T> T *created(T *handle, const char *what) {
     if (handle == nullptr) {
@@ -179,8 +186,11 @@ enum class Compression : int {
  * object holds no handle and means varve's defaults; the first setter
  * creates the handle. Setters return *this for chaining; the meaning and
  * range of each is that of the varve_options_set_* function of the same
- * name (ranges are checked by open). Thread-safety: set from one thread,
- * then shared read-only by any threads.
+ * name. A value outside its domain (a Compression that is none of the
+ * enum's values) throws Error(VARVE_INVALID_ARGUMENT) at once and leaves
+ * the option as it was; numeric ranges are checked by open, over all the
+ * options together. Thread-safety: set from one thread, then shared
+ * read-only by any threads.
  */
 class Options {
   public:
@@ -197,45 +207,50 @@ class Options {
     }
     ~Options() { varve_options_destroy(h_); }
 
-    Options &set_create_if_missing(bool v) { return varve_options_set_create_if_missing(h(), v), *this; }
-    Options &set_error_if_exists(bool v) { return varve_options_set_error_if_exists(h(), v), *this; }
+    Options &set_create_if_missing(bool v) { return set(varve_options_set_create_if_missing, v); }
+    Options &set_error_if_exists(bool v) { return set(varve_options_set_error_if_exists, v); }
     Options &set_write_buffer_size(std::size_t bytes) {
-        return varve_options_set_write_buffer_size(h(), bytes), *this;
+        return set(varve_options_set_write_buffer_size, bytes);
     }
-    Options &set_cache_size(std::size_t bytes) { return varve_options_set_cache_size(h(), bytes), *this; }
+    Options &set_cache_size(std::size_t bytes) { return set(varve_options_set_cache_size, bytes); }
     /** One memory budget for the whole engine (0: none). docs/memory.md */
     Options &set_memory_budget(std::size_t bytes) {
-        return varve_options_set_memory_budget(h(), bytes), *this;
+        return set(varve_options_set_memory_budget, bytes);
     }
     /** Values of at least `bytes` go to blob files; 0 turns blob files off. */
     Options &set_min_blob_size(std::size_t bytes) {
-        return varve_options_set_min_blob_size(h(), bytes), *this;
+        return set(varve_options_set_min_blob_size, bytes);
     }
     Options &set_blob_file_size(std::uint64_t bytes) {
-        return varve_options_set_blob_file_size(h(), bytes), *this;
+        return set(varve_options_set_blob_file_size, bytes);
     }
     Options &set_blob_write_lanes(std::size_t lanes) {
-        return varve_options_set_blob_write_lanes(h(), lanes), *this;
+        return set(varve_options_set_blob_write_lanes, lanes);
     }
     /** Blob write lanes split the key space instead of serving threads. */
     Options &set_blob_lanes_by_key(bool on) {
-        return varve_options_set_blob_lanes_by_key(h(), on ? 1 : 0), *this;
+        return set(varve_options_set_blob_lanes_by_key, on ? 1 : 0);
     }
     Options &set_bloom_bits_per_key(std::uint32_t bits) {
-        return varve_options_set_bloom_bits_per_key(h(), bits), *this;
+        return set(varve_options_set_bloom_bits_per_key, bits);
     }
     Options &set_compression(Compression c) {
-        return varve_options_set_compression(h(), static_cast<int>(c)), *this;
+        return set(varve_options_set_compression, static_cast<int>(c));
     }
-    Options &set_max_open_files(std::size_t n) { return varve_options_set_max_open_files(h(), n), *this; }
-    Options &set_use_direct_reads(bool v) { return varve_options_set_use_direct_reads(h(), v), *this; }
-    Options &set_paranoid_checks(bool v) { return varve_options_set_paranoid_checks(h(), v), *this; }
-    Options &set_block_size(std::size_t bytes) { return varve_options_set_block_size(h(), bytes), *this; }
+    Options &set_max_open_files(std::size_t n) { return set(varve_options_set_max_open_files, n); }
+    Options &set_use_direct_reads(bool v) { return set(varve_options_set_use_direct_reads, v); }
+    Options &set_paranoid_checks(bool v) { return set(varve_options_set_paranoid_checks, v); }
+    Options &set_block_size(std::size_t bytes) { return set(varve_options_set_block_size, bytes); }
 
     /** The C handle, NULL while no setter was called (defaults). */
     const varve_options_t *handle() const noexcept { return h_; }
 
   private:
+    /** Calls the C setter `fn` with this handle, throwing its error. */
+    template <class Fn, class... Args> Options &set(Fn fn, Args... args) {
+        detail::call(fn, h(), args...);
+        return *this;
+    }
     varve_options_t *h() {
         if (h_ == nullptr) {
             h_ = detail::created(varve_options_create(), "varve_options_create");
@@ -263,13 +278,18 @@ class WriteOptions {
 
     /** fdatasync the WAL before the write returns (survives power loss;
      *  without it a write survives a crash of the process). Default off. */
-    WriteOptions &set_sync(bool v) { return varve_writeoptions_set_sync(h(), v), *this; }
+    WriteOptions &set_sync(bool v) { return set(varve_writeoptions_set_sync, v); }
     /** Skip the WAL (lost on a crash). Default off; not with sync. */
-    WriteOptions &set_disable_wal(bool v) { return varve_writeoptions_set_disable_wal(h(), v), *this; }
+    WriteOptions &set_disable_wal(bool v) { return set(varve_writeoptions_set_disable_wal, v); }
 
     const varve_writeoptions_t *handle() const noexcept { return h_; }
 
   private:
+    /** Calls the C setter `fn` with this handle, throwing its error. */
+    template <class Fn, class... Args> WriteOptions &set(Fn fn, Args... args) {
+        detail::call(fn, h(), args...);
+        return *this;
+    }
     varve_writeoptions_t *h() {
         if (h_ == nullptr) {
             h_ = detail::created(varve_writeoptions_create(), "varve_writeoptions_create");
@@ -304,36 +324,41 @@ class ReadOptions {
     /** Read as of `snapshot`. */
     inline ReadOptions &set_snapshot(const Snapshot &snapshot);
     /** Read the latest state again. */
-    ReadOptions &clear_snapshot() { return varve_readoptions_set_snapshot(h(), nullptr), *this; }
+    ReadOptions &clear_snapshot() { return set(varve_readoptions_set_snapshot, nullptr); }
     /** Iterators and scans start at or after `key` (inclusive). */
     ReadOptions &set_iterate_lower_bound(std::string_view key) {
-        return varve_readoptions_set_iterate_lower_bound(h(), detail::ptr(key), key.size()), *this;
+        return set(varve_readoptions_set_iterate_lower_bound, detail::ptr(key), key.size());
     }
     /** Iterators and scans stop before `key` (exclusive). An empty key
      *  makes an empty range. */
     ReadOptions &set_iterate_upper_bound(std::string_view key) {
-        return varve_readoptions_set_iterate_upper_bound(h(), detail::ptr(key), key.size()), *this;
+        return set(varve_readoptions_set_iterate_upper_bound, detail::ptr(key), key.size());
     }
     ReadOptions &clear_iterate_lower_bound() {
-        return varve_readoptions_set_iterate_lower_bound(h(), nullptr, 0), *this;
+        return set(varve_readoptions_set_iterate_lower_bound, nullptr, 0);
     }
     ReadOptions &clear_iterate_upper_bound() {
-        return varve_readoptions_set_iterate_upper_bound(h(), nullptr, 0), *this;
+        return set(varve_readoptions_set_iterate_upper_bound, nullptr, 0);
     }
-    ReadOptions &set_fill_cache(bool v) { return varve_readoptions_set_fill_cache(h(), v), *this; }
+    ReadOptions &set_fill_cache(bool v) { return set(varve_readoptions_set_fill_cache, v); }
     /** multi_get looks keys up concurrently through io_uring. */
-    ReadOptions &set_async_io(bool v) { return varve_readoptions_set_async_io(h(), v), *this; }
+    ReadOptions &set_async_io(bool v) { return set(varve_readoptions_set_async_io, v); }
     ReadOptions &set_async_queue_depth(std::size_t depth) {
-        return varve_readoptions_set_async_queue_depth(h(), depth), *this;
+        return set(varve_readoptions_set_async_queue_depth, depth);
     }
     /** Largest read-ahead chunk of an iterator; 0 turns read-ahead off. */
     ReadOptions &set_readahead_size(std::size_t bytes) {
-        return varve_readoptions_set_readahead_size(h(), bytes), *this;
+        return set(varve_readoptions_set_readahead_size, bytes);
     }
 
     const varve_readoptions_t *handle() const noexcept { return h_; }
 
   private:
+    /** Calls the C setter `fn` with this handle, throwing its error. */
+    template <class Fn, class... Args> ReadOptions &set(Fn fn, Args... args) {
+        detail::call(fn, h(), args...);
+        return *this;
+    }
     varve_readoptions_t *h() {
         if (h_ == nullptr) {
             h_ = detail::created(varve_readoptions_create(), "varve_readoptions_create");
@@ -436,8 +461,7 @@ class Snapshot {
 };
 
 inline ReadOptions &ReadOptions::set_snapshot(const Snapshot &snapshot) {
-    varve_readoptions_set_snapshot(h(), snapshot.handle());
-    return *this;
+    return set(varve_readoptions_set_snapshot, snapshot.handle());
 }
 
 /**
@@ -510,7 +534,7 @@ class WriteBatch {
         return *this;
     }
     /** Removes every operation. */
-    void clear() noexcept { varve_writebatch_clear(h_); }
+    void clear() { detail::call(varve_writebatch_clear, live()); }
     /** Number of operations. */
     std::size_t count() const noexcept { return varve_writebatch_count(h_); }
 
@@ -529,9 +553,12 @@ class WriteBatch {
 /**
  * An iterator (varve_iterator_t), made by Db::iterator(read_options): it
  * sees the database as of its creation (or the options' snapshot), within
- * the options' bounds. Not positioned until a seek. When valid() turns
- * false, check() throws the error that stopped it, if any. One thread at a
- * time (it may move between threads).
+ * the options' bounds. Not positioned until a seek. Every move throws the
+ * error the iterator has after it (IO, corruption, a library panic; a
+ * moved-from Iterator: VARVE_INVALID_ARGUMENT), and an iterator with an
+ * error stays invalid; reaching an end is no error: valid() turns false.
+ * check() throws the same error, if any. One thread at a time (it may
+ * move between threads).
  */
 class Iterator {
   public:
@@ -550,18 +577,18 @@ class Iterator {
 
     bool valid() const noexcept { return varve_iter_valid(h_); }
     /** The first key at or after the lower bound. */
-    void seek_to_first() noexcept { varve_iter_seek_to_first(h_); }
+    void seek_to_first() { step(varve_iter_seek_to_first); }
     /** The last key before the upper bound. */
-    void seek_to_last() noexcept { varve_iter_seek_to_last(h_); }
+    void seek_to_last() { step(varve_iter_seek_to_last); }
     /** The first key >= `key` (clamped to the bounds). */
-    void seek(std::string_view key) noexcept { varve_iter_seek(h_, key.data(), key.size()); }
+    void seek(std::string_view key) { step(varve_iter_seek, key.data(), key.size()); }
     /** The last key <= `key` (clamped to the bounds). */
-    void seek_for_prev(std::string_view key) noexcept {
-        varve_iter_seek_for_prev(h_, key.data(), key.size());
+    void seek_for_prev(std::string_view key) {
+        step(varve_iter_seek_for_prev, key.data(), key.size());
     }
     /** Moves on; nothing when not valid. */
-    void next() noexcept { varve_iter_next(h_); }
-    void prev() noexcept { varve_iter_prev(h_); }
+    void next() { step(varve_iter_next); }
+    void prev() { step(varve_iter_prev); }
 
     /** The current key (empty when not valid), valid until the iterator
      *  moves or dies. */
@@ -582,18 +609,20 @@ class Iterator {
         }
         return std::string_view(p, len);
     }
-    /** Throws the first error the iterator met (IO, corruption, a panic);
-     *  returns when there is none. An iterator with an error stays invalid. */
-    void check() const {
-        detail::ErrPtr err;
-        detail::check(varve_iter_status(h_, err.get()), err);
-    }
+    /** Throws the first error the iterator met (IO, corruption, a panic),
+     *  as the moves do; returns when there is none. An iterator with an
+     *  error stays invalid. */
+    void check() const { detail::call(varve_iter_status, h_); }
 
     varve_iterator_t *handle() const noexcept { return h_; }
 
   private:
     friend class Db;
     explicit Iterator(varve_iterator_t *h) noexcept : h_(h) {}
+    /** A move: the C call `fn` with this handle; throws the status after. */
+    template <class Fn, class... Args> void step(Fn fn, Args... args) {
+        detail::call(fn, h_, args...);
+    }
     varve_iterator_t *h_ = nullptr;
 };
 

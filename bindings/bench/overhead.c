@@ -56,9 +56,10 @@ int main(int argc, char **argv) {
     char *err = NULL;
     varve_destroy(NULL, dir, NULL);
     varve_options_t *opts = varve_options_create();
-    varve_options_set_cache_size(opts, 256u << 20);
+    varve_status s = varve_options_set_cache_size(opts, 256u << 20, &err);
+    if (s != VARVE_OK) die("options", s, err);
     varve_db_t *db = NULL;
-    varve_status s = varve_open(opts, dir, &db, &err);
+    s = varve_open(opts, dir, &db, &err);
     if (s != VARVE_OK) die("open", s, err);
 
     char key[16], value[100];

@@ -89,19 +89,23 @@ RetCode EngineVarve::Open(const std::string& name, Engine** eptr) {
   if (!MemoryBudget(&budget)) return kInvalidArgument;
   std::unique_ptr<varve_options_t, OptionsDeleter> opts(varve_options_create());
   if (!opts) return kOutOfMemory;
-  varve_options_set_create_if_missing(opts.get(), true);
-  varve_options_set_min_blob_size(opts.get(), kMinBlobSize);
+  // Every setter returns a status: the first failure skips the rest.
+  char* err = NULL;
+  varve_status st = varve_options_set_create_if_missing(opts.get(), true, &err);
+  if (st == VARVE_OK) st = varve_options_set_min_blob_size(opts.get(), kMinBlobSize, &err);
   // 64 concurrent blob files, each taking one 64th of the key space (the
   // contest's keys are spread evenly over their 8 bytes): the values of a
   // key range sit together, so the range phase's key-ordered scans read
   // each file once.
-  varve_options_set_blob_write_lanes(opts.get(), kBlobWriteLanes);
-  varve_options_set_blob_lanes_by_key(opts.get(), 1);
-  varve_options_set_memory_budget(opts.get(), budget);
+  if (st == VARVE_OK) {
+    st = varve_options_set_blob_write_lanes(opts.get(), kBlobWriteLanes, &err);
+  }
+  if (st == VARVE_OK) st = varve_options_set_blob_lanes_by_key(opts.get(), 1, &err);
+  if (st == VARVE_OK) st = varve_options_set_memory_budget(opts.get(), budget, &err);
+  if (st != VARVE_OK) return Fail("options", st, err);
 
   varve_db_t* db = NULL;
-  char* err = NULL;
-  varve_status st = varve_open(opts.get(), name.c_str(), &db, &err);
+  st = varve_open(opts.get(), name.c_str(), &db, &err);
   if (st != VARVE_OK) return Fail(("open " + name).c_str(), st, err);
   *eptr = new EngineVarve(db);
   return kSucc;
@@ -140,28 +144,35 @@ RetCode EngineVarve::Range(const PolarString& lower, const PolarString& upper,
   std::unique_ptr<varve_readoptions_t, ReadOptionsDeleter> ro(varve_readoptions_create());
   if (!ro) return kOutOfMemory;
   // An empty bound is no bound.
-  if (!lower.empty()) {
-    varve_readoptions_set_iterate_lower_bound(ro.get(), lower.data(), lower.size());
-  }
-  if (!upper.empty()) {
-    varve_readoptions_set_iterate_upper_bound(ro.get(), upper.data(), upper.size());
-  }
   char* err = NULL;
+  varve_status st = VARVE_OK;
+  if (!lower.empty()) {
+    st = varve_readoptions_set_iterate_lower_bound(ro.get(), lower.data(), lower.size(), &err);
+  }
+  if (st == VARVE_OK && !upper.empty()) {
+    st = varve_readoptions_set_iterate_upper_bound(ro.get(), upper.data(), upper.size(), &err);
+  }
+  if (st != VARVE_OK) return Fail("range bounds", st, err);
   varve_iterator_t* raw = NULL;
-  varve_status st = varve_iter_create(db_, ro.get(), &raw, &err);
+  st = varve_iter_create(db_, ro.get(), &raw, &err);
   if (st != VARVE_OK) return Fail("range", st, err);
   std::unique_ptr<varve_iterator_t, IteratorDeleter> it(raw);
-  for (varve_iter_seek_to_first(it.get()); varve_iter_valid(it.get());
-       varve_iter_next(it.get())) {
+  // Each move returns the iterator's status: VARVE_OK at the end too.
+  st = varve_iter_seek_to_first(it.get(), &err);
+  while (st == VARVE_OK && varve_iter_valid(it.get())) {
     size_t key_len = 0;
     size_t value_len = 0;
     const char* k = varve_iter_key(it.get(), &key_len);
-    // A value in a blob file is read here; NULL if that read failed.
+    // A value in a blob file is read here; NULL if that read failed, and
+    // the iterator's status says why.
     const char* v = varve_iter_value(it.get(), &value_len);
-    if (k == NULL || v == NULL) break;
+    if (k == NULL || v == NULL) {
+      st = varve_iter_status(it.get(), &err);
+      break;
+    }
     visitor.Visit(PolarString(k, key_len), PolarString(v, value_len));
+    st = varve_iter_next(it.get(), &err);
   }
-  st = varve_iter_status(it.get(), &err);
   if (st != VARVE_OK) return Fail("range", st, err);
   return kSucc;
 }

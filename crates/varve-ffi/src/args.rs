@@ -50,6 +50,24 @@ pub(crate) unsafe fn opt_bytes<'a>(ptr: *const c_char, len: usize) -> Option<&'a
     Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
+/// A bound: `None` for NULL with length 0 (no bound), the `len` bytes at
+/// `ptr` otherwise; NULL with a non-zero length is
+/// `VARVE_INVALID_ARGUMENT` (a caller's mistake, not "no bound").
+///
+/// # Safety
+/// As for [`bytes`].
+pub(crate) unsafe fn bound<'a>(
+    ptr: *const c_char,
+    len: usize,
+    what: &str,
+) -> FfiResult<Option<&'a [u8]>> {
+    if ptr.is_null() && len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { bytes(ptr, len, what) }.map(Some)
+}
+
 /// A path from a NUL-terminated string (any bytes but NUL: paths need not
 /// be UTF-8).
 ///

@@ -100,21 +100,27 @@ pub unsafe extern "C" fn varve_writebatch_delete(
     })
 }
 
-/// Removes every operation. NULL is a no-op.
+/// Removes every operation. A NULL batch is `VARVE_INVALID_ARGUMENT`.
 ///
 /// # Safety
-/// `batch` is NULL or a live batch used by this thread only.
+/// `batch` is NULL or a live batch used by this thread only; `errptr` as
+/// for `varve_writebatch_put`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_writebatch_clear(batch: *mut varve_writebatch_t) {
-    guard((), || {
+pub unsafe extern "C" fn varve_writebatch_clear(
+    batch: *mut varve_writebatch_t,
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
         // SAFETY: `batch` is NULL or a live handle this thread alone uses.
-        if let Ok(b) = unsafe { args::handle_mut(batch, "batch") } {
-            b.batch.clear();
-        }
+        unsafe { args::handle_mut(batch, "batch") }?.batch.clear();
+        Ok(varve_status::VARVE_OK)
     })
 }
 
-/// Number of operations in the batch; 0 for NULL.
+/// Number of operations in the batch; 0 for NULL. An accessor without a
+/// status: it cannot fail otherwise.
 ///
 /// # Safety
 /// `batch` is NULL or a live batch not being changed by another thread.
@@ -124,4 +130,34 @@ pub unsafe extern "C" fn varve_writebatch_count(batch: *const varve_writebatch_t
         // SAFETY: `batch` is NULL or a live handle (contract above).
         unsafe { args::handle(batch, "batch") }.map_or(0, |b| b.batch.len())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ptr;
+
+    use super::*;
+    use crate::status::take_message;
+
+    #[test]
+    fn clear_returns_a_status() {
+        let b = varve_writebatch_create();
+        let mut err = ptr::null_mut();
+        // SAFETY: `b` is a live batch used by this thread; the key and
+        // value are readable; `err` is NULL or a message.
+        unsafe {
+            let put = varve_writebatch_put(b, c"k".as_ptr(), 1, c"v".as_ptr(), 1, &mut err);
+            assert_eq!(put, varve_status::VARVE_OK);
+            assert_eq!(varve_writebatch_clear(b, &mut err), varve_status::VARVE_OK);
+            assert_eq!(varve_writebatch_count(b), 0);
+            assert!(err.is_null());
+            assert_eq!(
+                varve_writebatch_clear(ptr::null_mut(), &mut err),
+                varve_status::VARVE_INVALID_ARGUMENT
+            );
+            let message = take_message(&mut err).expect("a message");
+            assert!(message.contains("batch is NULL"), "{message}");
+            varve_writebatch_destroy(b);
+        }
+    }
 }

@@ -6,8 +6,12 @@
 //! - it is named `varve_*` and never unwinds into C: its body runs under
 //!   `catch_unwind` (`status::call` / `status::guard`), a panic becomes
 //!   `VARVE_PANIC` (or a neutral default for calls that return no status);
-//! - a fallible call returns a `varve_status` and takes a trailing
-//!   `char **errptr` that receives a `malloc`ed message on failure;
+//! - it returns a `varve_status` and takes a trailing `char **errptr` that
+//!   receives a `malloc`ed message on failure (the rule: every
+//!   call returns a status), unless it has nothing to report: a
+//!   constructor returning a handle, a destructor, `varve_free`,
+//!   `varve_version`, `varve_status_name` and the accessors (the list and
+//!   the reasons are in the header's ERRORS paragraph, `cbindgen.toml`);
 //! - raw pointers are turned into references once, at the top, by the
 //!   helpers of `args`; the rest of the call is safe Rust.
 //!

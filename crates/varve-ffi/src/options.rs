@@ -1,21 +1,28 @@
 //! `varve_options_t`: the options a database is opened with.
 //!
-//! Owns a [`varve::Options`] plus the first invalid setting seen (a
-//! compression code that is no `varve_compression`), which `varve_open`
-//! reports as `VARVE_INVALID_ARGUMENT`: setters return nothing, like
-//! RocksDB's, and every range check happens at open ([`Options::validate`]).
+//! Owns a [`varve::Options`], nothing else. Every setter returns a
+//! `varve_status` (the header's rule) and checks what it can judge on its
+//! own: a NULL handle and a value outside its argument's domain (a
+//! compression code that is no `varve_compression`) are
+//! `VARVE_INVALID_ARGUMENT` at once, naming the option, with the option
+//! left unchanged. Numeric ranges are checked at open, by
+//! [`Options::validate`] as a whole: that keeps the limits in one place,
+//! and some depend on other fields (a memory budget replaces
+//! `write_buffer_size` and `cache_size` before the check).
 //!
+//! Invariant: a handle always holds options a setter accepted; only
+//! [`Options::validate`] at open can still refuse them.
 //! Thread-safety: plain data. Set it from one thread at a time; once set,
 //! any number of threads may open databases with it concurrently (open
 //! only reads it). Open copies it: the handle may be destroyed right after.
 
 use std::borrow::Cow;
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 
 use varve::{Compression, Options};
 
 use crate::args::{self, from_handle, into_handle};
-use crate::status::{FfiError, FfiResult, guard};
+use crate::status::{ErrPtr, FfiError, FfiResult, call, guard, varve_status};
 
 /// Options for opening a database (RocksDB's `rocksdb_options_t`).
 /// Create with `varve_options_create`, free with `varve_options_destroy`.
@@ -23,8 +30,6 @@ use crate::status::{FfiError, FfiResult, guard};
 /// number of threads.
 pub struct varve_options_t {
     options: Options,
-    /// The first setter argument that was out of its domain.
-    invalid: Option<String>,
 }
 
 /// Block compression codes for `varve_options_set_compression`.
@@ -37,13 +42,16 @@ pub enum varve_compression {
     VARVE_COMPRESSION_LZ4 = 1,
 }
 
-impl varve_options_t {
-    /// The options to open with, or the invalid setting.
-    pub(crate) fn checked(&self) -> FfiResult<&Options> {
-        match &self.invalid {
-            Some(why) => Err(FfiError::invalid(why.clone())),
-            None => Ok(&self.options),
-        }
+/// The compression a `varve_compression` code stands for; any other
+/// number is `VARVE_INVALID_ARGUMENT`.
+fn compression_of(code: c_int) -> FfiResult<Compression> {
+    match code {
+        0 => Ok(Compression::None),
+        1 => Ok(Compression::Lz4),
+        other => Err(FfiError::invalid(format!(
+            "compression {other} is not a varve_compression value \
+             (VARVE_COMPRESSION_NONE = 0, VARVE_COMPRESSION_LZ4 = 1)"
+        ))),
     }
 }
 
@@ -59,21 +67,48 @@ pub(crate) unsafe fn options_or_default<'a>(
     }
     // SAFETY: `ptr` is a live options handle (caller's contract).
     let handle = unsafe { args::handle(ptr, "options") }?;
-    handle.checked().map(Cow::Borrowed)
+    Ok(Cow::Borrowed(&handle.options))
 }
 
-/// Applies `f` to the options behind `opts` (nothing for NULL).
+/// The body of every setter: `f` on the options behind `opts`, or its
+/// error (then nothing was changed: `f` checks before it assigns); a NULL
+/// handle is `VARVE_INVALID_ARGUMENT`.
 ///
 /// # Safety
-/// `opts` is NULL or a live options handle used by this thread only.
-unsafe fn set(opts: *mut varve_options_t, f: impl FnOnce(&mut varve_options_t)) {
-    guard((), || {
+/// `opts` is NULL or a live options handle used by this thread only;
+/// `errptr` is as `ErrPtr::new` requires.
+unsafe fn try_set(
+    opts: *mut varve_options_t,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut Options) -> FfiResult<()>,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (caller's contract).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
         // SAFETY: `opts` is NULL or a live handle this thread alone uses
         // (caller's contract).
-        if let Ok(o) = unsafe { args::handle_mut(opts, "options") } {
-            f(o);
-        }
+        let o = unsafe { args::handle_mut(opts, "options") }?;
+        f(&mut o.options)?;
+        Ok(varve_status::VARVE_OK)
     })
+}
+
+/// [`try_set`] for a setter whose every value is in its domain.
+///
+/// # Safety
+/// As for [`try_set`].
+unsafe fn set(
+    opts: *mut varve_options_t,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut Options),
+) -> varve_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        try_set(opts, errptr, |o| {
+            f(o);
+            Ok(())
+        })
+    }
 }
 
 /// New options with varve's defaults (`create_if_missing` on, 64 MiB
@@ -85,7 +120,6 @@ pub extern "C" fn varve_options_create() -> *mut varve_options_t {
     guard(std::ptr::null_mut(), || {
         into_handle(varve_options_t {
             options: Options::default(),
-            invalid: None,
         })
     })
 }
@@ -104,13 +138,28 @@ pub unsafe extern "C" fn varve_options_destroy(opts: *mut varve_options_t) {
 
 /// Create the database if the directory holds none. Default true.
 ///
+/// Every `varve_options_set_*` returns `VARVE_OK`, or
+/// `VARVE_INVALID_ARGUMENT` with a message in `*errptr` for a NULL handle
+/// or a value outside the argument's domain (a compression code that is
+/// no `varve_compression`), leaving the option unchanged. Numeric ranges
+/// (marked "checked at open") are checked by `varve_open` and
+/// `varve_open_read_only` over all the options together, since some
+/// depend on others: a memory budget replaces `write_buffer_size` and
+/// `cache_size`.
+///
 /// # Safety
-/// `opts` is NULL (ignored) or a live options handle used by this thread
-/// only. The same holds for every `varve_options_set_*`.
+/// `opts` is NULL or a live options handle used by this thread only;
+/// `errptr` is NULL or points to a `char *` that is NULL or an earlier
+/// message (freed and replaced). The same holds for every
+/// `varve_options_set_*`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_create_if_missing(opts: *mut varve_options_t, v: bool) {
+pub unsafe extern "C" fn varve_options_set_create_if_missing(
+    opts: *mut varve_options_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.create_if_missing = v) }
+    unsafe { set(opts, errptr, |o| o.create_if_missing = v) }
 }
 
 /// Fail the open with `VARVE_ALREADY_EXISTS` if a database exists.
@@ -119,9 +168,13 @@ pub unsafe extern "C" fn varve_options_set_create_if_missing(opts: *mut varve_op
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_error_if_exists(opts: *mut varve_options_t, v: bool) {
+pub unsafe extern "C" fn varve_options_set_error_if_exists(
+    opts: *mut varve_options_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.error_if_exists = v) }
+    unsafe { set(opts, errptr, |o| o.error_if_exists = v) }
 }
 
 /// Bytes of one memtable (64 KiB ..= 2 GiB, checked at open). Default
@@ -133,9 +186,10 @@ pub unsafe extern "C" fn varve_options_set_error_if_exists(opts: *mut varve_opti
 pub unsafe extern "C" fn varve_options_set_write_buffer_size(
     opts: *mut varve_options_t,
     bytes: usize,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.write_buffer_size = bytes) }
+    unsafe { set(opts, errptr, |o| o.write_buffer_size = bytes) }
 }
 
 /// Bytes of the block cache; 0 disables it. Default 64 MiB. Replaced by
@@ -144,24 +198,33 @@ pub unsafe extern "C" fn varve_options_set_write_buffer_size(
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_cache_size(opts: *mut varve_options_t, bytes: usize) {
+pub unsafe extern "C" fn varve_options_set_cache_size(
+    opts: *mut varve_options_t,
+    bytes: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.cache_size = bytes) }
+    unsafe { set(opts, errptr, |o| o.cache_size = bytes) }
 }
 
-/// One memory budget for the whole database (at least 16 MiB): memtables,
-/// block cache, pinned tables and scan buffers are sized from it, replacing
-/// `write_buffer_size` and `cache_size` (see docs/memory.md). 0 (the
-/// default) means no budget: each part is sized by its own option.
+/// One memory budget for the whole database (at least 16 MiB, checked at
+/// open): memtables, block cache, pinned tables and scan buffers are sized
+/// from it, replacing `write_buffer_size` and `cache_size` (see
+/// docs/memory.md). 0 (the default) means no budget: each part is sized
+/// by its own option.
 ///
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_memory_budget(opts: *mut varve_options_t, bytes: usize) {
+pub unsafe extern "C" fn varve_options_set_memory_budget(
+    opts: *mut varve_options_t,
+    bytes: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
     unsafe {
-        set(opts, |o| {
-            o.options.memory_budget = (bytes > 0).then_some(bytes)
+        set(opts, errptr, |o| {
+            o.memory_budget = (bytes > 0).then_some(bytes)
         })
     }
 }
@@ -174,11 +237,15 @@ pub unsafe extern "C" fn varve_options_set_memory_budget(opts: *mut varve_option
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_min_blob_size(opts: *mut varve_options_t, bytes: usize) {
+pub unsafe extern "C" fn varve_options_set_min_blob_size(
+    opts: *mut varve_options_t,
+    bytes: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
     unsafe {
-        set(opts, |o| {
-            o.options.min_blob_size = (bytes > 0).then_some(bytes)
+        set(opts, errptr, |o| {
+            o.min_blob_size = (bytes > 0).then_some(bytes)
         })
     }
 }
@@ -189,9 +256,13 @@ pub unsafe extern "C" fn varve_options_set_min_blob_size(opts: *mut varve_option
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_blob_file_size(opts: *mut varve_options_t, bytes: u64) {
+pub unsafe extern "C" fn varve_options_set_blob_file_size(
+    opts: *mut varve_options_t,
+    bytes: u64,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.blob_file_size = bytes) }
+    unsafe { set(opts, errptr, |o| o.blob_file_size = bytes) }
 }
 
 /// Write lanes (concurrent blob files) for blob values (1 ..= 256,
@@ -203,9 +274,10 @@ pub unsafe extern "C" fn varve_options_set_blob_file_size(opts: *mut varve_optio
 pub unsafe extern "C" fn varve_options_set_blob_write_lanes(
     opts: *mut varve_options_t,
     lanes: usize,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.blob_write_lanes = lanes) }
+    unsafe { set(opts, errptr, |o| o.blob_write_lanes = lanes) }
 }
 
 /// Non-zero: blob write lanes split the key space (lane `i` takes the
@@ -220,9 +292,10 @@ pub unsafe extern "C" fn varve_options_set_blob_write_lanes(
 pub unsafe extern "C" fn varve_options_set_blob_lanes_by_key(
     opts: *mut varve_options_t,
     on: c_int,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.blob_lanes_by_key = on != 0) }
+    unsafe { set(opts, errptr, |o| o.blob_lanes_by_key = on != 0) }
 }
 
 /// Bloom filter bits per key; 0: no filter. Default 10 (~1% false
@@ -234,14 +307,15 @@ pub unsafe extern "C" fn varve_options_set_blob_lanes_by_key(
 pub unsafe extern "C" fn varve_options_set_bloom_bits_per_key(
     opts: *mut varve_options_t,
     bits: u32,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.bloom_bits_per_key = bits) }
+    unsafe { set(opts, errptr, |o| o.bloom_bits_per_key = bits) }
 }
 
 /// Block compression: a `varve_compression` value. Default
-/// `VARVE_COMPRESSION_NONE`. Any other number makes `varve_open` fail with
-/// `VARVE_INVALID_ARGUMENT`.
+/// `VARVE_COMPRESSION_NONE`. Any other number is `VARVE_INVALID_ARGUMENT`
+/// (the compression set before stays).
 ///
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
@@ -249,20 +323,13 @@ pub unsafe extern "C" fn varve_options_set_bloom_bits_per_key(
 pub unsafe extern "C" fn varve_options_set_compression(
     opts: *mut varve_options_t,
     compression: c_int,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
     unsafe {
-        set(opts, |o| match compression {
-            0 => o.options.compression = Compression::None,
-            1 => o.options.compression = Compression::Lz4,
-            other => {
-                o.invalid.get_or_insert_with(|| {
-                    format!(
-                        "compression {other} is not a varve_compression value \
-                         (VARVE_COMPRESSION_NONE = 0, VARVE_COMPRESSION_LZ4 = 1)"
-                    )
-                });
-            }
+        try_set(opts, errptr, |o| {
+            o.compression = compression_of(compression)?;
+            Ok(())
         })
     }
 }
@@ -273,9 +340,13 @@ pub unsafe extern "C" fn varve_options_set_compression(
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_max_open_files(opts: *mut varve_options_t, n: usize) {
+pub unsafe extern "C" fn varve_options_set_max_open_files(
+    opts: *mut varve_options_t,
+    n: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.max_open_files = n) }
+    unsafe { set(opts, errptr, |o| o.max_open_files = n) }
 }
 
 /// Read table data with O_DIRECT, bypassing the page cache. Default false.
@@ -283,9 +354,13 @@ pub unsafe extern "C" fn varve_options_set_max_open_files(opts: *mut varve_optio
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_use_direct_reads(opts: *mut varve_options_t, v: bool) {
+pub unsafe extern "C" fn varve_options_set_use_direct_reads(
+    opts: *mut varve_options_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.use_direct_reads = v) }
+    unsafe { set(opts, errptr, |o| o.use_direct_reads = v) }
 }
 
 /// Treat a bad record in a WAL that is not the last one as corruption
@@ -294,9 +369,13 @@ pub unsafe extern "C" fn varve_options_set_use_direct_reads(opts: *mut varve_opt
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_paranoid_checks(opts: *mut varve_options_t, v: bool) {
+pub unsafe extern "C" fn varve_options_set_paranoid_checks(
+    opts: *mut varve_options_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.paranoid_checks = v) }
+    unsafe { set(opts, errptr, |o| o.paranoid_checks = v) }
 }
 
 /// Target uncompressed size of a table data block (256 B ..= 64 MiB,
@@ -305,7 +384,64 @@ pub unsafe extern "C" fn varve_options_set_paranoid_checks(opts: *mut varve_opti
 /// # Safety
 /// As for `varve_options_set_create_if_missing`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_options_set_block_size(opts: *mut varve_options_t, bytes: usize) {
+pub unsafe extern "C" fn varve_options_set_block_size(
+    opts: *mut varve_options_t,
+    bytes: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract (see # Safety).
-    unsafe { set(opts, |o| o.options.block_size = bytes) }
+    unsafe { set(opts, errptr, |o| o.block_size = bytes) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ptr;
+
+    use super::*;
+    use crate::status::take_message;
+
+    #[test]
+    fn setters_return_a_status() {
+        let opts = varve_options_create();
+        let mut err = ptr::null_mut();
+        // SAFETY: `opts` is a live handle used by this thread; `err` is a
+        // NULL `char *`. The same holds for every call below.
+        unsafe {
+            assert_eq!(
+                varve_options_set_compression(opts, 1, &mut err),
+                varve_status::VARVE_OK
+            );
+            assert_eq!(
+                varve_options_set_write_buffer_size(opts, 1 << 20, &mut err),
+                varve_status::VARVE_OK
+            );
+            assert!(err.is_null());
+
+            // Out of its domain: refused at once, naming the option, and
+            // the compression set before stays.
+            assert_eq!(
+                varve_options_set_compression(opts, 7, &mut err),
+                varve_status::VARVE_INVALID_ARGUMENT
+            );
+            let message = take_message(&mut err).expect("a message");
+            assert!(message.contains("compression 7"), "{message}");
+            assert_eq!((*opts).options.compression, Compression::Lz4);
+
+            // A range is checked at open, not by the setter.
+            assert_eq!(
+                varve_options_set_block_size(opts, 1, ptr::null_mut()),
+                varve_status::VARVE_OK
+            );
+            assert_eq!((*opts).options.block_size, 1);
+
+            // A NULL handle.
+            assert_eq!(
+                varve_options_set_cache_size(ptr::null_mut(), 1, &mut err),
+                varve_status::VARVE_INVALID_ARGUMENT
+            );
+            let message = take_message(&mut err).expect("a message");
+            assert!(message.contains("options is NULL"), "{message}");
+            varve_options_destroy(opts);
+        }
+    }
 }

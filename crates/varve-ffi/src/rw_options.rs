@@ -5,6 +5,13 @@
 //! need not outlive the setter; the snapshot is a reference of its own.
 //! Calls that take them also accept NULL for the defaults.
 //!
+//! Every setter returns a `varve_status` (the header's rule): a NULL
+//! handle, or an argument invalid on its own (a bound that is NULL with a
+//! non-zero length), is `VARVE_INVALID_ARGUMENT` at once, naming the
+//! option, with the option left unchanged. What depends on several
+//! options (`sync` with `disable_wal`) is checked by the call that uses
+//! them.
+//!
 //! Thread-safety: plain data. Set from one thread at a time; once set, any
 //! number of threads may pass the same options to calls concurrently.
 
@@ -15,7 +22,7 @@ use varve::{ReadOptions, WriteOptions};
 
 use crate::args::{self, from_handle, into_handle};
 use crate::snapshot::varve_snapshot_t;
-use crate::status::{FfiResult, guard};
+use crate::status::{ErrPtr, FfiResult, call, guard, varve_status};
 
 /// Options for reads, `varve_multi_get`, iterators and scans (snapshot,
 /// iterator bounds, caching, async IO, read-ahead). Create with
@@ -62,30 +69,89 @@ pub(crate) unsafe fn write_options(ptr: *const varve_writeoptions_t) -> FfiResul
     Ok(handle.options)
 }
 
-/// Applies `f` to the read options behind `ro` (nothing for NULL).
+/// The body of every setter: `f` on the options behind `handle`, or its
+/// error (then nothing was changed: `f` checks before it assigns); a NULL
+/// handle is `VARVE_INVALID_ARGUMENT` ("`what` is NULL").
 ///
 /// # Safety
-/// `ro` is NULL or a live handle used by this thread only.
-unsafe fn set_read(ro: *mut varve_readoptions_t, f: impl FnOnce(&mut ReadOptions)) {
-    guard((), || {
-        // SAFETY: `ro` is NULL or a live handle this thread alone uses.
-        if let Ok(h) = unsafe { args::handle_mut(ro, "read options") } {
-            f(&mut h.options);
-        }
+/// `handle` is NULL or a live handle used by this thread only; `errptr` is
+/// as `ErrPtr::new` requires.
+unsafe fn try_set<H>(
+    handle: *mut H,
+    what: &str,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut H) -> FfiResult<()>,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (caller's contract).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
+        // SAFETY: `handle` is NULL or a live handle this thread alone uses
+        // (caller's contract).
+        f(unsafe { args::handle_mut(handle, what) }?)?;
+        Ok(varve_status::VARVE_OK)
     })
 }
 
-/// Applies `f` to the write options behind `wo` (nothing for NULL).
+/// Sets read options: [`try_set`] with `f`, which takes every value.
 ///
 /// # Safety
-/// `wo` is NULL or a live handle used by this thread only.
-unsafe fn set_write(wo: *mut varve_writeoptions_t, f: impl FnOnce(&mut WriteOptions)) {
-    guard((), || {
-        // SAFETY: `wo` is NULL or a live handle this thread alone uses.
-        if let Ok(h) = unsafe { args::handle_mut(wo, "write options") } {
+/// As for [`try_set`].
+unsafe fn set_read(
+    ro: *mut varve_readoptions_t,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut ReadOptions),
+) -> varve_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        try_set(ro, "read options", errptr, |h| {
             f(&mut h.options);
-        }
-    })
+            Ok(())
+        })
+    }
+}
+
+/// Sets write options: [`try_set`] with `f`, which takes every value.
+///
+/// # Safety
+/// As for [`try_set`].
+unsafe fn set_write(
+    wo: *mut varve_writeoptions_t,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut WriteOptions),
+) -> varve_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        try_set(wo, "write options", errptr, |h| {
+            f(&mut h.options);
+            Ok(())
+        })
+    }
+}
+
+/// Sets the iterator bound `field` (named `name` in messages) of `ro` to
+/// a copy of `key`, or removes it for NULL with length 0; NULL with a
+/// non-zero length is `VARVE_INVALID_ARGUMENT` and leaves it as it was.
+///
+/// # Safety
+/// As for [`try_set`]; `key` is NULL or points to `key_len` readable
+/// bytes.
+unsafe fn set_bound(
+    ro: *mut varve_readoptions_t,
+    key: *const c_char,
+    key_len: usize,
+    errptr: *mut *mut c_char,
+    name: &str,
+    field: fn(&mut ReadOptions) -> &mut Option<Vec<u8>>,
+) -> varve_status {
+    let set = |h: &mut varve_readoptions_t| {
+        // SAFETY: `key` is NULL or `key_len` readable bytes (caller's
+        // contract), copied here.
+        let bound = unsafe { args::bound(key, key_len, name) }?;
+        *field(&mut h.options) = bound.map(<[u8]>::to_vec);
+        Ok(())
+    };
+    // SAFETY: forwarded contract.
+    unsafe { try_set(ro, "read options", errptr, set) }
 }
 
 /// New read options with the defaults (latest state, no bounds, fill the
@@ -114,44 +180,55 @@ pub unsafe extern "C" fn varve_readoptions_destroy(ro: *mut varve_readoptions_t)
 /// Read as of `snapshot` (NULL: the latest state). The options keep their
 /// own reference: the snapshot handle may be released before them.
 ///
+/// Every `varve_readoptions_set_*` returns `VARVE_OK`, or
+/// `VARVE_INVALID_ARGUMENT` with a message in `*errptr` for a NULL handle
+/// or an argument invalid on its own (a bound that is NULL with a non-zero
+/// length), leaving the option unchanged.
+///
 /// # Safety
-/// `ro` is NULL (ignored) or a live handle used by this thread only;
-/// `snapshot` is NULL or a live snapshot handle.
+/// `ro` is NULL or a live handle used by this thread only; `snapshot` is
+/// NULL or a live snapshot handle; `errptr` is NULL or points to a
+/// `char *` that is NULL or an earlier message (freed and replaced). The
+/// same holds for every `varve_readoptions_set_*`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn varve_readoptions_set_snapshot(
     ro: *mut varve_readoptions_t,
     snapshot: *const varve_snapshot_t,
-) {
-    let snap = guard(None, || {
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    let set = |o: &mut ReadOptions| {
         // SAFETY: `snapshot` is NULL or a live handle (contract above).
-        unsafe { snapshot.as_ref() }.map(|s| s.snapshot.clone())
-    });
-    // SAFETY: forwarded contract for `ro`.
-    unsafe { set_read(ro, |o| o.snapshot = snap) }
+        o.snapshot = unsafe { snapshot.as_ref() }.map(|s| s.snapshot.clone());
+    };
+    // SAFETY: forwarded contract for `ro` and `errptr`.
+    unsafe { set_read(ro, errptr, set) }
 }
 
 /// Iterators (and scans) start at or after this key, inclusive. The key is
-/// copied; NULL removes the bound.
+/// copied; NULL with length 0 removes the bound, NULL with another length
+/// is `VARVE_INVALID_ARGUMENT` (the bound stays as it was).
 ///
 /// # Safety
-/// `ro` is NULL (ignored) or a live handle used by this thread only; `key`
-/// is NULL or points to `key_len` readable bytes.
+/// As for `varve_readoptions_set_snapshot`; `key` is NULL or points to
+/// `key_len` readable bytes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn varve_readoptions_set_iterate_lower_bound(
     ro: *mut varve_readoptions_t,
     key: *const c_char,
     key_len: usize,
-) {
-    let bound = guard(None, || {
-        // SAFETY: `key` is NULL or `key_len` readable bytes (contract above).
-        unsafe { args::opt_bytes(key, key_len) }.map(<[u8]>::to_vec)
-    });
-    // SAFETY: forwarded contract for `ro`.
-    unsafe { set_read(ro, |o| o.iterate_lower_bound = bound) }
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        set_bound(ro, key, key_len, errptr, "iterate_lower_bound", |o| {
+            &mut o.iterate_lower_bound
+        })
+    }
 }
 
 /// Iterators (and scans) stop before this key, exclusive. The key is
-/// copied; NULL removes the bound.
+/// copied; NULL with length 0 removes the bound, NULL with another length
+/// is `VARVE_INVALID_ARGUMENT` (the bound stays as it was).
 ///
 /// # Safety
 /// As for `varve_readoptions_set_iterate_lower_bound`.
@@ -160,24 +237,29 @@ pub unsafe extern "C" fn varve_readoptions_set_iterate_upper_bound(
     ro: *mut varve_readoptions_t,
     key: *const c_char,
     key_len: usize,
-) {
-    let bound = guard(None, || {
-        // SAFETY: `key` is NULL or `key_len` readable bytes (contract above).
-        unsafe { args::opt_bytes(key, key_len) }.map(<[u8]>::to_vec)
-    });
-    // SAFETY: forwarded contract for `ro`.
-    unsafe { set_read(ro, |o| o.iterate_upper_bound = bound) }
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        set_bound(ro, key, key_len, errptr, "iterate_upper_bound", |o| {
+            &mut o.iterate_upper_bound
+        })
+    }
 }
 
 /// Insert the blocks iterators and scans read into the block cache.
 /// Default true; a one-off large scan may pass false.
 ///
 /// # Safety
-/// `ro` is NULL (ignored) or a live handle used by this thread only.
+/// As for `varve_readoptions_set_snapshot`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_readoptions_set_fill_cache(ro: *mut varve_readoptions_t, v: bool) {
+pub unsafe extern "C" fn varve_readoptions_set_fill_cache(
+    ro: *mut varve_readoptions_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract.
-    unsafe { set_read(ro, |o| o.fill_cache = v) }
+    unsafe { set_read(ro, errptr, |o| o.fill_cache = v) }
 }
 
 /// `varve_multi_get` looks keys up in the tables concurrently through
@@ -185,39 +267,45 @@ pub unsafe extern "C" fn varve_readoptions_set_fill_cache(ro: *mut varve_readopt
 /// available). Default false.
 ///
 /// # Safety
-/// `ro` is NULL (ignored) or a live handle used by this thread only.
+/// As for `varve_readoptions_set_snapshot`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_readoptions_set_async_io(ro: *mut varve_readoptions_t, v: bool) {
+pub unsafe extern "C" fn varve_readoptions_set_async_io(
+    ro: *mut varve_readoptions_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract.
-    unsafe { set_read(ro, |o| o.async_io = v) }
+    unsafe { set_read(ro, errptr, |o| o.async_io = v) }
 }
 
 /// With async IO: most lookups in flight at once. Default 32; 0 counts
 /// as 1.
 ///
 /// # Safety
-/// `ro` is NULL (ignored) or a live handle used by this thread only.
+/// As for `varve_readoptions_set_snapshot`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn varve_readoptions_set_async_queue_depth(
     ro: *mut varve_readoptions_t,
     depth: usize,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract.
-    unsafe { set_read(ro, |o| o.async_queue_depth = depth) }
+    unsafe { set_read(ro, errptr, |o| o.async_queue_depth = depth) }
 }
 
 /// Largest read-ahead chunk of an iterator in bytes; 0 turns read-ahead
 /// off. Default 2 MiB.
 ///
 /// # Safety
-/// `ro` is NULL (ignored) or a live handle used by this thread only.
+/// As for `varve_readoptions_set_snapshot`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn varve_readoptions_set_readahead_size(
     ro: *mut varve_readoptions_t,
     bytes: usize,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract.
-    unsafe { set_read(ro, |o| o.readahead_size = bytes) }
+    unsafe { set_read(ro, errptr, |o| o.readahead_size = bytes) }
 }
 
 /// New write options with the defaults (no sync, WAL on). Free with
@@ -245,12 +333,23 @@ pub unsafe extern "C" fn varve_writeoptions_destroy(wo: *mut varve_writeoptions_
 /// fdatasync the WAL before the write returns, so it survives power loss
 /// (without it a write survives a process crash only). Default false.
 ///
+/// Every `varve_writeoptions_set_*` returns `VARVE_OK`, or
+/// `VARVE_INVALID_ARGUMENT` with a message in `*errptr` for a NULL
+/// handle. `sync` with `disable_wal` is refused by the write that uses
+/// them.
+///
 /// # Safety
-/// `wo` is NULL (ignored) or a live handle used by this thread only.
+/// `wo` is NULL or a live handle used by this thread only; `errptr` is
+/// NULL or points to a `char *` that is NULL or an earlier message (freed
+/// and replaced). The same holds for every `varve_writeoptions_set_*`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn varve_writeoptions_set_sync(wo: *mut varve_writeoptions_t, v: bool) {
+pub unsafe extern "C" fn varve_writeoptions_set_sync(
+    wo: *mut varve_writeoptions_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract.
-    unsafe { set_write(wo, |o| o.sync = v) }
+    unsafe { set_write(wo, errptr, |o| o.sync = v) }
 }
 
 /// Skip the WAL: the write lives only in memory until a flush and is lost
@@ -258,12 +357,73 @@ pub unsafe extern "C" fn varve_writeoptions_set_sync(wo: *mut varve_writeoptions
 /// `VARVE_INVALID_ARGUMENT`.
 ///
 /// # Safety
-/// `wo` is NULL (ignored) or a live handle used by this thread only.
+/// As for `varve_writeoptions_set_sync`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn varve_writeoptions_set_disable_wal(
     wo: *mut varve_writeoptions_t,
     v: bool,
-) {
+    errptr: *mut *mut c_char,
+) -> varve_status {
     // SAFETY: forwarded contract.
-    unsafe { set_write(wo, |o| o.disable_wal = v) }
+    unsafe { set_write(wo, errptr, |o| o.disable_wal = v) }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ptr;
+
+    use super::*;
+    use crate::status::take_message;
+
+    #[test]
+    fn bound_setters_refuse_null_with_a_length() {
+        let ro = varve_readoptions_create();
+        let mut err = ptr::null_mut();
+        // SAFETY: `ro` is a live handle used by this thread; the keys are
+        // readable for their lengths; `err` is NULL or a message. The same
+        // holds for every call below.
+        unsafe {
+            assert_eq!(
+                varve_readoptions_set_iterate_lower_bound(ro, c"a".as_ptr(), 1, &mut err),
+                varve_status::VARVE_OK
+            );
+            assert_eq!(
+                varve_readoptions_set_iterate_lower_bound(ro, ptr::null(), 3, &mut err),
+                varve_status::VARVE_INVALID_ARGUMENT
+            );
+            let message = take_message(&mut err).expect("a message");
+            assert!(message.contains("iterate_lower_bound"), "{message}");
+            // Unchanged by the refused call; NULL with length 0 removes it.
+            assert_eq!(
+                (*ro).options.iterate_lower_bound.as_deref(),
+                Some(&b"a"[..])
+            );
+            assert_eq!(
+                varve_readoptions_set_iterate_lower_bound(ro, ptr::null(), 0, &mut err),
+                varve_status::VARVE_OK
+            );
+            assert_eq!((*ro).options.iterate_lower_bound, None);
+            assert_eq!(
+                varve_readoptions_set_iterate_upper_bound(ro, ptr::null(), 1, &mut err),
+                varve_status::VARVE_INVALID_ARGUMENT
+            );
+            let message = take_message(&mut err).expect("a message");
+            assert!(message.contains("iterate_upper_bound"), "{message}");
+            varve_readoptions_destroy(ro);
+
+            // NULL handles.
+            assert_eq!(
+                varve_readoptions_set_fill_cache(ptr::null_mut(), false, &mut err),
+                varve_status::VARVE_INVALID_ARGUMENT
+            );
+            let message = take_message(&mut err).expect("a message");
+            assert!(message.contains("read options is NULL"), "{message}");
+            assert_eq!(
+                varve_writeoptions_set_sync(ptr::null_mut(), true, &mut err),
+                varve_status::VARVE_INVALID_ARGUMENT
+            );
+            let message = take_message(&mut err).expect("a message");
+            assert!(message.contains("write options is NULL"), "{message}");
+        }
+    }
 }

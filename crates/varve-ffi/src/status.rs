@@ -246,6 +246,24 @@ pub unsafe extern "C" fn varve_test_panic(errptr: *mut *mut c_char) -> varve_sta
     })
 }
 
+/// Test helper: the message a call stored in `*slot`, freed, with `*slot`
+/// reset to NULL; `None` when there is none.
+#[cfg(test)]
+pub(crate) fn take_message(slot: &mut *mut c_char) -> Option<String> {
+    if slot.is_null() {
+        return None;
+    }
+    // SAFETY: a non-NULL `*slot` is a NUL-terminated message `ErrPtr::set`
+    // malloc'ed; it is read, then freed once and forgotten.
+    let text = unsafe { std::ffi::CStr::from_ptr(*slot) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: as above.
+    unsafe { libc::free((*slot).cast()) };
+    *slot = std::ptr::null_mut();
+    Some(text)
+}
+
 #[cfg(test)]
 mod tests {
     use std::ffi::CStr;

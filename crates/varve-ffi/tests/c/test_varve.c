@@ -184,24 +184,31 @@ static void test_library(void) {
 static void test_options_and_open_errors(void) {
     varve_options_t *opts = varve_options_create();
     CHECK(opts != NULL);
-    varve_options_set_create_if_missing(opts, true);
-    varve_options_set_error_if_exists(opts, false);
-    varve_options_set_write_buffer_size(opts, 1 << 20);
-    varve_options_set_cache_size(opts, 8 << 20);
-    varve_options_set_min_blob_size(opts, 1024);
-    varve_options_set_blob_file_size(opts, 4 << 20);
-    varve_options_set_blob_write_lanes(opts, 2);
-    varve_options_set_blob_lanes_by_key(opts, 0);
-    varve_options_set_bloom_bits_per_key(opts, 12);
-    varve_options_set_compression(opts, VARVE_COMPRESSION_LZ4);
-    varve_options_set_max_open_files(opts, 100);
-    varve_options_set_use_direct_reads(opts, false);
-    varve_options_set_paranoid_checks(opts, true);
-    varve_options_set_block_size(opts, 4096);
-    varve_options_set_memory_budget(opts, 0);
-    /* Setters on NULL are no-ops. */
-    varve_options_set_cache_size(NULL, 1);
-    varve_options_set_compression(NULL, 99);
+    OK(varve_options_set_create_if_missing(opts, true, &err));
+    OK(varve_options_set_error_if_exists(opts, false, &err));
+    OK(varve_options_set_write_buffer_size(opts, 1 << 20, &err));
+    OK(varve_options_set_cache_size(opts, 8 << 20, &err));
+    OK(varve_options_set_min_blob_size(opts, 1024, &err));
+    OK(varve_options_set_blob_file_size(opts, 4 << 20, &err));
+    OK(varve_options_set_blob_write_lanes(opts, 2, &err));
+    OK(varve_options_set_blob_lanes_by_key(opts, 0, &err));
+    OK(varve_options_set_bloom_bits_per_key(opts, 12, &err));
+    OK(varve_options_set_compression(opts, VARVE_COMPRESSION_LZ4, &err));
+    OK(varve_options_set_max_open_files(opts, 100, &err));
+    OK(varve_options_set_use_direct_reads(opts, false, &err));
+    OK(varve_options_set_paranoid_checks(opts, true, &err));
+    OK(varve_options_set_block_size(opts, 4096, &err));
+    OK(varve_options_set_memory_budget(opts, 0, &err));
+    /* A NULL handle, and a value outside the setter's domain, are refused
+     * at once with a message (freed by EXPECT_MSG with varve_free); the
+     * option keeps its value (LZ4, as the opens below show). */
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_options_set_cache_size(NULL, 1, &err));
+    EXPECT_MSG("options is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_options_set_compression(NULL, 99, &err));
+    EXPECT_MSG("options is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_options_set_compression(opts, 99, &err));
+    EXPECT_MSG("compression 99");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_options_set_compression(opts, -1, NULL));
 
     varve_db_t *db = open_db(path_in("opts"), opts);
     char big[5000];
@@ -218,35 +225,39 @@ static void test_options_and_open_errors(void) {
     CHECK(find_file(path_in("opts"), ".blob", blob)); /* min_blob_size 1024 */
 
     /* error_if_exists on an existing database. */
-    varve_options_set_error_if_exists(opts, true);
+    OK(varve_options_set_error_if_exists(opts, true, &err));
     db = (varve_db_t *)1;
     EXPECT(VARVE_ALREADY_EXISTS, varve_open(opts, path_in("opts"), &db, &err));
     CHECK(db == NULL);
     EXPECT_MSG("opts");
-    varve_options_set_error_if_exists(opts, false);
+    OK(varve_options_set_error_if_exists(opts, false, &err));
 
     /* create_if_missing off on a missing database. */
-    varve_options_set_create_if_missing(opts, false);
+    OK(varve_options_set_create_if_missing(opts, false, &err));
     EXPECT(VARVE_NOT_FOUND, varve_open(opts, path_in("missing"), &db, &err));
     EXPECT_MSG("missing");
-    varve_options_set_create_if_missing(opts, true);
+    OK(varve_options_set_create_if_missing(opts, true, &err));
 
-    /* Out-of-range values are refused at open. */
-    varve_options_set_write_buffer_size(opts, 10);
+    /* Out-of-range values are taken by the setter and refused at open
+     * (Options::validate checks the ranges, some across options). */
+    OK(varve_options_set_write_buffer_size(opts, 10, &err));
     EXPECT(VARVE_INVALID_ARGUMENT, varve_open(opts, path_in("bad"), &db, &err));
     EXPECT_MSG("write_buffer_size");
-    varve_options_set_write_buffer_size(opts, 1 << 20);
-    varve_options_set_compression(opts, 7);
-    EXPECT(VARVE_INVALID_ARGUMENT, varve_open(opts, path_in("bad"), &db, &err));
+    OK(varve_options_set_write_buffer_size(opts, 1 << 20, &err));
+    /* A bad compression code is refused by the setter and leaves no trace:
+     * the open that follows succeeds. */
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_options_set_compression(opts, 7, &err));
     EXPECT_MSG("compression 7");
+    db = open_db(path_in("bad"), opts);
+    OK(varve_close(db, &err));
     varve_options_destroy(opts);
     varve_options_destroy(NULL);
 
     /* A memory budget, blob files off: the stats show the budget and no
      * blob file appears. */
     opts = varve_options_create();
-    varve_options_set_memory_budget(opts, 32 << 20);
-    varve_options_set_min_blob_size(opts, 0);
+    OK(varve_options_set_memory_budget(opts, 32 << 20, &err));
+    OK(varve_options_set_min_blob_size(opts, 0, &err));
     db = open_db(path_in("budget"), opts);
     varve_options_destroy(opts); /* the open copied it */
     OK(varve_put(db, NULL, KEY("big"), big, sizeof big, &err));
@@ -328,16 +339,19 @@ static void test_put_get_delete(varve_db_t *db) {
     /* Write options. */
     varve_writeoptions_t *wo = varve_writeoptions_create();
     CHECK(wo != NULL);
-    varve_writeoptions_set_sync(wo, true);
+    OK(varve_writeoptions_set_sync(wo, true, &err));
     OK(varve_put(db, wo, KEY("synced"), KEY("yes"), &err));
-    varve_writeoptions_set_sync(wo, false);
-    varve_writeoptions_set_disable_wal(wo, true);
+    OK(varve_writeoptions_set_sync(wo, false, &err));
+    OK(varve_writeoptions_set_disable_wal(wo, true, &err));
     OK(varve_put(db, wo, KEY("nowal"), KEY("yes"), &err));
     OK(varve_delete(db, wo, KEY("nowal"), &err));
-    varve_writeoptions_set_sync(wo, true);
+    OK(varve_writeoptions_set_sync(wo, true, &err));
     EXPECT(VARVE_INVALID_ARGUMENT, varve_put(db, wo, KEY("both"), KEY("x"), &err));
     EXPECT_MSG("sync");
-    varve_writeoptions_set_sync(NULL, true);
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_writeoptions_set_sync(NULL, true, &err));
+    EXPECT_MSG("write options is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_writeoptions_set_disable_wal(NULL, false, &err));
+    EXPECT_MSG("write options is NULL");
     varve_writeoptions_destroy(wo);
     varve_writeoptions_destroy(NULL);
     EXPECT_VALUE(db, NULL, "synced", "yes");
@@ -394,15 +408,15 @@ static void test_batch(varve_db_t *db) {
     EXPECT_VALUE(db, NULL, "b1", "one");
     EXPECT_VALUE(db, NULL, "b2", NULL);
     EXPECT_VALUE(db, NULL, "b3", "three");
-    varve_writebatch_clear(b);
+    OK(varve_writebatch_clear(b, &err));
     CHECK(varve_writebatch_count(b) == 0);
     OK(varve_writebatch_delete(b, KEY("b1"), &err));
     varve_writeoptions_t *wo = varve_writeoptions_create();
-    varve_writeoptions_set_sync(wo, true);
+    OK(varve_writeoptions_set_sync(wo, true, &err));
     OK(varve_write(db, wo, b, &err));
     varve_writeoptions_destroy(wo);
     EXPECT_VALUE(db, NULL, "b1", NULL);
-    varve_writebatch_clear(b);
+    OK(varve_writebatch_clear(b, &err));
     OK(varve_write(db, NULL, b, &err)); /* empty batch */
 
     EXPECT(VARVE_INVALID_ARGUMENT, varve_writebatch_put(b, NULL, 2, KEY("v"), &err));
@@ -414,7 +428,8 @@ static void test_batch(varve_db_t *db) {
     EXPECT(VARVE_INVALID_ARGUMENT, varve_write(db, NULL, NULL, &err));
     EXPECT_MSG("batch is NULL");
     CHECK(varve_writebatch_count(NULL) == 0);
-    varve_writebatch_clear(NULL);
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_writebatch_clear(NULL, &err));
+    EXPECT_MSG("batch is NULL");
     varve_writebatch_destroy(b);
     varve_writebatch_destroy(NULL);
 }
@@ -441,8 +456,8 @@ static void test_multi_get(varve_db_t *db) {
     }
     varve_readoptions_t *ro = varve_readoptions_create();
     for (int async = 0; async <= 1; async++) {
-        varve_readoptions_set_async_io(ro, async);
-        varve_readoptions_set_async_queue_depth(ro, async ? 8 : 32);
+        OK(varve_readoptions_set_async_io(ro, async, &err));
+        OK(varve_readoptions_set_async_queue_depth(ro, async ? 8 : 32, &err));
         char *values[N];
         size_t value_lens[N];
         varve_status statuses[N];
@@ -500,24 +515,24 @@ static void test_snapshots(varve_db_t *db) {
     OK(varve_put(db, NULL, KEY("snap-new"), KEY("x"), &err));
 
     varve_readoptions_t *ro = varve_readoptions_create();
-    varve_readoptions_set_snapshot(ro, s);
+    OK(varve_readoptions_set_snapshot(ro, s, &err));
     EXPECT_VALUE(db, ro, "snap", "v1");
     EXPECT_VALUE(db, ro, "snap-new", NULL);
     EXPECT_VALUE(db, NULL, "snap", "v2");
 
     /* An iterator with the snapshot sees the old value too. */
-    varve_readoptions_set_iterate_lower_bound(ro, KEY("snap"));
-    varve_readoptions_set_iterate_upper_bound(ro, KEY("snaq"));
+    OK(varve_readoptions_set_iterate_lower_bound(ro, KEY("snap"), &err));
+    OK(varve_readoptions_set_iterate_upper_bound(ro, KEY("snaq"), &err));
     varve_iterator_t *it = NULL;
     OK(varve_iter_create(db, ro, &it, &err));
-    varve_iter_seek_to_first(it);
+    OK(varve_iter_seek_to_first(it, &err));
     size_t len;
     CHECK(varve_iter_valid(it));
     const char *k = varve_iter_key(it, &len);
     CHECK(len == 4 && memcmp(k, "snap", 4) == 0);
     const char *v = varve_iter_value(it, &len);
     CHECK(len == 2 && memcmp(v, "v1", 2) == 0);
-    varve_iter_next(it);
+    OK(varve_iter_next(it, &err));
     CHECK(!varve_iter_valid(it)); /* snap-new is after the snapshot */
     varve_iter_destroy(it);
 
@@ -528,7 +543,7 @@ static void test_snapshots(varve_db_t *db) {
     /* The read options hold their own reference. */
     varve_snapshot_release(s);
     EXPECT_VALUE(db, ro, "snap", "v1");
-    varve_readoptions_set_snapshot(ro, NULL);
+    OK(varve_readoptions_set_snapshot(ro, NULL, &err));
     EXPECT_VALUE(db, ro, "snap", "v2");
     varve_snapshot_release(NULL);
     varve_readoptions_destroy(ro);
@@ -558,7 +573,8 @@ static void walk_at(int line, varve_iterator_t *it, int first, int count, int di
         }
         if (vl != strlen(wantv) || memcmp(v, wantv, vl) != 0) fail_line(line, "iterator value");
         checks++;
-        if (dir > 0) varve_iter_next(it); else varve_iter_prev(it);
+        varve_status st = dir > 0 ? varve_iter_next(it, &err) : varve_iter_prev(it, &err);
+        if (st != VARVE_OK) fail_line(line, "iterator move");
     }
     if (varve_iter_valid(it)) fail_line(line, "iterator went past its bound");
     if (varve_iter_status(it, &err) != VARVE_OK) fail_line(line, "iterator status");
@@ -574,85 +590,124 @@ static void test_iterators(varve_db_t *db) {
         if (i == 10) OK(varve_flush(db, &err)); /* half in a table */
     }
     varve_readoptions_t *ro = varve_readoptions_create();
-    varve_readoptions_set_iterate_lower_bound(ro, KEY("it05"));
-    varve_readoptions_set_iterate_upper_bound(ro, KEY("it15"));
-    varve_readoptions_set_fill_cache(ro, false);
-    varve_readoptions_set_readahead_size(ro, 0);
+    OK(varve_readoptions_set_iterate_lower_bound(ro, KEY("it05"), &err));
+    OK(varve_readoptions_set_iterate_upper_bound(ro, KEY("it15"), &err));
+    OK(varve_readoptions_set_fill_cache(ro, false, &err));
+    OK(varve_readoptions_set_readahead_size(ro, 0, &err));
+    /* A bound that is NULL with a length, and a NULL handle, are refused
+     * at once; the bound set before stays (the walks below). */
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_readoptions_set_iterate_lower_bound(ro, NULL, 4, &err));
+    EXPECT_MSG("iterate_lower_bound is NULL with length 4");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_readoptions_set_iterate_upper_bound(ro, NULL, 1, &err));
+    EXPECT_MSG("iterate_upper_bound");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_readoptions_set_readahead_size(NULL, 0, &err));
+    EXPECT_MSG("read options is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_readoptions_set_snapshot(NULL, NULL, &err));
+    EXPECT_MSG("read options is NULL");
     varve_iterator_t *it = NULL;
     OK(varve_iter_create(db, ro, &it, &err));
     varve_readoptions_destroy(ro); /* the iterator copied its bounds */
     CHECK(!varve_iter_valid(it)); /* not positioned yet */
 
-    varve_iter_seek_to_first(it);
+    OK(varve_iter_seek_to_first(it, &err));
     WALK(it, 5, 10, +1); /* it05..it14 */
-    varve_iter_seek_to_last(it);
+    OK(varve_iter_seek_to_last(it, &err));
     WALK(it, 14, 10, -1); /* it14..it05 */
 
-    varve_iter_seek(it, KEY("it10"));
+    OK(varve_iter_seek(it, KEY("it10"), &err));
     WALK(it, 10, 5, +1);
-    varve_iter_seek(it, KEY("it00")); /* clamped to the lower bound */
+    OK(varve_iter_seek(it, KEY("it00"), &err)); /* clamped to the lower bound */
     WALK(it, 5, 10, +1);
-    varve_iter_seek(it, KEY("it99"));
+    OK(varve_iter_seek(it, KEY("it99"), &err));
     CHECK(!varve_iter_valid(it));
-    varve_iter_seek_for_prev(it, KEY("it10a"));
+    OK(varve_iter_seek_for_prev(it, KEY("it10a"), &err));
     WALK(it, 10, 6, -1);
-    varve_iter_seek_for_prev(it, KEY("zzz")); /* clamped to the upper bound */
+    OK(varve_iter_seek_for_prev(it, KEY("zzz"), &err)); /* clamped to the upper bound */
     WALK(it, 14, 10, -1);
-    varve_iter_seek_for_prev(it, KEY("a"));
+    OK(varve_iter_seek_for_prev(it, KEY("a"), &err));
     CHECK(!varve_iter_valid(it));
 
     /* Direction changes. */
-    varve_iter_seek(it, KEY("it07"));
-    varve_iter_next(it);
-    varve_iter_prev(it);
+    OK(varve_iter_seek(it, KEY("it07"), &err));
+    OK(varve_iter_next(it, &err));
+    OK(varve_iter_prev(it, &err));
     size_t len = 0;
     const char *k = varve_iter_key(it, &len);
     CHECK(len == 4 && memcmp(k, "it07", 4) == 0);
 
-    /* Off the end: moves are no-ops, key/value NULL. */
-    varve_iter_seek_to_last(it);
-    varve_iter_next(it);
+    /* Off either end: every move still returns VARVE_OK (no error), the
+     * moves past it are no-ops, key/value NULL. */
+    OK(varve_iter_seek_to_first(it, &err));
+    OK(varve_iter_prev(it, &err));
     CHECK(!varve_iter_valid(it));
-    varve_iter_next(it);
-    varve_iter_prev(it);
+    OK(varve_iter_prev(it, &err));
+    OK(varve_iter_seek_to_last(it, &err));
+    OK(varve_iter_next(it, &err));
+    CHECK(!varve_iter_valid(it));
+    OK(varve_iter_next(it, &err));
+    OK(varve_iter_prev(it, &err));
     len = 99;
     CHECK(varve_iter_key(it, &len) == NULL && len == 0);
     CHECK(varve_iter_value(it, &len) == NULL && len == 0);
     CHECK(varve_iter_key(it, NULL) == NULL);
     OK(varve_iter_status(it, &err));
 
-    /* A NULL key with a length breaks the iterator with a status. */
-    varve_iter_seek(it, NULL, 5);
+    /* A NULL key with a length breaks the iterator: the seek returns
+     * VARVE_INVALID_ARGUMENT, and so does every later move (and
+     * varve_iter_status), each with the message. */
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek(it, NULL, 5, &err));
+    EXPECT_MSG("key is NULL");
     CHECK(!varve_iter_valid(it));
     EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_status(it, &err));
     EXPECT_MSG("key is NULL");
-    varve_iter_seek_to_first(it);
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek_to_first(it, &err));
+    EXPECT_MSG("key is NULL");
     CHECK(!varve_iter_valid(it)); /* stays broken */
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek_to_last(it, &err));
+    EXPECT_MSG("key is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek(it, KEY("it07"), &err));
+    EXPECT_MSG("key is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek_for_prev(it, KEY("it07"), &err));
+    EXPECT_MSG("key is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_next(it, &err));
+    EXPECT_MSG("key is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_prev(it, NULL)); /* no message wanted */
+    CHECK(!varve_iter_valid(it) && varve_iter_key(it, NULL) == NULL);
     varve_iter_destroy(it);
+    /* A panic during a move would return VARVE_PANIC the same way; C has
+     * no way to provoke one inside an iterator (varve_test_panic panics in
+     * its own call), so the Rust unit tests of src/iter.rs cover it. */
 
     /* No bounds, NULL read options: the other keys are around them. */
     OK(varve_iter_create(db, NULL, &it, &err));
-    varve_iter_seek(it, KEY("it"));
-    for (int i = 0; i < 20; i++) varve_iter_next(it);
+    OK(varve_iter_seek(it, KEY("it"), &err));
+    for (int i = 0; i < 20; i++) OK(varve_iter_next(it, &err));
     k = varve_iter_key(it, &len);
     CHECK(varve_iter_valid(it) && len == 5 && memcmp(k, "mg000", 5) == 0);
-    varve_iter_seek_for_prev(it, KEY("it"));
+    OK(varve_iter_seek_for_prev(it, KEY("it"), &err));
     k = varve_iter_key(it, &len);
     CHECK(varve_iter_valid(it) && len == 3 && memcmp(k, "big", 3) == 0);
-    varve_iter_seek_to_first(it);
+    OK(varve_iter_seek_to_first(it, &err));
     CHECK(varve_iter_valid(it));
-    varve_iter_seek_to_last(it);
+    OK(varve_iter_seek_to_last(it, &err));
     CHECK(varve_iter_valid(it));
     varve_iter_destroy(it);
 
     /* NULL handles. */
     CHECK(!varve_iter_valid(NULL));
-    varve_iter_seek_to_first(NULL);
-    varve_iter_seek_to_last(NULL);
-    varve_iter_seek(NULL, KEY("x"));
-    varve_iter_seek_for_prev(NULL, KEY("x"));
-    varve_iter_next(NULL);
-    varve_iter_prev(NULL);
+    /* Moves on NULL: what varve_iter_status(NULL) reports. */
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek_to_first(NULL, &err));
+    EXPECT_MSG("iterator is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek_to_last(NULL, &err));
+    EXPECT_MSG("iterator is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek(NULL, KEY("x"), &err));
+    EXPECT_MSG("iterator is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_seek_for_prev(NULL, KEY("x"), &err));
+    EXPECT_MSG("iterator is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_next(NULL, &err));
+    EXPECT_MSG("iterator is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_prev(NULL, &err));
+    EXPECT_MSG("iterator is NULL");
     CHECK(varve_iter_key(NULL, &len) == NULL && len == 0);
     CHECK(varve_iter_value(NULL, NULL) == NULL);
     EXPECT(VARVE_INVALID_ARGUMENT, varve_iter_status(NULL, &err));
@@ -684,7 +739,7 @@ static void test_scans(varve_db_t *db) {
     CHECK(count == 100);
     /* Intersected with the read options' bounds. */
     varve_readoptions_t *ro = varve_readoptions_create();
-    varve_readoptions_set_iterate_lower_bound(ro, KEY("scan00150"));
+    OK(varve_readoptions_set_iterate_lower_bound(ro, KEY("scan00150"), &err));
     OK(varve_par_count(db, ro, &part, 1, &count, &err));
     CHECK(count == 50);
     varve_readoptions_destroy(ro);
@@ -812,7 +867,7 @@ static void test_read_only(void) {
     EXPECT_MSG("read-only");
     varve_iterator_t *it = NULL;
     OK(varve_iter_create(db, NULL, &it, &err));
-    varve_iter_seek_to_first(it);
+    OK(varve_iter_seek_to_first(it, &err));
     CHECK(varve_iter_valid(it));
     varve_iter_destroy(it);
     OK(varve_close(db, &err));
@@ -857,7 +912,7 @@ static void test_closed_handle(void) {
     EXPECT_MSG("NULL");
 
     /* The iterator made before stays memory-safe after the close. */
-    varve_iter_seek_to_first(it);
+    OK(varve_iter_seek_to_first(it, &err));
     CHECK(varve_iter_valid(it));
     size_t len = 0;
     const char *k = varve_iter_key(it, &len);
@@ -915,8 +970,8 @@ static void test_corruption(void) {
     /* A damaged table: reads through it fail with VARVE_CORRUPTION naming
      * the file. */
     varve_options_t *opts = varve_options_create();
-    varve_options_set_min_blob_size(opts, 0);
-    varve_options_set_cache_size(opts, 0);
+    OK(varve_options_set_min_blob_size(opts, 0, &err));
+    OK(varve_options_set_cache_size(opts, 0, &err));
     varve_db_t *db = open_db(path_in("bad-table"), opts);
     char key[32], val[100];
     memset(val, 'v', sizeof val);
@@ -938,9 +993,15 @@ static void test_corruption(void) {
         fprintf(stderr, "test_varve: damaged table: found by reads\n");
         varve_iterator_t *it = NULL;
         OK(varve_iter_create(bad, NULL, &it, &err));
-        for (varve_iter_seek_to_first(it); varve_iter_valid(it); varve_iter_next(it)) {
-        }
+        /* The move that meets the damage returns it. */
+        varve_status moved = varve_iter_seek_to_first(it, &err);
+        while (moved == VARVE_OK && varve_iter_valid(it)) moved = varve_iter_next(it, &err);
+        EXPECT(VARVE_CORRUPTION, moved);
+        EXPECT_MSG(".sst");
+        CHECK(!varve_iter_valid(it));
         EXPECT(VARVE_CORRUPTION, varve_iter_status(it, &err));
+        EXPECT_MSG(".sst");
+        EXPECT(VARVE_CORRUPTION, varve_iter_next(it, &err));
         EXPECT_MSG(".sst");
         varve_iter_destroy(it);
         char *v = NULL;

@@ -143,6 +143,13 @@ static void test_open_errors() {
     EXPECT_THROW(VARVE_INVALID_ARGUMENT, "lanes", varve::Db::open(path_in("bad"), bad));
     EXPECT_THROW(VARVE_INVALID_ARGUMENT, "",
                  varve::Db::open(path_in("bad2"), varve::Options().set_block_size(1)));
+    // A value outside its domain throws from the setter at once, and the
+    // option keeps what it had: the open succeeds.
+    varve::Options lz4;
+    lz4.set_compression(varve::Compression::Lz4);
+    EXPECT_THROW(VARVE_INVALID_ARGUMENT, "compression 9",
+                 lz4.set_compression(static_cast<varve::Compression>(9)));
+    { varve::Db made = varve::Db::open(path_in("lz4"), lz4); }
 
     // A path under a regular file.
     std::FILE *f = std::fopen(path_in("regular").c_str(), "w");
@@ -258,6 +265,7 @@ static void test_batch(varve::Db &db) {
     // A moved-from batch is refused, not dereferenced.
     EXPECT_THROW(VARVE_INVALID_ARGUMENT, "moved-from", b.put("x", "y"));
     EXPECT_THROW(VARVE_INVALID_ARGUMENT, "moved-from", db.write(b));
+    EXPECT_THROW(VARVE_INVALID_ARGUMENT, "moved-from", b.clear());
     b = varve::WriteBatch();
     b.put("banana", "yellow");
     db.write(b);
@@ -351,6 +359,9 @@ static void test_iterators(varve::Db &db) {
     CHECK(it.valid() && it.key() == "it-j");
     it.seek("it-z");
     CHECK(!it.valid());
+    it.next();  // past the end: no error, no throw
+    it.prev();
+    CHECK(!it.valid());
     it.check();
 
     // The iterator sees the database as of its creation.
@@ -360,6 +371,10 @@ static void test_iterators(varve::Db &db) {
     CHECK(!it.valid());
     varve::Iterator moved = std::move(it);
     CHECK(!it.valid() && it.key().empty());
+    // A move on a moved-from iterator throws (the C call's status).
+    EXPECT_THROW(VARVE_INVALID_ARGUMENT, "iterator is NULL", it.next());
+    EXPECT_THROW(VARVE_INVALID_ARGUMENT, "iterator is NULL", it.seek("it-a"));
+    EXPECT_THROW(VARVE_INVALID_ARGUMENT, "iterator is NULL", it.check());
     moved.seek("it-a");
     CHECK(moved.valid());
 
