@@ -21,7 +21,9 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::internal_iter::InternalIterator;
 use crate::io::RandomAccessFile;
-use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key, parse_internal_key};
+use crate::keys::{
+    MAX_SEQUENCE, SequenceNumber, ValueKind, compare_bytes, lookup_key, parse_internal_key,
+};
 use crate::sst::BlockCache;
 
 use super::block::Block;
@@ -332,7 +334,7 @@ impl Table {
         let parsed = parse_internal_key(it.key()).ok_or_else(|| {
             Error::corruption(&self.path, handle.offset, "bad internal key in block")
         })?;
-        if parsed.user_key != user_key {
+        if compare_bytes(parsed.user_key, user_key).is_ne() {
             return Ok(Some(None));
         }
         Ok(Some(Some((parsed.kind, it.value().to_vec()))))

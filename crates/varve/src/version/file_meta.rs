@@ -9,7 +9,7 @@
 
 use std::cmp::Ordering;
 
-use crate::keys::{compare_internal_keys, parse_internal_key, user_key};
+use crate::keys::{compare_bytes, compare_internal_keys, parse_internal_key, user_key};
 
 /// Metadata of one table file (`nnnnnn.sst`) in a version.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -54,7 +54,8 @@ impl FileMetaData {
 
     /// True if `key` lies inside the file's user-key range.
     pub fn contains_user_key(&self, key: &[u8]) -> bool {
-        self.smallest_user_key() <= key && key <= self.largest_user_key()
+        compare_bytes(self.smallest_user_key(), key).is_le()
+            && compare_bytes(key, self.largest_user_key()).is_le()
     }
 
     /// Checks the invariants of the module docs; the error says what is wrong.

@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use super::NUM_LEVELS;
 use super::file_meta::FileMetaData;
+use crate::keys::compare_bytes;
 
 /// What a version knows of one blob file (`docs/blob-files.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -119,10 +120,11 @@ impl Version {
             .map(|f| (0, f));
         let deeper = (1..NUM_LEVELS).filter_map(move |level| {
             let files = &self.files[level];
-            let i = files.partition_point(|f| f.largest_user_key() < user_key);
+            let i =
+                files.partition_point(|f| compare_bytes(f.largest_user_key(), user_key).is_lt());
             files
                 .get(i)
-                .filter(|f| f.smallest_user_key() <= user_key)
+                .filter(|f| compare_bytes(f.smallest_user_key(), user_key).is_le())
                 .map(|f| (level, f))
         });
         l0.chain(deeper)
