@@ -32,9 +32,9 @@ echo "bench-bindings: building (release)" >&2
 (cd "$ROOT" && cargo build -q --release -p varve-ffi --lib --example overhead)
 cc -O2 -std=c11 -I"$ROOT/include" "$ROOT/bindings/bench/overhead.c" \
     "$TARGET/release/libvarve_ffi.a" -lpthread -ldl -lm -o "$WORK/overhead-c"
-if [ ! -x "$PYVENV/bin/python" ] || ! "$PYVENV/bin/python" -c "import varve" 2>/dev/null; then
-    PYVENV="$PYVENV" bash "$ROOT/scripts/test-python.sh" -q >&2
-fi
+# Always a fresh build of the Python package (test-python.sh builds it,
+# release, and runs its tests): an installed one may predate the code.
+PYVENV="$PYVENV" bash "$ROOT/scripts/test-python.sh" -q >&2
 "$PYVENV/bin/pip" install -q plyvel rocksdict >&2
 
 PY="$PYVENV/bin/python $ROOT/bindings/bench/overhead.py"
