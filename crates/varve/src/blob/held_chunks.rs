@@ -31,7 +31,8 @@
 
 use std::sync::Arc;
 
-use super::shared_chunks::{CHUNK, Chunk, Pins, SharedChunks};
+use super::pins::Pins;
+use super::shared_chunks::{CHUNK, Chunk, SharedChunks};
 
 /// Slots of the table (a power of two): direct-mapped by chunk name.
 pub(crate) const SLOTS: usize = 512;
@@ -156,7 +157,7 @@ impl HeldChunks {
         if self.slots[i].is_none() && self.count >= self.cap {
             return;
         }
-        if !self.pins.pin(c) {
+        if !self.pins.pin(&c.holders) {
             return;
         }
         self.clear(i);
@@ -187,7 +188,7 @@ impl HeldChunks {
         }
         if let Some(k) = self.unpin_on_return.iter().position(|&a| a == addr) {
             self.unpin_on_return.swap_remove(k);
-            self.pins.unpin(&c);
+            self.pins.unpin(&c.holders);
         }
     }
 
@@ -197,7 +198,7 @@ impl HeldChunks {
         if let Some(s) = self.slots[i].take() {
             self.count -= 1;
             match &s.chunk {
-                Some(c) => self.pins.unpin(c),
+                Some(c) => self.pins.unpin(&c.holders),
                 None => self.unpin_on_return.push(s.addr),
             }
         }

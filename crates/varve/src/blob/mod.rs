@@ -8,7 +8,8 @@
 //! `reader` reads values by pointer and walks a file's chunks,
 //! `readahead` reads windows of a file for a scan (or takes values from
 //! `shared_chunks`, the chunks concurrent scans share, through
-//! `held_chunks`, the ones an iterator holds), `cache`
+//! `held_chunks`, the ones an iterator holds, counted against a per-shard
+//! limit by `pins`), `cache`
 //! keeps a database's readers by file number. Nothing here owns threads.
 
 pub(crate) mod cache;
@@ -17,6 +18,7 @@ pub(crate) mod file_writer;
 pub(crate) mod format;
 pub(crate) mod held_chunks;
 pub(crate) mod lane;
+pub(crate) mod pins;
 pub(crate) mod readahead;
 pub(crate) mod reader;
 pub(crate) mod shared_chunks;

@@ -43,10 +43,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::pins::{Holders, Pins};
 use super::reader::BlobReader;
 use crate::error::Result;
 use crate::io::AlignedBuf;
@@ -76,11 +77,9 @@ pub(crate) struct Chunk {
     /// no CRC from the 63 others that pass it. Lock-free; a full
     /// neighbourhood only means the next scan checks again.
     checked: Box<[AtomicU64]>,
-    /// Iterators holding the chunk in their tables of held chunks
-    /// ([`Pins`]).
-    holders: AtomicU32,
-    /// The pool's shard that owns it (its pins count there).
-    shard: usize,
+    /// Iterators holding the chunk in their tables of held chunks, and the
+    /// pool's shard that owns it, whose [`Pins`] count it.
+    pub(crate) holders: Holders,
 }
 
 impl Chunk {
@@ -90,8 +89,7 @@ impl Chunk {
             buf,
             got,
             checked: (0..CHECKED_SLOTS).map(|_| AtomicU64::new(0)).collect(),
-            holders: AtomicU32::new(0),
-            shard,
+            holders: Holders::new(shard),
         }
     }
 
@@ -189,97 +187,6 @@ pub(crate) struct SharedChunkCounters {
     pub paced: AtomicU64,
 }
 
-/// How many of each shard's chunks some iterator holds, against a limit
-/// of half the shard: the rest stays evictable, so the scan in front can
-/// always load the next chunk while the ones behind hold theirs. The limit
-/// is per shard because a load evicts within its own shard: with one limit
-/// for the whole pool, the held chunks of a shard that the hash gave more
-/// than its share could fill it, and its loads were turned away. Shared
-/// with every table of held chunks ([`super::held_chunks`]), which pins a
-/// chunk when it takes it and unpins it when it lets it go.
-#[derive(Debug)]
-pub(crate) struct Pins {
-    /// Per shard: chunks with at least one holder (each on a cache line of
-    /// its own).
-    pinned: Box<[PinCount]>,
-    /// Per shard.
-    limit: usize,
-    /// Values iterators served from chunks they held, reported now and
-    /// then (for `Db::stats`, with the pool's own hits).
-    hits: AtomicU64,
-}
-
-impl Pins {
-    /// Becomes a holder of `c`; false (nothing changed) when `c` had no
-    /// holder and the limit of pinned chunks is reached.
-    pub(crate) fn pin(&self, c: &Chunk) -> bool {
-        loop {
-            let h = c.holders.load(Ordering::Acquire);
-            if h > 0 {
-                if c.holders
-                    .compare_exchange(h, h + 1, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return true;
-                }
-                continue;
-            }
-            // The first holder: a place among its shard's pinned chunks
-            // first.
-            let pinned = &self.pinned[c.shard].0;
-            if pinned.fetch_add(1, Ordering::AcqRel) >= self.limit {
-                pinned.fetch_sub(1, Ordering::AcqRel);
-                return false;
-            }
-            if c.holders
-                .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                return true;
-            }
-            // Someone else became the first holder meanwhile.
-            pinned.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-
-    /// Stops holding `c` (pinned by [`pin`](Self::pin)).
-    pub(crate) fn unpin(&self, c: &Chunk) {
-        let before = c.holders.fetch_sub(1, Ordering::AcqRel);
-        debug_assert!(before > 0, "unpinned more often than pinned");
-        if before == 1 {
-            let was = self.pinned[c.shard].0.fetch_sub(1, Ordering::AcqRel);
-            debug_assert!(was > 0, "a shard's pinned count never goes below 0");
-        }
-    }
-
-    /// Counts `n` values served from held chunks.
-    pub(crate) fn add_hits(&self, n: u64) {
-        if n > 0 {
-            self.hits.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-
-    /// Chunks with at least one holder now.
-    #[cfg(test)]
-    pub(crate) fn pinned(&self) -> usize {
-        self.pinned
-            .iter()
-            .map(|p| p.0.load(Ordering::Acquire))
-            .sum()
-    }
-
-    /// The most chunks held at once (by new holders), in all shards.
-    #[cfg(test)]
-    pub(crate) fn limit(&self) -> usize {
-        self.limit * self.pinned.len()
-    }
-}
-
-/// One shard's count of pinned chunks, on a cache line of its own.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-struct PinCount(AtomicUsize);
-
 /// The pool's pressure count, on a cache line of its own: every scan reads
 /// it for every value, and it changes only when the pool finds no chunk to
 /// evict.
@@ -364,11 +271,7 @@ impl SharedChunks {
                 .collect(),
             counters: SharedChunkCounters::default(),
             pressure: Pressure::default(),
-            pins: Arc::new(Pins {
-                pinned: (0..n).map(|_| PinCount::default()).collect(),
-                limit: budget / n / CHUNK / 2,
-                hits: AtomicU64::new(0),
-            }),
+            pins: Arc::new(Pins::new(n, budget / n / CHUNK / 2)),
             prefetching: AtomicUsize::new(0),
             last_reload: AtomicU64::new(0),
         }
@@ -399,7 +302,7 @@ impl SharedChunks {
     /// pool or from a chunk an iterator held.
     pub(crate) fn hits(&self) -> u64 {
         let pool: u64 = self.shards.iter().map(|sh| sh.state.lock().hits).sum();
-        pool + self.pins.hits.load(Ordering::Relaxed)
+        pool + self.pins.hits()
     }
 
     /// The shard of chunk `index` of `file`.
@@ -801,7 +704,7 @@ mod tests {
         let mut held = Vec::new();
         for &i in &keys[..8] {
             let c = pool.get(1, i, fill(1)).expect("read").expect("room");
-            if pins.pin(&c) {
+            if pins.pin(&c.holders) {
                 held.push(c);
             }
         }
@@ -811,7 +714,7 @@ mod tests {
         assert!(ninth.is_some(), "the crowded shard still has room");
         assert_eq!(pool.counters.no_room.load(Ordering::SeqCst), 0);
         for c in &held {
-            pins.unpin(c);
+            pins.unpin(&c.holders);
         }
         assert_eq!(pins.pinned(), 0);
     }
