@@ -1,5 +1,7 @@
 //! Reading the arguments of a C call: byte strings (pointer + length),
-//! paths (NUL-terminated), handles and out-pointers.
+//! paths (NUL-terminated), handles and out-pointers; and [`update`], the
+//! whole body of a call that only changes the object behind a handle
+//! (option setters, clearing a batch).
 //!
 //! Owns nothing. Each function turns a raw pointer into a reference or a
 //! checked wrapper once, at the top of a call, so the rest of the call is
@@ -15,7 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::ptr::NonNull;
 
-use crate::status::{FfiError, FfiResult};
+use crate::status::{ErrPtr, FfiError, FfiResult, call, varve_status};
 
 /// The `len` bytes at `ptr`; NULL is accepted only with `len == 0`.
 ///
@@ -106,6 +108,30 @@ pub(crate) unsafe fn handle_mut<'a, T>(ptr: *mut T, what: &str) -> FfiResult<&'a
     // SAFETY: `ptr` is NULL or a live `T` nobody else uses during `'a`
     // (caller's contract); `as_mut` maps NULL to `None`.
     unsafe { ptr.as_mut() }.ok_or_else(|| FfiError::invalid(format!("{what} is NULL")))
+}
+
+/// The body of a call that changes the object behind `handle` with `f`:
+/// `VARVE_OK`, or `f`'s error (`f` checks before it assigns, so the object
+/// is unchanged then), or `VARVE_INVALID_ARGUMENT` ("`what` is NULL") for
+/// a NULL handle; the message goes to `errptr`, a panic is `VARVE_PANIC`.
+///
+/// # Safety
+/// `handle` is as for [`handle_mut`]; `errptr` is as `ErrPtr::new`
+/// requires.
+pub(crate) unsafe fn update<H>(
+    handle: *mut H,
+    what: &str,
+    errptr: *mut *mut c_char,
+    f: impl FnOnce(&mut H) -> FfiResult<()>,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (caller's contract).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
+        // SAFETY: `handle` is NULL or a live handle this thread alone uses
+        // (caller's contract).
+        f(unsafe { handle_mut(handle, what) }?)?;
+        Ok(varve_status::VARVE_OK)
+    })
 }
 
 /// An out-parameter: a place the call writes its result to.

@@ -110,13 +110,14 @@ pub unsafe extern "C" fn varve_writebatch_clear(
     batch: *mut varve_writebatch_t,
     errptr: *mut *mut c_char,
 ) -> varve_status {
-    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
-    let errptr = unsafe { ErrPtr::new(errptr) };
-    call(errptr, || {
-        // SAFETY: `batch` is NULL or a live handle this thread alone uses.
-        unsafe { args::handle_mut(batch, "batch") }?.batch.clear();
-        Ok(varve_status::VARVE_OK)
-    })
+    // SAFETY: `batch` and `errptr` are as `args::update` requires
+    // (contract above).
+    unsafe {
+        args::update(batch, "batch", errptr, |b| {
+            b.batch.clear();
+            Ok(())
+        })
+    }
 }
 
 /// Number of operations in the batch; 0 for NULL. An accessor without a

@@ -71,9 +71,9 @@ impl varve_iterator_t {
     }
 }
 
-/// The body of every move: `f` on the iterator, then its status (with the
-/// message in `errptr`). A NULL iterator is `VARVE_INVALID_ARGUMENT`, as
-/// for `varve_iter_status`.
+/// The body of every move ([`args::update`]): `f` on the iterator, then
+/// its status (with the message in `errptr`). A NULL iterator is
+/// `VARVE_INVALID_ARGUMENT`, as for `varve_iter_status`.
 ///
 /// # Safety
 /// `it` is NULL or a live iterator used by this thread only; `errptr` is
@@ -83,15 +83,14 @@ unsafe fn move_iter(
     errptr: *mut *mut c_char,
     f: impl FnOnce(&mut varve_iterator_t),
 ) -> varve_status {
-    // SAFETY: `errptr` is as `ErrPtr::new` requires (caller's contract).
-    let errptr = unsafe { ErrPtr::new(errptr) };
-    call(errptr, || {
-        // SAFETY: `it` is NULL or a live iterator this thread alone uses
-        // (caller's contract).
-        let h = unsafe { args::handle_mut(it, "iterator") }?;
-        f(h);
-        h.status()
-    })
+    // SAFETY: `it` and `errptr` are as `args::update` requires (caller's
+    // contract).
+    unsafe {
+        args::update(it, "iterator", errptr, |h| {
+            f(h);
+            h.status().map(drop)
+        })
+    }
 }
 
 /// A seek to `key`: for a bad key argument (NULL with a non-zero length)

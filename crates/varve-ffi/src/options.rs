@@ -22,7 +22,7 @@ use std::ffi::{c_char, c_int};
 use varve::{Compression, Options};
 
 use crate::args::{self, from_handle, into_handle};
-use crate::status::{ErrPtr, FfiError, FfiResult, call, guard, varve_status};
+use crate::status::{FfiError, FfiResult, guard, varve_status};
 
 /// Options for opening a database (RocksDB's `rocksdb_options_t`).
 /// Create with `varve_options_create`, free with `varve_options_destroy`.
@@ -70,33 +70,24 @@ pub(crate) unsafe fn options_or_default<'a>(
     Ok(Cow::Borrowed(&handle.options))
 }
 
-/// The body of every setter: `f` on the options behind `opts`, or its
-/// error (then nothing was changed: `f` checks before it assigns); a NULL
-/// handle is `VARVE_INVALID_ARGUMENT`.
+/// The body of a setter that checks its value: [`args::update`] on the
+/// options behind `opts`.
 ///
 /// # Safety
-/// `opts` is NULL or a live options handle used by this thread only;
-/// `errptr` is as `ErrPtr::new` requires.
+/// As for [`args::update`].
 unsafe fn try_set(
     opts: *mut varve_options_t,
     errptr: *mut *mut c_char,
     f: impl FnOnce(&mut Options) -> FfiResult<()>,
 ) -> varve_status {
-    // SAFETY: `errptr` is as `ErrPtr::new` requires (caller's contract).
-    let errptr = unsafe { ErrPtr::new(errptr) };
-    call(errptr, || {
-        // SAFETY: `opts` is NULL or a live handle this thread alone uses
-        // (caller's contract).
-        let o = unsafe { args::handle_mut(opts, "options") }?;
-        f(&mut o.options)?;
-        Ok(varve_status::VARVE_OK)
-    })
+    // SAFETY: forwarded contract.
+    unsafe { args::update(opts, "options", errptr, |h| f(&mut h.options)) }
 }
 
-/// [`try_set`] for a setter whose every value is in its domain.
+/// The body of a setter whose every value is in its domain.
 ///
 /// # Safety
-/// As for [`try_set`].
+/// As for [`args::update`].
 unsafe fn set(
     opts: *mut varve_options_t,
     errptr: *mut *mut c_char,

@@ -22,7 +22,7 @@ use varve::{ReadOptions, WriteOptions};
 
 use crate::args::{self, from_handle, into_handle};
 use crate::snapshot::varve_snapshot_t;
-use crate::status::{ErrPtr, FfiResult, call, guard, varve_status};
+use crate::status::{FfiResult, guard, varve_status};
 
 /// Options for reads, `varve_multi_get`, iterators and scans (snapshot,
 /// iterator bounds, caching, async IO, read-ahead). Create with
@@ -69,33 +69,10 @@ pub(crate) unsafe fn write_options(ptr: *const varve_writeoptions_t) -> FfiResul
     Ok(handle.options)
 }
 
-/// The body of every setter: `f` on the options behind `handle`, or its
-/// error (then nothing was changed: `f` checks before it assigns); a NULL
-/// handle is `VARVE_INVALID_ARGUMENT` ("`what` is NULL").
+/// Sets read options: [`args::update`] with `f`, which takes every value.
 ///
 /// # Safety
-/// `handle` is NULL or a live handle used by this thread only; `errptr` is
-/// as `ErrPtr::new` requires.
-unsafe fn try_set<H>(
-    handle: *mut H,
-    what: &str,
-    errptr: *mut *mut c_char,
-    f: impl FnOnce(&mut H) -> FfiResult<()>,
-) -> varve_status {
-    // SAFETY: `errptr` is as `ErrPtr::new` requires (caller's contract).
-    let errptr = unsafe { ErrPtr::new(errptr) };
-    call(errptr, || {
-        // SAFETY: `handle` is NULL or a live handle this thread alone uses
-        // (caller's contract).
-        f(unsafe { args::handle_mut(handle, what) }?)?;
-        Ok(varve_status::VARVE_OK)
-    })
-}
-
-/// Sets read options: [`try_set`] with `f`, which takes every value.
-///
-/// # Safety
-/// As for [`try_set`].
+/// As for [`args::update`].
 unsafe fn set_read(
     ro: *mut varve_readoptions_t,
     errptr: *mut *mut c_char,
@@ -103,17 +80,17 @@ unsafe fn set_read(
 ) -> varve_status {
     // SAFETY: forwarded contract.
     unsafe {
-        try_set(ro, "read options", errptr, |h| {
+        args::update(ro, "read options", errptr, |h| {
             f(&mut h.options);
             Ok(())
         })
     }
 }
 
-/// Sets write options: [`try_set`] with `f`, which takes every value.
+/// Sets write options: [`args::update`] with `f`, which takes every value.
 ///
 /// # Safety
-/// As for [`try_set`].
+/// As for [`args::update`].
 unsafe fn set_write(
     wo: *mut varve_writeoptions_t,
     errptr: *mut *mut c_char,
@@ -121,7 +98,7 @@ unsafe fn set_write(
 ) -> varve_status {
     // SAFETY: forwarded contract.
     unsafe {
-        try_set(wo, "write options", errptr, |h| {
+        args::update(wo, "write options", errptr, |h| {
             f(&mut h.options);
             Ok(())
         })
@@ -133,7 +110,7 @@ unsafe fn set_write(
 /// non-zero length is `VARVE_INVALID_ARGUMENT` and leaves it as it was.
 ///
 /// # Safety
-/// As for [`try_set`]; `key` is NULL or points to `key_len` readable
+/// As for [`args::update`]; `key` is NULL or points to `key_len` readable
 /// bytes.
 unsafe fn set_bound(
     ro: *mut varve_readoptions_t,
@@ -151,7 +128,7 @@ unsafe fn set_bound(
         Ok(())
     };
     // SAFETY: forwarded contract.
-    unsafe { try_set(ro, "read options", errptr, set) }
+    unsafe { args::update(ro, "read options", errptr, set) }
 }
 
 /// New read options with the defaults (latest state, no bounds, fill the
