@@ -521,16 +521,13 @@ class WriteBatch {
 
     /** Adds key = value (both copied; limits are checked by Db::write). */
     WriteBatch &put(std::string_view key, std::string_view value) {
-        detail::ErrPtr err;
-        detail::check(varve_writebatch_put(live(), key.data(), key.size(), value.data(),
-                                           value.size(), err.get()),
-                      err);
+        detail::call(varve_writebatch_put, live(), key.data(), key.size(), value.data(),
+                     value.size());
         return *this;
     }
     /** Adds a deletion of `key`. */
     WriteBatch &del(std::string_view key) {
-        detail::ErrPtr err;
-        detail::check(varve_writebatch_delete(live(), key.data(), key.size(), err.get()), err);
+        detail::call(varve_writebatch_delete, live(), key.data(), key.size());
         return *this;
     }
     /** Removes every operation. */
@@ -652,39 +649,34 @@ class Db {
     /** Opens (by default creating) the database in directory `path`.
      *  VARVE_BUSY if another opener (this process or another) holds it. */
     static Db open(const std::string &path, const Options &options = Options()) {
-        detail::ErrPtr err;
         varve_db_t *h = nullptr;
-        detail::check(varve_open(options.handle(), path.c_str(), &h, err.get()), err);
+        detail::call(varve_open, options.handle(), path.c_str(), &h);
         return Db(h);
     }
     /** Opens an existing database for reading only: writes, flush and
      *  compaction throw VARVE_READ_ONLY (or VARVE_INVALID_ARGUMENT). */
     static Db open_read_only(const std::string &path, const Options &options = Options()) {
-        detail::ErrPtr err;
         varve_db_t *h = nullptr;
-        detail::check(varve_open_read_only(options.handle(), path.c_str(), &h, err.get()), err);
+        detail::call(varve_open_read_only, options.handle(), path.c_str(), &h);
         return Db(h);
     }
     /** Deletes the (closed) database in `path`; VARVE_BUSY while open. */
     static void destroy(const std::string &path, const Options &options = Options()) {
-        detail::ErrPtr err;
-        detail::check(varve_destroy(options.handle(), path.c_str(), err.get()), err);
+        detail::call(varve_destroy, options.handle(), path.c_str());
     }
 
     /** Closes the database and frees the handle, whatever the outcome
      *  (so the Db is empty afterwards even when this throws). No other
      *  thread may be using it. A no-op on an empty Db. */
     void close() {
-        detail::ErrPtr err;
-        detail::check(varve_close(detail::take(h_), err.get()), err);
+        detail::call(varve_close, detail::take(h_));
     }
     /** Closes the database but keeps the handle: waits for calls in
      *  flight on other threads, after which every call throws
      *  VARVE_CLOSED. Safe while other threads use the Db; join them, then
      *  destroy (or close()) the Db. */
     void shutdown() {
-        detail::ErrPtr err;
-        detail::check(varve_shutdown(h_, err.get()), err);
+        detail::call(varve_shutdown, h_);
     }
     /** True while the Db holds a handle (it may have been shut down). */
     explicit operator bool() const noexcept { return h_ != nullptr; }
@@ -693,23 +685,19 @@ class Db {
 
     void put(std::string_view key, std::string_view value,
              const WriteOptions &options = WriteOptions()) {
-        detail::ErrPtr err;
-        detail::check(varve_put(h_, options.handle(), key.data(), key.size(), value.data(),
-                                value.size(), err.get()),
-                      err);
+        detail::call(varve_put, h_, options.handle(), key.data(), key.size(), value.data(),
+                     value.size());
     }
     /** Deletes `key` (not an error if it is absent). */
     void del(std::string_view key, const WriteOptions &options = WriteOptions()) {
-        detail::ErrPtr err;
-        detail::check(varve_delete(h_, options.handle(), key.data(), key.size(), err.get()), err);
+        detail::call(varve_delete, h_, options.handle(), key.data(), key.size());
     }
     /** Applies `batch` atomically; the batch is left unchanged. */
     void write(const WriteBatch &batch, const WriteOptions &options = WriteOptions()) {
         if (batch.handle() == nullptr) {
             throw Error(VARVE_INVALID_ARGUMENT, "use of a moved-from varve::WriteBatch");
         }
-        detail::ErrPtr err;
-        detail::check(varve_write(h_, options.handle(), batch.handle(), err.get()), err);
+        detail::call(varve_write, h_, options.handle(), batch.handle());
     }
 
     /* -- reads ----------------------------------------------------- */
@@ -770,18 +758,16 @@ class Db {
 
     /** A snapshot of the database as of now. */
     Snapshot snapshot() const {
-        detail::ErrPtr err;
         varve_snapshot_t *s = nullptr;
-        detail::check(varve_snapshot_create(h_, &s, err.get()), err);
+        detail::call(varve_snapshot_create, h_, &s);
         return Snapshot(s);
     }
 
     /** An iterator over the database as of now (or the options'
      *  snapshot), within the options' bounds. Not positioned yet. */
     Iterator iterator(const ReadOptions &options = ReadOptions()) const {
-        detail::ErrPtr err;
         varve_iterator_t *it = nullptr;
-        detail::check(varve_iter_create(h_, options.handle(), &it, err.get()), err);
+        detail::call(varve_iter_create, h_, options.handle(), &it);
         return Iterator(it);
     }
 
@@ -792,20 +778,18 @@ class Db {
      *  CPU), values unread. */
     std::uint64_t par_count(const Range &range = Range(), std::size_t threads = 0,
                             const ReadOptions &options = ReadOptions()) const {
-        detail::ErrPtr err;
         varve_range_t r = detail::c_range(range);
         std::uint64_t n = 0;
-        detail::check(varve_par_count(h_, options.handle(), &r, threads, &n, err.get()), err);
+        detail::call(varve_par_count, h_, options.handle(), &r, threads, &n);
         return n;
     }
 
     /** At most `max_anchors` sorted keys strictly inside `range`, each
      *  with the approximate bytes before it (from indexes, no data read). */
     KeyAnchors approximate_key_anchors(const Range &range, std::size_t max_anchors) const {
-        detail::ErrPtr err;
         varve_range_t r = detail::c_range(range);
         varve_anchors_t *a = nullptr;
-        detail::check(varve_approximate_key_anchors(h_, &r, max_anchors, &a, err.get()), err);
+        detail::call(varve_approximate_key_anchors, h_, &r, max_anchors, &a);
         struct Guard {
             varve_anchors_t *a;
             ~Guard() { varve_anchors_destroy(a); }
@@ -824,10 +808,9 @@ class Db {
     /** `range` cut into at most `parts` contiguous ranges of about equal
      *  bytes (at least one), in key order. */
     std::vector<Range> split_range(const Range &range, std::size_t parts) const {
-        detail::ErrPtr err;
         varve_range_t r = detail::c_range(range);
         varve_ranges_t *rs = nullptr;
-        detail::check(varve_split_range(h_, &r, parts, &rs, err.get()), err);
+        detail::call(varve_split_range, h_, &r, parts, &rs);
         struct Guard {
             varve_ranges_t *r;
             ~Guard() { varve_ranges_destroy(r); }
@@ -845,40 +828,32 @@ class Db {
 
     /** A consistent, openable copy in directory `path` (absent or empty). */
     void checkpoint(const std::string &path) const {
-        detail::ErrPtr err;
-        detail::check(varve_checkpoint(h_, path.c_str(), err.get()), err);
+        detail::call(varve_checkpoint, h_, path.c_str());
     }
     /** Writes every memtable to tables and waits for it. */
     void flush() {
-        detail::ErrPtr err;
-        detail::check(varve_flush(h_, err.get()), err);
+        detail::call(varve_flush, h_);
     }
     /** Compacts the tables overlapping [begin, end] (std::nullopt:
      *  unbounded on that side) down to the deepest level holding them. */
     void compact_range(std::optional<std::string_view> begin = std::nullopt,
                        std::optional<std::string_view> end = std::nullopt) {
-        detail::ErrPtr err;
-        detail::check(varve_compact_range(h_, begin ? detail::ptr(*begin) : nullptr,
-                                          begin ? begin->size() : 0,
-                                          end ? detail::ptr(*end) : nullptr,
-                                          end ? end->size() : 0, err.get()),
-                      err);
+        detail::call(varve_compact_range, h_, begin ? detail::ptr(*begin) : nullptr,
+                     begin ? begin->size() : 0, end ? detail::ptr(*end) : nullptr,
+                     end ? end->size() : 0);
     }
     /** Waits until no compaction or blob garbage collection is due. */
     void wait_for_compactions() {
-        detail::ErrPtr err;
-        detail::check(varve_wait_for_compactions(h_, err.get()), err);
+        detail::call(varve_wait_for_compactions, h_);
     }
     /** Brings writes back after a full disk, once space is freed. */
     void resume() {
-        detail::ErrPtr err;
-        detail::check(varve_resume(h_, err.get()), err);
+        detail::call(varve_resume, h_);
     }
     /** The engine's counters and tree shape as text. */
     std::string stats() const {
-        detail::ErrPtr err;
         detail::Malloced text;
-        detail::check(varve_stats(h_, &text.p, err.get()), err);
+        detail::call(varve_stats, h_, &text.p);
         return text.p ? std::string(text.p) : std::string();
     }
 
@@ -908,11 +883,8 @@ class Db {
         } out(n);
         std::vector<std::size_t> value_lens(n, 0);
         std::vector<varve_status> statuses(n, VARVE_OK);
-        detail::ErrPtr err;
-        detail::check(varve_multi_get(h_, options.handle(), n, ptrs.data(), lens.data(),
-                                      out.values.data(), value_lens.data(), statuses.data(),
-                                      out.errs.data(), err.get()),
-                      err);
+        detail::call(varve_multi_get, h_, options.handle(), n, ptrs.data(), lens.data(),
+                     out.values.data(), value_lens.data(), statuses.data(), out.errs.data());
         std::vector<std::optional<std::string>> result(n);
         for (std::size_t i = 0; i < n; i++) {
             if (statuses[i] == VARVE_OK) {
