@@ -84,8 +84,9 @@ fn power_loss_during_blob_gc_keeps_every_synced_value() {
         let acked = Arc::new(Mutex::new(Vec::new()));
         let delay = Duration::from_millis(300 + next() % 400);
         std::thread::scope(|s| {
-            let (db, acked) = (Arc::clone(&db), Arc::clone(&acked));
+            let (writer_db, acked) = (Arc::clone(&db), Arc::clone(&acked));
             s.spawn(move || {
+                let db = writer_db;
                 let sync = WriteOptions {
                     sync: true,
                     ..WriteOptions::default()
@@ -101,6 +102,17 @@ fn power_loss_during_blob_gc_keeps_every_synced_value() {
                 }
             });
             std::thread::sleep(delay);
+            // Until some garbage collection has run, cut only once one has
+            // (or after 10 s): on a busy machine the first rounds' delays
+            // may all end before compaction gets to collect, and the test
+            // is about cuts during GC.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while relocated == 0
+                && db.stats().blob_gc_bytes_relocated == 0
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             fs.crash();
         });
         relocated += db.stats().blob_gc_bytes_relocated;
