@@ -787,6 +787,23 @@ varve_status varve_delete(varve_db_t *db,
                           char **errptr);
 
 /**
+ * Deletes every key in `[start, end)` with one range tombstone (O(1)
+ * whatever the range holds). `start > end` is
+ * `VARVE_INVALID_ARGUMENT`; an empty range deletes nothing. `options`
+ * NULL: defaults.
+ *
+ * # Safety
+ * As for `varve_put` (`start` and `end` as its key and value).
+ */
+varve_status varve_delete_range(varve_db_t *db,
+                                const varve_writeoptions_t *options,
+                                const char *start,
+                                size_t start_len,
+                                const char *end,
+                                size_t end_len,
+                                char **errptr);
+
+/**
  * Applies every operation of `batch` atomically: readers see all of it or
  * none of it. The batch is left unchanged (reuse it or clear it).
  *
@@ -928,6 +945,20 @@ varve_status varve_writebatch_delete(varve_writebatch_t *batch,
                                      const char *key,
                                      size_t key_len,
                                      char **errptr);
+
+/**
+ * Adds a deletion of every key in `[start, end)` (both copied): one
+ * record, whatever the range holds. `varve_write` refuses `start > end`.
+ *
+ * # Safety
+ * As for `varve_writebatch_put` (`start` and `end` as its key and value).
+ */
+varve_status varve_writebatch_delete_range(varve_writebatch_t *batch,
+                                           const char *start,
+                                           size_t start_len,
+                                           const char *end,
+                                           size_t end_len,
+                                           char **errptr);
 
 /**
  * Removes every operation. A NULL batch is `VARVE_INVALID_ARGUMENT`.

@@ -530,6 +530,12 @@ class WriteBatch {
         detail::call(varve_writebatch_delete, live(), key.data(), key.size());
         return *this;
     }
+    /** Adds a deletion of every key in [start, end) (one record). */
+    WriteBatch &del_range(std::string_view start, std::string_view end) {
+        detail::call(varve_writebatch_delete_range, live(), start.data(), start.size(),
+                     end.data(), end.size());
+        return *this;
+    }
     /** Removes every operation. */
     void clear() { detail::call(varve_writebatch_clear, live()); }
     /** Number of operations. */
@@ -691,6 +697,12 @@ class Db {
     /** Deletes `key` (not an error if it is absent). */
     void del(std::string_view key, const WriteOptions &options = WriteOptions()) {
         detail::call(varve_delete, h_, options.handle(), key.data(), key.size());
+    }
+    /** Deletes every key in [start, end) with one range tombstone. */
+    void del_range(std::string_view start, std::string_view end,
+                   const WriteOptions &options = WriteOptions()) {
+        detail::call(varve_delete_range, h_, options.handle(), start.data(), start.size(),
+                     end.data(), end.size());
     }
     /** Applies `batch` atomically; the batch is left unchanged. */
     void write(const WriteBatch &batch, const WriteOptions &options = WriteOptions()) {

@@ -19,7 +19,7 @@ import sys
 
 # Bottom up; a module may import from its own layer and those below.
 LAYERS = [
-    ("ground", ["error", "keys", "filenames", "internal_iter", "snapshot", "sync", "util"]),
+    ("ground", ["error", "keys", "filenames", "internal_iter", "snapshot", "range_del", "sync", "util"]),
     ("io", ["io"]),
     ("formats and stores", ["batch", "wal", "memtable", "sst", "blob"]),
     ("merging", ["iter"]),

@@ -94,6 +94,12 @@ impl PyWriteBatch {
         self.edit(py, |b| b.delete(&key))
     }
 
+    /// Deletes every key in ``[start, end)`` when the batch is applied
+    /// (one record, whatever the range holds).
+    fn delete_range(&self, py: Python<'_>, start: Bytes, end: Bytes) -> PyResult<()> {
+        self.edit(py, |b| b.delete_range(start.as_ref()..end.as_ref()))
+    }
+
     fn __setitem__(&self, py: Python<'_>, key: Bytes, value: Bytes) -> PyResult<()> {
         self.put(py, key, value)
     }

@@ -220,6 +220,17 @@ impl PyDb {
         self.handle.run(py, |db| Ok(db.delete_opt(&key, &opts)?))
     }
 
+    /// Deletes every key in ``[start, end)`` with one range tombstone
+    /// (cheap whatever the range holds). ``start > end`` raises
+    /// ``InvalidArgument``; an empty range deletes nothing.
+    #[pyo3(signature = (start, end, *, sync = false))]
+    fn delete_range(&self, py: Python<'_>, start: Bytes, end: Bytes, sync: bool) -> PyResult<()> {
+        let opts = write_options(sync);
+        self.handle.run(py, |db| {
+            Ok(db.delete_range_opt(start.as_ref()..end.as_ref(), &opts)?)
+        })
+    }
+
     /// ``del db[key]``: deletes the key. Unlike a dict it does not raise
     /// ``KeyError`` for a missing key (a blind delete, as in the engine).
     fn __delitem__(&self, py: Python<'_>, key: Bytes) -> PyResult<()> {

@@ -93,3 +93,19 @@ def test_batch_after_close_raises(db: varve.Db) -> None:
     db.close()
     with pytest.raises(varve.ClosedError):
         b.commit()
+
+
+def test_delete_range_on_the_db_and_in_a_batch(db: varve.Db) -> None:
+    for i in range(20):
+        db[b"k%02d" % i] = b"v"
+    db.delete_range(b"k05", b"k10")
+    assert [k for k, _ in db.items()] == [b"k%02d" % i for i in range(20) if not 5 <= i < 10]
+    with db.write_batch() as b:
+        b.put(b"k12", b"new")
+        b.delete_range(b"k10", b"k15")
+        b.put(b"k13", b"after")
+    assert db.get(b"k12") is None, "deleted by the range that follows it in the batch"
+    assert db[b"k13"] == b"after"
+    assert db[b"k15"] == b"v", "the end of a range is not deleted"
+    with pytest.raises(varve.InvalidArgumentError):
+        db.delete_range(b"k09", b"k01")

@@ -40,6 +40,8 @@ Workloads (comma list in --benchmarks, run in order):
   readseq           iterate forward over up to --reads entries
   readreverse       iterate backward over up to --reads entries
   seekrandom        --reads random seeks, each followed by --seek_nexts nexts
+  deleterange       ours: delete the middle tenth of the key space (key
+                    numbers num*45/100 .. num*55/100) with one range delete
   flush             flush memtables
   compact           compact the whole key range
   waitforcompaction wait until background compaction is done

@@ -100,6 +100,36 @@ pub unsafe extern "C" fn varve_writebatch_delete(
     })
 }
 
+/// Adds a deletion of every key in `[start, end)` (both copied): one
+/// record, whatever the range holds. `varve_write` refuses `start > end`.
+///
+/// # Safety
+/// As for `varve_writebatch_put` (`start` and `end` as its key and value).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_writebatch_delete_range(
+    batch: *mut varve_writebatch_t,
+    start: *const c_char,
+    start_len: usize,
+    end: *const c_char,
+    end_len: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
+        // SAFETY: the pointers are as the contract above says.
+        let (b, start, end) = unsafe {
+            (
+                args::handle_mut(batch, "batch")?,
+                args::bytes(start, start_len, "start")?,
+                args::bytes(end, end_len, "end")?,
+            )
+        };
+        b.batch.delete_range(start..end);
+        Ok(varve_status::VARVE_OK)
+    })
+}
+
 /// Removes every operation. A NULL batch is `VARVE_INVALID_ARGUMENT`.
 ///
 /// # Safety

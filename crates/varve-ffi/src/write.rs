@@ -77,6 +77,40 @@ pub unsafe extern "C" fn varve_delete(
     })
 }
 
+/// Deletes every key in `[start, end)` with one range tombstone (O(1)
+/// whatever the range holds). `start > end` is
+/// `VARVE_INVALID_ARGUMENT`; an empty range deletes nothing. `options`
+/// NULL: defaults.
+///
+/// # Safety
+/// As for `varve_put` (`start` and `end` as its key and value).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_delete_range(
+    db: *mut varve_db_t,
+    options: *const varve_writeoptions_t,
+    start: *const c_char,
+    start_len: usize,
+    end: *const c_char,
+    end_len: usize,
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
+    let errptr = unsafe { ErrPtr::new(errptr) };
+    call(errptr, || {
+        // SAFETY: the pointers are as the contract above says.
+        let (handle, opts, start, end) = unsafe {
+            (
+                db_ref(db)?,
+                write_options(options)?,
+                args::bytes(start, start_len, "start")?,
+                args::bytes(end, end_len, "end")?,
+            )
+        };
+        handle.with(|d| Ok(d.delete_range_opt(start..end, &opts)?))?;
+        Ok(varve_status::VARVE_OK)
+    })
+}
+
 /// Applies every operation of `batch` atomically: readers see all of it or
 /// none of it. The batch is left unchanged (reuse it or clear it).
 ///

@@ -20,6 +20,7 @@ mod error;
 mod filenames;
 mod internal_iter;
 mod keys;
+mod range_del;
 mod snapshot;
 mod sync;
 mod util;

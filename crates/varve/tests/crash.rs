@@ -14,6 +14,10 @@
 //! kill in the middle of a copy must leave a torn tail, never a hole that
 //! makes the log unreadable.
 //!
+//! In every mode one write in eight puts a group of four keys and then, in
+//! one batch, range-deletes the group and puts its key: the group must be
+//! whole or gone, and gone wherever the key is visible.
+//!
 //! `VARVE_CRASH_KILLS=N` sets the number of kills per mode (default 25).
 
 mod common;
@@ -104,7 +108,22 @@ fn child_main(dir: &Path, sync: bool, run: u64, lsm_stress: bool) {
                 let mut rng = Rng(run * 1000 + t as u64 + 1);
                 for i in 0u64.. {
                     let key = format!("r{run:03}-t{t}-{i:08}");
-                    if rng.below(4) == 0 {
+                    if rng.below(8) == 0 {
+                        // A group of four keys, then one batch that
+                        // range-deletes the group and puts the key: after
+                        // recovery the key is never seen with any of the
+                        // group, and the group is whole or gone.
+                        let mut g = WriteBatch::new();
+                        for j in 0..4 {
+                            g.put(format!("{key}-g{j}"), b"doomed");
+                        }
+                        db.write_opt(g, &opts).expect("write group");
+                        let mut b = WriteBatch::new();
+                        b.delete_range(format!("{key}-g0")..format!("{key}-g9"));
+                        b.put(&key, value(key.as_bytes()));
+                        db.write_opt(b, &opts).expect("write range delete");
+                        writeln!(side, "{key}").expect("side write");
+                    } else if rng.below(4) == 0 {
                         // A batch: the key plus two companions, all or nothing.
                         let mut b = WriteBatch::new();
                         b.put(&key, value(key.as_bytes()));
@@ -188,7 +207,9 @@ fn acknowledged(dir: &Path) -> Vec<String> {
 const KILLS_PER_DB: u64 = 50;
 
 /// Batches the child writes are `key`, `key-a`, `key-b`: if any companion
-/// is visible, all three must be (atomicity). Returns the torn ones.
+/// is visible, all three must be (atomicity). A range-deleted group
+/// `key-g0..key-g3` must be whole or gone, and gone once `key` (written in
+/// the range delete's batch) is visible. Returns the torn ones.
 fn torn_batches(db: &Db) -> Vec<String> {
     let mut keys = std::collections::BTreeSet::new();
     for entry in db.iter() {
@@ -196,6 +217,22 @@ fn torn_batches(db: &Db) -> Vec<String> {
         keys.insert(String::from_utf8_lossy(&k).into_owned());
     }
     let mut torn = Vec::new();
+    for k in &keys {
+        if let Some(base) = k.strip_suffix("-g0") {
+            let group = (0..4)
+                .filter(|j| keys.contains(&format!("{base}-g{j}")))
+                .count();
+            if group != 4 || keys.contains(base) {
+                torn.push(format!("{base} (range-deleted group: {group} of 4 left)"));
+            }
+        } else if let Some(base) = ["-g1", "-g2", "-g3"].iter().find_map(|s| k.strip_suffix(s))
+            && !keys.contains(&format!("{base}-g0"))
+        {
+            torn.push(format!(
+                "{base} (range-deleted group without its first key)"
+            ));
+        }
+    }
     for k in &keys {
         let base = k.strip_suffix("-a").or_else(|| k.strip_suffix("-b"));
         if let Some(base) = base {

@@ -3,8 +3,8 @@
 //! resurrected (deleted) key, an older version, or a skipped key.
 //!
 //! One pristine database is built with data on several levels, tables that
-//! hold overwrites and tombstones, and a WAL (never flushed) that holds
-//! more of both; every third key's value is large enough for a blob file,
+//! hold overwrites and tombstones, range tombstones in the manifest, and a
+//! WAL (never flushed) that holds more of all three; every third key's value is large enough for a blob file,
 //! so tables and WAL records hold blob pointers too. Each round copies it,
 //! damages one file chosen at random (WAL, table, blob file, MANIFEST,
 //! CURRENT, LOG) in one of three ways (1–8 flipped
@@ -80,8 +80,20 @@ impl Pristine {
 fn write_batch(db: &Db, rng: &mut Rng, model: &mut Model, round: u64, ops: usize) {
     let mut b = WriteBatch::new();
     for _ in 0..ops {
-        let k = key(rng.below(KEYS));
-        if rng.below(5) == 0 {
+        let i = rng.below(KEYS);
+        let k = key(i);
+        if rng.below(60) == 0 {
+            // A range tombstone over up to 12 keys.
+            let end = key(i + 1 + rng.below(12));
+            b.delete_range(k.as_slice()..end.as_slice());
+            let doomed: Vec<Vec<u8>> = model
+                .range(k.clone()..end)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for d in doomed {
+                model.remove(&d);
+            }
+        } else if rng.below(5) == 0 {
             b.delete(&k);
             model.remove(&k);
         } else {
@@ -116,6 +128,11 @@ fn build(dir: &Path) -> Pristine {
                 db.wait_for_compactions().expect("compactions");
             }
         }
+        let stats = db.stats();
+        assert!(
+            stats.range_tombstones > 0,
+            "the manifest holds range tombstones:\n{stats}"
+        );
         db.close().expect("close");
     }
     // The WAL phase, with a memtable large enough that nothing is flushed:

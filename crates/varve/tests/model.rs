@@ -1,4 +1,5 @@
-//! Model test: random puts, deletes, batches, snapshots, point reads,
+//! Model test: random puts, deletes, range deletes, batches (of all
+//! three), snapshots, point reads, `multi_get`,
 //! iterations in both directions with bounds, cursor walks, flushes,
 //! compactions (`compact_range`, background) and reopens, checked against a
 //! `BTreeMap` (snapshots against copies of it). Tables and levels are tiny so
@@ -21,8 +22,13 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 enum Op {
     Put(u8, u16),
     Delete(u8),
-    Batch(Vec<(bool, u8, u16)>),
+    /// `delete_range(key(a)..end_key(b))`.
+    DeleteRange(u8, u8),
+    /// `(kind, key, value)`: kind 0-2 put, 3 delete, 4 a range delete of
+    /// `key..key + value % 6`.
+    Batch(Vec<(u8, u8, u16)>),
     Get(u8, Option<usize>),
+    MultiGet(Vec<u8>, Option<usize>),
     TakeSnapshot,
     DropSnapshot(usize),
     Scan {
@@ -58,6 +64,22 @@ fn key(k: u8) -> Vec<u8> {
     format!("key{:02}", k % KEYS).into_bytes()
 }
 
+/// The end of a range delete: past every key for `k >= KEYS`.
+fn end_key(k: u8) -> Vec<u8> {
+    if k >= KEYS { b"key~".to_vec() } else { key(k) }
+}
+
+/// The model of `delete_range(start..end)`.
+fn remove_range(model: &mut Model, start: &[u8], end: &[u8]) {
+    let doomed: Vec<Vec<u8>> = model
+        .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
+
 /// Values are mostly small; one seed in 16 makes a ~20 KiB value so the
 /// 64 KiB memtables switch often.
 fn value(seed: u16) -> Vec<u8> {
@@ -82,8 +104,10 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => (k.clone(), any::<u16>()).prop_map(|(k, v)| Op::Put(k, v)),
         4 => k.clone().prop_map(Op::Delete),
-        4 => proptest::collection::vec((any::<bool>(), k.clone(), any::<u16>()), 0..8).prop_map(Op::Batch),
-        6 => (k, snap.clone()).prop_map(|(k, s)| Op::Get(k, s)),
+        2 => (0..KEYS, 0u8..10).prop_map(|(a, n)| Op::DeleteRange(a, a + n)),
+        4 => proptest::collection::vec((0u8..5, k.clone(), any::<u16>()), 0..8).prop_map(Op::Batch),
+        6 => (k.clone(), snap.clone()).prop_map(|(k, s)| Op::Get(k, s)),
+        2 => (proptest::collection::vec(k, 0..12), snap.clone()).prop_map(|(k, s)| Op::MultiGet(k, s)),
         2 => Just(Op::TakeSnapshot),
         1 => (0usize..4).prop_map(Op::DropSnapshot),
         3 => (snap.clone(), any::<bool>(), bound.clone(), bound.clone())
@@ -135,22 +159,50 @@ impl Harness {
                 self.db().delete(key(*k)).expect("delete");
                 self.model.remove(&key(*k));
             }
+            Op::DeleteRange(a, b) => {
+                let (start, end) = (key(*a), end_key(*b));
+                self.db()
+                    .delete_range(start.as_slice()..end.as_slice())
+                    .expect("delete_range");
+                remove_range(&mut self.model, &start, &end);
+            }
             Op::Batch(ops) => {
                 let mut b = WriteBatch::new();
-                for (put, k, v) in ops {
-                    if *put {
-                        b.put(key(*k), value(*v));
-                    } else {
-                        b.delete(key(*k));
+                let range_end = |k: u8, v: u16| end_key((k % KEYS) + (v % 6) as u8);
+                for &(kind, k, v) in ops {
+                    match kind {
+                        0..=2 => b.put(key(k), value(v)),
+                        3 => b.delete(key(k)),
+                        _ => b.delete_range(key(k)..range_end(k, v)),
                     }
                 }
                 self.db().write(b).expect("write");
-                for (put, k, v) in ops {
-                    if *put {
-                        self.model.insert(key(*k), value(*v));
-                    } else {
-                        self.model.remove(&key(*k));
+                for &(kind, k, v) in ops {
+                    match kind {
+                        0..=2 => {
+                            self.model.insert(key(k), value(v));
+                        }
+                        3 => {
+                            self.model.remove(&key(k));
+                        }
+                        _ => remove_range(&mut self.model, &key(k), &range_end(k, v)),
                     }
+                }
+            }
+            Op::MultiGet(ks, snap) => {
+                let (mut ro, model) = self.view(*snap);
+                // Both paths: fibers (io_uring when there is one) and plain.
+                ro.async_io = ks.len() % 2 == 0;
+                let keys: Vec<Vec<u8>> = ks.iter().map(|&k| key(k)).collect();
+                let got = self.db().multi_get(&ro, &keys);
+                assert_eq!(got.len(), keys.len());
+                for (k, r) in keys.iter().zip(got) {
+                    assert_eq!(
+                        r.expect("multi_get").as_ref(),
+                        model.get(k),
+                        "multi_get {:?}",
+                        String::from_utf8_lossy(k)
+                    );
                 }
             }
             Op::Get(k, snap) => {

@@ -45,6 +45,18 @@ impl Engine for Memory {
         Ok(())
     }
 
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut m = self.map.write();
+        let doomed: Vec<Vec<u8>> = m
+            .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in doomed {
+            m.remove(&k);
+        }
+        Ok(())
+    }
+
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
         Ok(self.map.read().get(key).map(Vec::len))
     }

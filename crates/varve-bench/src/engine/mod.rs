@@ -72,6 +72,12 @@ pub trait Engine: Send + Sync {
         let _ = threads;
         Ok(None)
     }
+    /// Deletes every key in `[start, end)` with the engine's range delete;
+    /// an error when it has none.
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let _ = (start, end);
+        anyhow::bail!("this engine has no range delete")
+    }
     /// A new cursor over the current state.
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>>;
     /// Flushes memtables to disk; returns a note when it does something else.

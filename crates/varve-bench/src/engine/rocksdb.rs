@@ -199,6 +199,13 @@ impl Engine for Rocks {
         }))
     }
 
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.delete_range(start, end);
+        self.db.write(b)?;
+        Ok(())
+    }
+
     fn flush(&self) -> Result<Option<String>> {
         self.db.flush()?;
         Ok(None)

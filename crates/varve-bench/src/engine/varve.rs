@@ -193,6 +193,11 @@ impl Engine for Varve {
         }))
     }
 
+    fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.db.delete_range(start..end)?;
+        Ok(())
+    }
+
     fn flush(&self) -> Result<Option<String>> {
         self.db.flush()?;
         Ok(None)

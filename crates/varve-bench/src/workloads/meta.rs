@@ -1,4 +1,7 @@
-//! Meta workloads: flush, compact, waitforcompaction, stats.
+//! Meta workloads: flush, compact, waitforcompaction, stats, deleterange.
+//!
+//! `deleterange` deletes the middle tenth of the key space (key numbers
+//! `num * 45 / 100 .. num * 55 / 100`) with one range delete.
 //!
 //! Each is one timed call on the engine (reported as 1 operation); when the
 //! engine does something other than asked (varve has no compaction yet and
@@ -17,6 +20,18 @@ pub fn run(ctx: &Ctx<'_>, name: &str) -> Result<Outcome> {
             "flush" => ctx.engine.flush()?,
             "compact" => ctx.engine.compact()?,
             "waitforcompaction" => ctx.engine.wait_for_compaction()?,
+            "deleterange" => {
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                let num = ctx.flags.num();
+                crate::keygen::make_key(num * 45 / 100, ctx.flags.key_size, &mut a);
+                crate::keygen::make_key(num * 55 / 100, ctx.flags.key_size, &mut b);
+                ctx.engine.delete_range(&a, &b)?;
+                Some(format!(
+                    "deleted key numbers {}..{} (the middle tenth)",
+                    num * 45 / 100,
+                    num * 55 / 100
+                ))
+            }
             _ => None,
         };
         st.finished_ops(1);

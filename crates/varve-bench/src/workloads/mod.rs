@@ -100,6 +100,7 @@ pub const ALL: &[&str] = &[
     "readseq",
     "readreverse",
     "seekrandom",
+    "deleterange",
     "flush",
     "compact",
     "waitforcompaction",
@@ -151,7 +152,9 @@ pub fn run(name: &str, ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
         "readreverse" => scan::read_seq(ctx, true)?,
         "seekrandom" => scan::seek_random(ctx)?,
         "count" => scan::count(ctx)?,
-        "flush" | "compact" | "waitforcompaction" | "stats" => meta::run(ctx, name)?,
+        "flush" | "compact" | "waitforcompaction" | "stats" | "deleterange" => {
+            meta::run(ctx, name)?
+        }
         "contest_inprocess" => return contest::run_inprocess(ctx),
         "contest" => bail!("contest runs its phases as processes of their own, not in a list"),
         other => bail!("unknown benchmark `{other}` (known: {})", ALL.join(", ")),

@@ -58,6 +58,8 @@ pub fn wal(cli: &Cli, file: &Path) -> Result<Outcome> {
                     .map(|o| {
                         if o.put {
                             json!({"op": "put", "key": show(&o.key, h), "value": show(&o.value, h)})
+                        } else if let Some(end) = &o.range_end {
+                            json!({"op": "delete_range", "start": show(&o.key, h), "end": show(end, h)})
                         } else {
                             json!({"op": "delete", "key": show(&o.key, h)})
                         }
@@ -84,6 +86,8 @@ pub fn wal(cli: &Cli, file: &Path) -> Result<Outcome> {
             for o in &r.ops {
                 if o.put {
                     println!("  PUT {} => {}", show(&o.key, h), show(&o.value, h));
+                } else if let Some(end) = &o.range_end {
+                    println!("  DELRANGE {} .. {}", show(&o.key, h), show(end, h));
                 } else {
                     println!("  DEL {}", show(&o.key, h));
                 }
@@ -276,7 +280,12 @@ pub fn manifest(cli: &Cli, file: Option<&Path>) -> Result<Outcome> {
                         "smallest": ikey(&f.smallest, h), "largest": ikey(&f.largest, h),
                         "smallest_seq": f.smallest_seq, "largest_seq": f.largest_seq,
                         "num_entries": f.num_entries, "oldest_blob_file": f.oldest_blob_file,
+                        "range_cleared_seq": f.range_cleared_seq,
                     })).collect::<Vec<_>>(),
+                    "range_tombstones": e.range_tombstones.iter().map(|t| json!({
+                        "seq": t.seq, "start": show(&t.start, h), "end": show(&t.end, h),
+                    })).collect::<Vec<_>>(),
+                    "deleted_range_tombstones": e.deleted_range_tombstones,
                     "blob_files": e.blob_files.iter().map(|b| json!({
                         "number": b.number, "sealed": b.sealed, "size": b.size,
                         "value_count": b.value_count, "value_bytes": b.value_bytes,
@@ -329,6 +338,23 @@ pub fn manifest(cli: &Cli, file: Option<&Path>) -> Result<Outcome> {
                         f.oldest_blob_file
                     );
                 }
+                if f.range_cleared_seq != 0 {
+                    println!(
+                        "    range tombstones up to seq {} applied",
+                        f.range_cleared_seq
+                    );
+                }
+            }
+            for t in &e.range_tombstones {
+                println!(
+                    "  range tombstone @{}: {} .. {}",
+                    t.seq,
+                    show(&t.start, h),
+                    show(&t.end, h)
+                );
+            }
+            for seq in &e.deleted_range_tombstones {
+                println!("  range tombstone @{seq} spent");
             }
             for b in &e.blob_files {
                 if b.sealed {

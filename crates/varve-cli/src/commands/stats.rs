@@ -84,6 +84,8 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "pinned_table_memory": s.pinned_table_memory,
             "memtable_bytes": s.memtable_bytes,
             "immutable_memtables": s.immutable_memtables,
+            "range_tombstones": s.range_tombstones,
+            "memtable_range_tombstones": s.memtable_range_tombstones,
             "shared_scan_budget": s.shared_scan_budget,
             "shared_scan_bytes": s.shared_scan_bytes,
             "shared_scan_loads": s.shared_scan_loads,

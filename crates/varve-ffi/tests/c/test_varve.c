@@ -419,6 +419,25 @@ static void test_batch(varve_db_t *db) {
     OK(varve_writebatch_clear(b, &err));
     OK(varve_write(db, NULL, b, &err)); /* empty batch */
 
+    /* A range delete in a batch: [b3, b5) goes, b5 and a later put stay. */
+    OK(varve_writebatch_put(b, KEY("b4"), KEY("four"), &err));
+    OK(varve_writebatch_put(b, KEY("b5"), KEY("five"), &err));
+    OK(varve_writebatch_delete_range(b, KEY("b3"), KEY("b5"), &err));
+    OK(varve_writebatch_put(b, KEY("b4"), KEY("again"), &err));
+    OK(varve_write(db, NULL, b, &err));
+    EXPECT_VALUE(db, NULL, "b3", NULL);
+    EXPECT_VALUE(db, NULL, "b4", "again");
+    EXPECT_VALUE(db, NULL, "b5", "five");
+    OK(varve_writebatch_clear(b, &err));
+    /* On the database: [b4, b6), and a reversed range is refused. */
+    OK(varve_delete_range(db, NULL, KEY("b4"), KEY("b6"), &err));
+    EXPECT_VALUE(db, NULL, "b4", NULL);
+    EXPECT_VALUE(db, NULL, "b5", NULL);
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_delete_range(db, NULL, KEY("b6"), KEY("b4"), &err));
+    EXPECT_MSG("delete_range");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_writebatch_delete_range(NULL, KEY("a"), KEY("b"), &err));
+    EXPECT_MSG("batch is NULL");
+
     EXPECT(VARVE_INVALID_ARGUMENT, varve_writebatch_put(b, NULL, 2, KEY("v"), &err));
     EXPECT_MSG("key is NULL");
     EXPECT(VARVE_INVALID_ARGUMENT, varve_writebatch_put(NULL, KEY("k"), KEY("v"), &err));

@@ -194,6 +194,19 @@ static void test_put_get_delete(varve::Db &db) {
     CHECK(db.get("apple") == std::nullopt);
     db.del("never-there");
 
+    // Range deletes: [r1, r3) goes, r3 stays; in a batch, in order.
+    db.put("r1", "x");
+    db.put("r2", "x");
+    db.put("r3", "x");
+    db.del_range("r1", "r3");
+    CHECK(!db.get("r1") && !db.get("r2") && db.get("r3") == "x"s);
+    varve::WriteBatch rb;
+    rb.put("r1", "before").del_range("r1", "r4").put("r2", "after");
+    db.write(rb);
+    CHECK(!db.get("r1") && db.get("r2") == "after"s && !db.get("r3"));
+    EXPECT_THROW(VARVE_INVALID_ARGUMENT, "delete_range", db.del_range("r9", "r1"));
+    db.del("r2");
+
     // get into a reused buffer.
     std::string buf = "untouched";
     CHECK(!db.get("apple", &buf));

@@ -3,13 +3,19 @@
 //! The batch keeps its encoded form (the WAL payload) as it is built, so a
 //! write costs no second encoding. Layout (format in `docs/write-batch.md`):
 //! `sequence: u64 LE | count: u32 LE | records...`, each record
-//! `kind: u8 | varint key_len | key | (varint value_len | value)?`.
+//! `kind: u8 | varint key_len | key | (varint value_len | value)?`; a range
+//! deletion is kind 3 with its end key as the value.
 //! Not thread-safe while being built; immutable once handed to `Db::write`.
 
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind};
 use crate::util::coding::{
     decode_fixed32, decode_fixed64, decode_length_prefixed, put_length_prefixed,
 };
+
+/// Record kind of a range deletion (batch format version 2). It is a batch
+/// record only: the engine keeps range tombstones apart from internal keys
+/// (`crate::range_del`), so it is not a [`ValueKind`].
+pub(crate) const RANGE_DELETION: u8 = 3;
 
 /// Bytes of the batch header (sequence + count).
 pub(crate) const HEADER_LEN: usize = 12;
@@ -37,15 +43,23 @@ pub enum BatchOp<'a> {
         /// The encoded pointer to the value.
         pointer: &'a [u8],
     },
+    /// Delete every key in `[start, end)`.
+    DeleteRange {
+        /// The first key deleted.
+        start: &'a [u8],
+        /// The first key after the range (exclusive).
+        end: &'a [u8],
+    },
 }
 
 impl BatchOp<'_> {
-    /// The operation's key.
+    /// The operation's key (a range deletion's start).
     pub fn key(&self) -> &[u8] {
         match self {
             BatchOp::Put { key, .. } | BatchOp::Delete { key } | BatchOp::PutBlob { key, .. } => {
                 key
             }
+            BatchOp::DeleteRange { start, .. } => start,
         }
     }
 }
@@ -119,6 +133,22 @@ impl WriteBatch {
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
         self.rep.push(ValueKind::Deletion as u8);
         put_length_prefixed(&mut self.rep, key.as_ref());
+        self.bump();
+    }
+
+    /// Adds a deletion of every key in `range` (`start..end`: `end` is not
+    /// deleted; an empty range deletes nothing, and `Db::write` refuses
+    /// `start > end`). It is one record, whatever the range holds.
+    ///
+    /// ```
+    /// let mut batch = varve::WriteBatch::new();
+    /// batch.delete_range(b"user/".as_slice()..b"user0".as_slice());
+    /// assert_eq!(batch.len(), 1);
+    /// ```
+    pub fn delete_range<K: AsRef<[u8]>>(&mut self, range: std::ops::Range<K>) {
+        self.rep.push(RANGE_DELETION);
+        put_length_prefixed(&mut self.rep, range.start.as_ref());
+        put_length_prefixed(&mut self.rep, range.end.as_ref());
         self.bump();
     }
 
@@ -222,10 +252,14 @@ fn decode_ops(mut data: &[u8]) -> impl Iterator<Item = Result<BatchOp<'_>, Strin
     std::iter::from_fn(move || {
         let (&tag, rest) = data.split_first()?;
         let parsed = (|| {
-            let kind =
-                ValueKind::from_u8(tag).ok_or_else(|| format!("unknown record kind {tag}"))?;
             let (key, n) = decode_length_prefixed(rest).ok_or("truncated key")?;
             let rest = &rest[n..];
+            if tag == RANGE_DELETION {
+                let (end, m) = decode_length_prefixed(rest).ok_or("truncated range end")?;
+                return Ok((BatchOp::DeleteRange { start: key, end }, &rest[m..]));
+            }
+            let kind =
+                ValueKind::from_u8(tag).ok_or_else(|| format!("unknown record kind {tag}"))?;
             match kind {
                 ValueKind::Value => {
                     let (value, m) = decode_length_prefixed(rest).ok_or("truncated value")?;
@@ -261,6 +295,7 @@ mod tests {
         b.put(b"a", b"1");
         b.delete(b"b");
         b.put(b"", b"");
+        b.delete_range(b"c"..b"f");
         b.set_sequence(77);
         let ops: Vec<_> = b.iter().collect();
         assert_eq!(
@@ -275,11 +310,19 @@ mod tests {
                     key: b"",
                     value: b""
                 },
+                BatchOp::DeleteRange {
+                    start: b"c",
+                    end: b"f"
+                },
             ]
         );
         let parsed = WriteBatch::from_encoded(b.encoded()).expect("parses");
         assert_eq!(parsed.sequence(), 77);
-        assert_eq!(parsed.len(), 3);
+        assert_eq!(parsed.len(), 4);
+        let enc = b.encoded();
+        for cut in HEADER_LEN..enc.len() {
+            assert!(WriteBatch::from_encoded(&enc[..cut]).is_err(), "cut {cut}");
+        }
         assert_eq!(parsed, b);
     }
 

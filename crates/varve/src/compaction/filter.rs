@@ -8,12 +8,18 @@
 //! newest version of a key can ever be seen: older ones are dropped. A
 //! tombstone in the oldest stripe hides the key from every reader; if no
 //! deeper level can hold the key (`bottommost`), nothing is left to hide and
-//! the tombstone is dropped too.
+//! the tombstone is dropped too. A range tombstone at `t` hides an entry
+//! at `s < t` from every reader when no snapshot lies in `[s, t)` (the two
+//! are in one stripe): such an entry is dropped as well (the tombstone
+//! itself lives in the version, see `crate::range_del`).
 //!
 //! Feed it internal keys in sorted order (user key ascending, sequence
 //! descending). Single-threaded.
 
+use std::sync::Arc;
+
 use crate::keys::{self, SequenceNumber, ValueKind};
+use crate::range_del::RangeTombstones;
 
 /// Decides, for a sorted stream of internal keys, which to keep.
 #[derive(Debug)]
@@ -23,6 +29,8 @@ pub(crate) struct VersionFilter {
     has_current: bool,
     last_stripe: Option<usize>,
     dropped: u64,
+    /// Range tombstones whose covered entries may be dropped.
+    ranges: Option<Arc<RangeTombstones>>,
 }
 
 impl VersionFilter {
@@ -36,7 +44,14 @@ impl VersionFilter {
             has_current: false,
             last_stripe: None,
             dropped: 0,
+            ranges: None,
         }
+    }
+
+    /// Also drops the entries `ranges` deletes for every reader.
+    pub(crate) fn with_range_tombstones(mut self, ranges: Option<Arc<RangeTombstones>>) -> Self {
+        self.ranges = ranges.filter(|r| !r.is_empty());
+        self
     }
 
     fn stripe(&self, seq: SequenceNumber) -> usize {
@@ -63,11 +78,40 @@ impl VersionFilter {
             return false; // a newer version in the same stripe hides it
         }
         self.last_stripe = Some(stripe);
+        if let Some(r) = &self.ranges {
+            // The oldest tombstone newer than the entry: if no snapshot
+            // separates the two, every reader that sees the entry sees it.
+            let t = r.oldest_covering_after(p.user_key, p.seq);
+            if t != 0 && self.stripe(t) == stripe {
+                self.dropped += 1;
+                return false;
+            }
+        }
         if p.kind == ValueKind::Deletion && stripe == 0 && bottommost(p.user_key) {
             self.dropped += 1;
             return false;
         }
         true
+    }
+
+    /// With range tombstones: the sequence number `C` such that every
+    /// range tombstone up to `C` was applied to the entries fed, whose
+    /// newest is `newest`: no snapshot is older than `C`, and every
+    /// tombstone up to `C` is in the filter's set (or hides none of the
+    /// entries). That holds for `C` up to the newer of `newest` and the
+    /// set's newest tombstone when the set holds every tombstone older than
+    /// the entries fed (the memtable's own for a flush, the version's for
+    /// a compaction: memtables are flushed in order). `None` without
+    /// tombstones.
+    pub(crate) fn range_cleared(&self, newest: SequenceNumber) -> Option<SequenceNumber> {
+        let ranges = self.ranges.as_ref()?;
+        let newest_tombstone = ranges.tombstones().last().map_or(0, |t| t.seq);
+        let oldest_snapshot = self
+            .snapshots
+            .first()
+            .copied()
+            .unwrap_or(SequenceNumber::MAX);
+        Some(newest.max(newest_tombstone).min(oldest_snapshot)).filter(|&c| c > 0)
     }
 
     /// Entries dropped so far.
@@ -148,6 +192,83 @@ mod tests {
                             prop_assert!(kept.contains(&(k, s, false)), "visible tombstone {k}@{s} dropped");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// What a reader at `view` sees when `ranges` (start, end, seq) are
+    /// range tombstones too.
+    fn visible_with_ranges(
+        entries: &[(u8, SequenceNumber, bool)],
+        ranges: &[(u8, u8, SequenceNumber)],
+        view: SequenceNumber,
+    ) -> BTreeMap<u8, Option<SequenceNumber>> {
+        let mut out = visible(entries, view);
+        out.retain(|&k, s| {
+            let s = s.unwrap_or(0);
+            !ranges
+                .iter()
+                .any(|&(a, b, t)| a <= k && k < b && s < t && t <= view)
+        });
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn range_tombstones_drop_only_what_no_reader_sees(
+            raw in proptest::collection::vec((0u8..6, 0u8..4), 0..60),
+            snaps in proptest::collection::vec(1u64..70, 0..4),
+            bottommost in any::<bool>(),
+        ) {
+            // Kind 0-1 put, 2 delete, 3 a range tombstone over k..k+2.
+            let mut entries: Versions = Vec::new();
+            let mut ranges = Vec::new();
+            for (i, &(k, kind)) in raw.iter().enumerate() {
+                let seq = i as u64 + 1;
+                match kind {
+                    3 => ranges.push((k, k + 2, seq)),
+                    _ => entries.push((k, seq, kind < 2)),
+                }
+            }
+            let set = Arc::new(RangeTombstones::new(
+                ranges
+                    .iter()
+                    .map(|&(a, b, seq)| crate::range_del::RangeTombstone {
+                        start: vec![a],
+                        end: vec![b],
+                        seq,
+                    })
+                    .collect(),
+            ));
+            let mut ikeys: Vec<(Vec<u8>, (u8, SequenceNumber, bool))> = entries
+                .iter()
+                .map(|&(k, s, put)| {
+                    let kind = if put { ValueKind::Value } else { ValueKind::Deletion };
+                    (make_internal_key(&[k], s, kind), (k, s, put))
+                })
+                .collect();
+            ikeys.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            let mut f = VersionFilter::new(snaps.clone()).with_range_tombstones(Some(set));
+            let kept: Versions = ikeys
+                .into_iter()
+                .filter(|(ik, _)| f.keep(ik, |_| bottommost))
+                .map(|(_, e)| e)
+                .collect();
+            for view in snaps.iter().copied().chain([MAX_SEQUENCE]) {
+                prop_assert_eq!(
+                    visible_with_ranges(&entries, &ranges, view),
+                    visible_with_ranges(&kept, &ranges, view),
+                    "view {}", view
+                );
+            }
+            if snaps.is_empty() {
+                // Nothing a tombstone covers survives without snapshots.
+                for &(k, s, _) in &kept {
+                    prop_assert!(
+                        !ranges.iter().any(|&(a, b, t)| a <= k && k < b && s < t),
+                        "{}@{} is covered but kept", k, s
+                    );
                 }
             }
         }

@@ -1,8 +1,9 @@
 //! Flush: writing a sorted stream of entries (an immutable memtable, or a
 //! memtable replayed from a WAL) into one new table.
 //!
-//! [`build_table`] drops versions no reader can see (see [`VersionFilter`];
-//! tombstones are kept since deeper levels may hold the key), counts the
+//! [`build_table`] drops versions no reader can see (the caller's
+//! [`VersionFilter`], with the live snapshots and the memtable's own range
+//! tombstones; tombstones are kept since deeper levels may hold the key), counts the
 //! blob pointers it drops as garbage (into a [`BlobFlow`]) and writes the
 //! rest through the same [`TableOutputs`] writer compaction uses (one table:
 //! no size cut), syncs the table and its directory entry, and returns its
@@ -17,7 +18,6 @@ use super::output::{OutputConfig, TableOutputs};
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
-use crate::keys::SequenceNumber;
 use crate::sst::TableBuilderOptions;
 use crate::version::FileMetaData;
 
@@ -30,7 +30,7 @@ pub(crate) fn build_table(
     dir: &Path,
     number: u64,
     iter: &mut dyn InternalIterator,
-    snapshots: Vec<SequenceNumber>,
+    mut filter: VersionFilter,
     opts: TableBuilderOptions,
     direct_writes: bool,
     flow: &mut BlobFlow,
@@ -51,7 +51,6 @@ pub(crate) fn build_table(
         },
         &number_once,
     );
-    let mut filter = VersionFilter::new(snapshots);
     iter.seek_to_first();
     while iter.valid() {
         let pointer = flow.read(iter.key(), iter.value(), dir, "a memtable")?;
@@ -66,9 +65,14 @@ pub(crate) fn build_table(
     iter.status()?;
     let (mut tables, _bytes) = out.finish()?;
     debug_assert!(tables.len() <= 1);
-    let Some(meta) = tables.pop() else {
+    let Some(mut meta) = tables.pop() else {
         return Ok(None);
     };
+    // The memtable's own range tombstones were applied: as in a
+    // compaction, every one up to the oldest snapshot and the newest entry.
+    if let Some(cleared) = filter.range_cleared(meta.largest_seq) {
+        meta.range_cleared_seq = cleared;
+    }
     // The manifest edit that will name this table must not outlive it.
     if let Err(e) = fs.sync_dir(dir) {
         let _ = fs.remove_file(&crate::filenames::table_path(dir, number));

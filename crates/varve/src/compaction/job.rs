@@ -191,6 +191,17 @@ pub(crate) fn run(
     result
         .outputs
         .sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
+    // The outputs hold nothing a tombstone up to `cleared` hides (see
+    // `VersionFilter::range_cleared`; the version holds every tombstone
+    // older than the inputs' newest entry, since memtables flush in order).
+    let newest_input = plan.inputs.iter().flatten().map(|f| f.largest_seq).max();
+    let filter = VersionFilter::new(ctx.snapshots.clone())
+        .with_range_tombstones(Some(Arc::clone(ctx.version.range_tombstones())));
+    if let Some(cleared) = filter.range_cleared(newest_input.unwrap_or(0)) {
+        for out in &mut result.outputs {
+            out.range_cleared_seq = cleared;
+        }
+    }
     for out in &result.outputs {
         edit.add_file(plan.output_level(), out.clone());
     }
@@ -345,7 +356,8 @@ fn write_outputs(
     new_file_number: &(dyn Fn() -> u64 + Sync),
     result: &mut CompactionResult,
 ) -> Result<()> {
-    let mut filter = VersionFilter::new(ctx.snapshots.clone());
+    let mut filter = VersionFilter::new(ctx.snapshots.clone())
+        .with_range_tombstones(Some(Arc::clone(ctx.version.range_tombstones())));
     let mut out = TableOutputs::new(
         OutputConfig {
             dir: ctx.dir,

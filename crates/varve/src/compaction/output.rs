@@ -188,6 +188,7 @@ fn file_meta(number: u64, props: &TableProperties) -> FileMetaData {
         largest_seq: props.largest_seq,
         num_entries: props.num_entries,
         oldest_blob_file: 0,
+        range_cleared_seq: 0,
     }
 }
 

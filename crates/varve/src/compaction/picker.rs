@@ -396,6 +396,45 @@ pub(crate) fn pick_range_relocation(
     Some(plan)
 }
 
+/// An in-place rewrite of the files among `files` (the files of `level`
+/// overlapping a range, in key order) that may hold an entry a range
+/// tombstone of the version hides, and of the files between them (so the
+/// outputs stay disjoint from the level's other files): the step of a
+/// `compact_range` that drops what range tombstones hide when the range
+/// already lies in its deepest level. `None` if no file may hold such an
+/// entry, or one is busy.
+pub(crate) fn pick_range_tombstone_rewrite(
+    v: &Version,
+    level: usize,
+    files: Vec<Arc<FileMetaData>>,
+    being_compacted: &HashSet<u64>,
+) -> Option<CompactionPlan> {
+    let tombstones = v.range_tombstones().tombstones();
+    let blocking = |f: &FileMetaData| {
+        tombstones.iter().any(|t| {
+            f.smallest_seq < t.seq
+                && f.range_cleared_seq < t.seq
+                && t.overlaps(f.smallest_user_key(), f.largest_user_key())
+        })
+    };
+    let first = files.iter().position(|f| blocking(f))?;
+    let last = files.iter().rposition(|f| blocking(f))?;
+    let files = files[first..=last].to_vec();
+    if level == 0 || files.iter().any(|f| being_compacted.contains(&f.number)) {
+        return None;
+    }
+    let plan = CompactionPlan {
+        level,
+        inputs: [files, Vec::new()],
+        reason: format!("manual compaction: what range tombstones hide in L{level}"),
+        in_place: true,
+        relocate_all: false,
+        gc_blob_file: None,
+    };
+    debug_check_plan(v, &plan, being_compacted);
+    Some(plan)
+}
+
 /// A compaction of the files of `level` overlapping `[begin, end]` (user
 /// keys, `None` = unbounded), for `compact_range`. `None` if the level has
 /// no such file or one is busy.
@@ -438,6 +477,7 @@ mod tests {
             largest_seq: 1,
             num_entries: 1,
             oldest_blob_file,
+            range_cleared_seq: 0,
         }
     }
 

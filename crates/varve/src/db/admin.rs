@@ -20,7 +20,9 @@ impl Db {
 
     /// Compacts every table overlapping `[begin, end]` (user keys; `None`
     /// is unbounded) down to the deepest level holding the range, after a
-    /// flush. Drops deleted and overwritten entries no snapshot can see.
+    /// flush. Drops deleted and overwritten entries no snapshot can see,
+    /// and every entry a range tombstone hides from all snapshots (tables
+    /// of the deepest level that may hold one are rewritten in place).
     /// With blob files (and their garbage collection on), the write lanes'
     /// open files are sealed and the last step copies every value of the
     /// range into new blob files in key order (`docs/blob-files.md`).
@@ -57,7 +59,24 @@ impl Db {
                 bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
             }
         }
-        // The range now lies in one level. With blob files, one more step
+        // The range now lies in one level, whose tables may still hold
+        // entries a range tombstone hides (they were there before it):
+        // rewritten in place, they drop them (and the version then drops
+        // the tombstones nothing is left to hide from).
+        if !db.versions.lock().current().range_tombstones().is_empty() {
+            db.check_writable()?;
+            let plan = {
+                let vs = db.versions.lock();
+                let v = vs.current();
+                let busy = db.bg.being_compacted.lock().clone();
+                let files = v.overlapping_files(last + 1, begin, end);
+                picker::pick_range_tombstone_rewrite(&v, last + 1, files, &busy)
+            };
+            if let Some(plan) = plan {
+                bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
+            }
+        }
+        // With blob files, one more step
         // rewrites its tables in place and copies every value they point
         // to into new blob files in key order, so a scan of the range reads
         // blob files front to back afterwards.
@@ -152,6 +171,12 @@ impl Db {
         s.pinned_blob_table_budget = budget as u64;
         s.memtable_bytes = sv.memtable_usage() as u64;
         s.immutable_memtables = sv.imms.len() as u64;
+        s.range_tombstones = sv.version.range_tombstones().tombstones().len() as u64;
+        s.memtable_range_tombstones = std::iter::once(&sv.mem)
+            .chain(&sv.imms)
+            .filter_map(|m| m.table.range_tombstones())
+            .map(|r| r.tombstones().len() as u64)
+            .sum();
         s.add_blob_files(&sv.version);
         s.memory = memory_stats(db, &s);
         s

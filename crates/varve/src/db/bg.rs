@@ -29,6 +29,7 @@ use super::memtables::SuperVersion;
 use super::stats::Counters;
 use crate::blob::lane::LaneOptions;
 use crate::compaction::blob_gc::{self, BlobFlow, GcPolicy, RelocateConfig};
+use crate::compaction::filter::VersionFilter;
 use crate::compaction::flush::build_table;
 use crate::compaction::job::{self, JobContext};
 use crate::compaction::picker::{self, CompactionPlan};
@@ -176,7 +177,8 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
         &db.dir,
         number,
         &mut oldest.table.iter(),
-        db.snapshots.sequences(),
+        VersionFilter::new(db.snapshots.sequences())
+            .with_range_tombstones(oldest.table.range_tombstones()),
         db.table_options(),
         db.options.use_direct_io_for_flush_and_compaction,
         &mut flow,
@@ -194,6 +196,12 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
     let result = built.and_then(|meta| {
         let mut edit = VersionEdit {
             blob_garbage: flow.garbage(),
+            // The memtable's range deletions now live in the version.
+            range_tombstones: oldest
+                .table
+                .range_tombstones()
+                .map(|r| r.tombstones().to_vec())
+                .unwrap_or_default(),
             ..VersionEdit::default()
         };
         Counters::add(

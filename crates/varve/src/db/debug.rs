@@ -35,6 +35,15 @@ impl<'a> DbDebug<'a> {
             .collect()
     }
 
+    /// Entries (every version of every key, tombstones included) in the
+    /// table files of the current version.
+    pub fn table_entries(self) -> u64 {
+        let v = self.db.super_version().version.clone();
+        (0..crate::version::NUM_LEVELS)
+            .flat_map(|l| v.files(l).iter().map(|f| f.num_entries))
+            .sum()
+    }
+
     /// The highest sequence number visible to reads.
     pub fn latest_sequence(self) -> u64 {
         self.db.writes.visible_sequence(&self.db.last_sequence)

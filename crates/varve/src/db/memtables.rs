@@ -16,6 +16,7 @@ use crate::batch::WriteBatch;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{SequenceNumber, ValueKind};
 use crate::memtable::{MemTable, MemTableFull};
+use crate::range_del::RangeView;
 use crate::version::Version;
 
 /// A memtable and the number of the WAL that holds its entries.
@@ -52,10 +53,20 @@ pub(crate) enum MemLookup {
 }
 
 impl SuperVersion {
-    /// Looks `user_key` up at `seq` in the memtables, newest first.
-    pub(crate) fn get_from_memtables(&self, user_key: &[u8], seq: SequenceNumber) -> MemLookup {
+    /// Looks `user_key` up at `seq` in the memtables, newest first. An
+    /// entry older than `floor` (from [`SuperVersion::range_floor`]) is
+    /// deleted by a range tombstone.
+    pub(crate) fn get_from_memtables(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+        floor: SequenceNumber,
+    ) -> MemLookup {
         for m in std::iter::once(&self.mem).chain(self.imms.iter()) {
-            if let Some((kind, value)) = m.table.get(user_key, seq) {
+            if let Some((kind, value, found)) = m.table.get_entry(user_key, seq) {
+                if found < floor {
+                    return MemLookup::Deleted;
+                }
                 return match kind {
                     ValueKind::Value => MemLookup::Value(value.to_vec()),
                     ValueKind::BlobIndex => MemLookup::Pointer(value.to_vec()),
@@ -64,6 +75,30 @@ impl SuperVersion {
             }
         }
         MemLookup::Missing
+    }
+
+    /// The newest range tombstone over `user_key` a reader at `seq` sees
+    /// (0: none), across the memtables and the version: every entry of
+    /// the key older than it is deleted for that reader.
+    pub(crate) fn range_floor(&self, user_key: &[u8], seq: SequenceNumber) -> SequenceNumber {
+        let mut floor = self.version.range_tombstones().covering(user_key, seq);
+        for m in std::iter::once(&self.mem).chain(self.imms.iter()) {
+            if let Some(r) = m.table.range_tombstones() {
+                floor = floor.max(r.covering(user_key, seq));
+            }
+        }
+        floor
+    }
+
+    /// Every range tombstone of the memtables and the version, for an
+    /// iterator.
+    pub(crate) fn range_view(&self) -> RangeView {
+        RangeView::new(
+            std::iter::once(&self.mem)
+                .chain(self.imms.iter())
+                .filter_map(|m| m.table.range_tombstones())
+                .chain([Arc::clone(self.version.range_tombstones())]),
+        )
     }
 
     /// One iterator per memtable, newest first.
@@ -108,6 +143,8 @@ pub(super) fn batch_charge(batch: &WriteBatch) -> usize {
             BatchOp::Put { key, value } => MemTable::entry_charge(key.len(), value.len()),
             BatchOp::Delete { key } => MemTable::entry_charge(key.len(), 0),
             BatchOp::PutBlob { key, pointer } => MemTable::entry_charge(key.len(), pointer.len()),
+            // Kept beside the arena: charged as an entry, an upper bound.
+            BatchOp::DeleteRange { start, end } => MemTable::entry_charge(start.len(), end.len()),
         })
         .sum()
 }
@@ -125,6 +162,7 @@ pub(super) fn insert_batch(
             BatchOp::PutBlob { key, pointer } => {
                 mem.add(seq, ValueKind::BlobIndex, key, pointer)?
             }
+            BatchOp::DeleteRange { start, end } => mem.add_range_deletion(seq, start, end),
         }
     }
     Ok(())

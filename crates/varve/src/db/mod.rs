@@ -158,6 +158,40 @@ impl Db {
         self.write_opt(batch, opts)
     }
 
+    /// Deletes every key in `range` (`start..end`, `end` excluded) with one
+    /// range tombstone: O(1) to write, whatever the range holds. Reads
+    /// honour it at once; compaction drops the keys it covers (and then
+    /// the tombstone) once no snapshot can see them
+    /// (`docs/range-deletes.md`). `start > end` is `InvalidArgument`; an
+    /// empty range deletes nothing.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = varve::Db::open(dir.path(), varve::Options::default())?;
+    /// for k in [b"a", b"b", b"c", b"d"] {
+    ///     db.put(k, b"v")?;
+    /// }
+    /// db.delete_range(b"b".as_slice()..b"d".as_slice())?;
+    /// let keys: Vec<Vec<u8>> = db.iter().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"a".to_vec(), b"d".to_vec()]);
+    /// # Ok::<(), varve::Error>(())
+    /// ```
+    pub fn delete_range<K: AsRef<[u8]>>(&self, range: std::ops::Range<K>) -> Result<()> {
+        self.delete_range_opt(range, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] with explicit write options.
+    pub fn delete_range_opt<K: AsRef<[u8]>>(
+        &self,
+        range: std::ops::Range<K>,
+        opts: &WriteOptions,
+    ) -> Result<()> {
+        let (start, end) = (range.start.as_ref(), range.end.as_ref());
+        let mut batch = WriteBatch::for_one(start.len(), end.len());
+        batch.delete_range(start..end);
+        self.write_opt(batch, opts)
+    }
+
     /// Applies every operation of `batch` atomically.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())

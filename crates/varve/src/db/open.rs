@@ -27,6 +27,7 @@ use crate::blob::cache::BlobReaders;
 use crate::blob::lane::{BlobWriteLanes, LaneOptions};
 use crate::blob::stage::{StageOutcome, apply_stage, is_stage_file_name};
 use crate::compaction::blob_gc::BlobFlow;
+use crate::compaction::filter::VersionFilter;
 use crate::compaction::flush::build_table;
 use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, LOCK, LOST_DIR, blob_file_path, wal_path};
@@ -123,11 +124,14 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             dir,
             number,
             &mut mem.iter(),
-            Vec::new(),
+            VersionFilter::new(Vec::new()).with_range_tombstones(mem.range_tombstones()),
             table_options(&options),
             options.use_direct_io_for_flush_and_compaction,
             &mut flow,
         )?;
+        if let Some(r) = mem.range_tombstones() {
+            edit.range_tombstones.extend(r.tombstones().iter().cloned());
+        }
         if let Some(meta) = meta {
             info_log.log(format!(
                 "recovery: wrote {} entries to table {number}",

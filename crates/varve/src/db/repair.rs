@@ -13,7 +13,9 @@
 //! 3. all good tables and replayed WALs are merged into new tables in the
 //!    bottom level: per user key only the newest entry survives, and
 //!    tombstones are dropped (everything the database holds is in the
-//!    merge, so nothing older can show through); an empty WAL is created
+//!    merge, so nothing older can show through); an entry covered by a
+//!    range tombstone (from the replayed WALs, or recorded by the readable
+//!    part of the old manifest) is dropped too; an empty WAL is created
 //!    for the next open;
 //! 4. the old `MANIFEST-*`, `CURRENT` and `CURRENT.*.tmp` are moved to
 //!    `lost/` and a new manifest names the merged tables, with the new WAL
@@ -64,6 +66,7 @@ use crate::iter::merging::MergingIterator;
 use crate::keys::{self, ValueKind};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::range_del::{RangeTombstone, RangeTombstones};
 use crate::sst::{Table, verify_table};
 use crate::version::{BlobFileEdit, FileMetaData, NUM_LEVELS, VersionEdit, VersionSet, manifest};
 use crate::wal;
@@ -93,6 +96,11 @@ pub struct RepairReport {
     /// Keys dropped because their blob value was missing or damaged, each
     /// with the reason.
     pub blob_keys_lost: Vec<(Vec<u8>, String)>,
+    /// Range tombstones the merge applied (from the replayed WALs and the
+    /// readable part of the old manifest). One recorded only in an
+    /// unreadable part of the manifest is lost, and the keys it deleted
+    /// that are still in tables come back (`docs/range-deletes.md`).
+    pub range_tombstones: u64,
 }
 
 /// Repairs the database in `dir` (see the module docs), writing tables
@@ -116,7 +124,8 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     };
 
     // Tables that the readable part of the old manifest retired.
-    let retired = retired_tables(fs.as_ref(), dir, &names);
+    // and the range tombstones it recorded (the merge applies them).
+    let (retired, mut range_tombstones) = retired_tables(fs.as_ref(), dir, &names);
 
     // 1 and 2: what is good, read-only.
     let mut tables: Vec<Arc<Table>> = Vec::new();
@@ -188,7 +197,23 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         kept: HashMap::new(),
         keys_lost: Vec::new(),
     };
-    let (outputs, entries) = merge(dir, options, &tables, &memtables, &new_number, &mut blobs)?;
+    for m in &memtables {
+        if let Some(r) = m.range_tombstones() {
+            range_tombstones.extend(r.tombstones().iter().cloned());
+        }
+    }
+    range_tombstones.sort_by_key(|t| t.seq);
+    range_tombstones.dedup_by_key(|t| t.seq);
+    report.range_tombstones = range_tombstones.len() as u64;
+    let ranges = Arc::new(RangeTombstones::new(range_tombstones));
+    let (outputs, entries) = merge(
+        dir,
+        options,
+        (&tables, &memtables),
+        ranges,
+        &new_number,
+        &mut blobs,
+    )?;
     report.outputs = outputs.iter().map(|f| f.number).collect();
     report.entries = entries;
     report.blob_keys_lost = std::mem::take(&mut blobs.keys_lost);
@@ -250,7 +275,11 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
 /// what replaced them, and the tombstones that hid some of them may be
 /// gone, so the merge must not see it. What the damaged part of the
 /// manifest retired cannot be known: repair is best effort there.
-fn retired_tables(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> HashSet<u64> {
+fn retired_tables(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+) -> (HashSet<u64>, Vec<RangeTombstone>) {
     let newest = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
@@ -259,9 +288,10 @@ fn retired_tables(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> HashSet<
         })
         .max();
     let Some(number) = manifest::read_current(fs, dir).ok().or(newest) else {
-        return HashSet::new();
+        return (HashSet::new(), Vec::new());
     };
     let (mut live, mut deleted) = (HashSet::new(), HashSet::new());
+    let mut ranges = std::collections::BTreeMap::new();
     // Whatever the error, the edits before it were applied in order.
     let _ = manifest::read_manifest(fs, dir, number, |edit, _| {
         for (_, n) in &edit.deleted_files {
@@ -271,9 +301,17 @@ fn retired_tables(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> HashSet<
         for (_, f) in &edit.new_files {
             live.insert(f.number);
         }
+        // A pruned tombstone is only removed once nothing it hides is
+        // left; keeping every one ever recorded is also right.
+        for t in &edit.range_tombstones {
+            ranges.insert(t.seq, t.clone());
+        }
         Ok(())
     });
-    deleted.difference(&live).copied().collect()
+    (
+        deleted.difference(&live).copied().collect(),
+        ranges.into_values().collect(),
+    )
 }
 
 fn file_number(kind: FileKind) -> Option<u64> {
@@ -291,8 +329,8 @@ fn file_number(kind: FileKind) -> Option<u64> {
 fn merge(
     dir: &Path,
     options: &Options,
-    tables: &[Arc<Table>],
-    memtables: &[Arc<MemTable>],
+    (tables, memtables): (&[Arc<Table>], &[Arc<MemTable>]),
+    ranges: Arc<RangeTombstones>,
     new_number: &(dyn Fn() -> u64 + Sync),
     blobs: &mut RepairBlobs<'_>,
 ) -> Result<(Vec<FileMetaData>, u64)> {
@@ -316,8 +354,9 @@ fn merge(
     );
     // No snapshots, and nothing outside the merge: the newest entry of a
     // key is all any reader could see, and a newest tombstone hides
-    // nothing that is left.
-    let mut filter = VersionFilter::new(Vec::new());
+    // nothing that is left; an entry a range tombstone covers goes, and
+    // the tombstone with it.
+    let mut filter = VersionFilter::new(Vec::new()).with_range_tombstones(Some(ranges));
     let mut entries = 0u64;
     input.seek_to_first();
     while input.valid() {

@@ -89,12 +89,17 @@ impl ReplayBuffer {
         let charge = std::mem::take(&mut self.charge);
         let mut entries: Vec<Entry<'_>> =
             Vec::with_capacity(batches.iter().map(WriteBatch::len).sum());
+        let mut range_dels = Vec::new();
         for b in &batches {
             for (seq, op) in (b.sequence()..).zip(b.iter()) {
                 let (key, kind, value) = match op {
                     BatchOp::Put { key, value } => (key, ValueKind::Value, value),
                     BatchOp::Delete { key } => (key, ValueKind::Deletion, &[][..]),
                     BatchOp::PutBlob { key, pointer } => (key, ValueKind::BlobIndex, pointer),
+                    BatchOp::DeleteRange { start, end } => {
+                        range_dels.push((seq, start, end));
+                        continue;
+                    }
                 };
                 entries.push(Entry {
                     prefix: prefix(key),
@@ -105,7 +110,7 @@ impl ReplayBuffer {
                 });
             }
         }
-        if entries.is_empty() {
+        if entries.is_empty() && range_dels.is_empty() {
             return Ok(());
         }
         // Internal key order: user key ascending (its first 8 bytes as one
@@ -127,6 +132,9 @@ impl ReplayBuffer {
         {
             mem.add(seq, kind, key, value)
                 .map_err(|_| "memtable rejected a replayed entry".to_string())?;
+        }
+        for (seq, start, end) in range_dels {
+            mem.add_range_deletion(seq, start, end);
         }
         debug_assert_eq!(mem.len(), entries.len(), "every entry inserted");
         self.memtables.push(Arc::new(mem));

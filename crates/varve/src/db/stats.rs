@@ -120,6 +120,11 @@ pub struct DbStats {
     pub memtable_bytes: u64,
     /// Immutable memtables waiting for a flush.
     pub immutable_memtables: u64,
+    /// Range tombstones in the current version (flushed, not yet pruned:
+    /// some table may still hold an entry one of them deletes).
+    pub range_tombstones: u64,
+    /// Range tombstones in the memtables (not yet flushed).
+    pub memtable_range_tombstones: u64,
     /// Blob files live in the current version.
     pub blob_files: u64,
     /// Bytes of live blob files on disk (sealed files' sizes; open files
@@ -285,6 +290,8 @@ impl DbStats {
             pinned_blob_table_budget: 0,
             memtable_bytes: 0,
             immutable_memtables: 0,
+            range_tombstones: 0,
+            memtable_range_tombstones: 0,
             blob_files: 0,
             blob_file_bytes: 0,
             blob_value_bytes: 0,
@@ -422,6 +429,13 @@ impl DbStats {
             mib(self.memtable_bytes),
             self.immutable_memtables
         );
+        if self.range_tombstones > 0 || self.memtable_range_tombstones > 0 {
+            let _ = writeln!(
+                s,
+                "Range tombstones: {} in the version, {} in memtables",
+                self.range_tombstones, self.memtable_range_tombstones
+            );
+        }
         if self.blob_files > 0 || self.blob_values_written > 0 {
             let _ = writeln!(
                 s,

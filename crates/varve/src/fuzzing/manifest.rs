@@ -69,6 +69,7 @@ pub(super) fn file_meta(number: u64, a: &str, b: &str, seq: u64) -> FileMetaData
         largest_seq: seq,
         num_entries: 10,
         oldest_blob_file: 0,
+        range_cleared_seq: 0,
     }
 }
 

@@ -143,6 +143,7 @@ pub fn write_batch(data: &[u8]) {
             crate::batch::BatchOp::PutBlob { key, pointer } => {
                 MemTable::entry_charge(key.len(), pointer.len())
             }
+            crate::batch::BatchOp::DeleteRange { .. } => 0,
         })
         .sum();
     let mem = MemTable::new(charge);
@@ -153,13 +154,20 @@ pub fn write_batch(data: &[u8]) {
             crate::batch::BatchOp::PutBlob { key, pointer } => {
                 mem.add(seq, ValueKind::BlobIndex, key, pointer)
             }
+            crate::batch::BatchOp::DeleteRange { start, end } => {
+                mem.add_range_deletion(seq, start, end);
+                Ok(())
+            }
         };
         assert!(
             added.is_ok(),
             "a memtable sized by the batch charge holds it"
         );
     }
-    for op in &ops {
+    for op in ops
+        .iter()
+        .filter(|op| !matches!(op, crate::batch::BatchOp::DeleteRange { .. }))
+    {
         assert!(
             mem.get(op.key(), MAX_SEQUENCE).is_some(),
             "every inserted key is found"

@@ -12,16 +12,25 @@
 //! [`MemTableFull`] changed nothing; an `add` of `(k, v)` consumes at most
 //! `entry_charge(k.len(), v.len())` bytes.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use super::arena::MemTableFull;
 use super::skiplist::{self, Node, SkipList, Target};
 use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, TRAILER_LEN, ValueKind};
+use crate::range_del::{RangeTombstone, RangeTombstones};
 
 /// A sorted in-memory table of internal entries with a fixed byte capacity.
 pub(crate) struct MemTable {
     list: SkipList,
+    /// Range deletions written to this memtable (rare: replaced whole on
+    /// each one, under the lock; readers clone the `Arc`).
+    range_dels: RwLock<Arc<RangeTombstones>>,
+    /// Set (Release) once `range_dels` is non-empty, before the deletion's
+    /// sequence number is published: a reader that sees the number sees
+    /// the flag, and a reader that sees no flag skips the lock.
+    has_range_dels: AtomicBool,
 }
 
 impl std::fmt::Debug for MemTable {
@@ -43,6 +52,8 @@ impl MemTable {
     pub(crate) fn new(capacity: usize) -> Self {
         MemTable {
             list: SkipList::new(capacity),
+            range_dels: RwLock::default(),
+            has_range_dels: AtomicBool::new(false),
         }
     }
 
@@ -99,16 +110,58 @@ impl MemTable {
             .insert(target, value, skiplist::random_height(user_key))
     }
 
+    /// Records a range deletion of `[start, end)` at `seq` (see
+    /// [`crate::range_del`]). Takes no arena space; an empty range is kept
+    /// out of lookups but still makes the memtable non-empty (its flush
+    /// then records nothing).
+    pub(crate) fn add_range_deletion(&self, seq: SequenceNumber, start: &[u8], end: &[u8]) {
+        let mut guard = self
+            .range_dels
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut list = guard.tombstones().to_vec();
+        list.push(RangeTombstone {
+            start: start.to_vec(),
+            end: end.to_vec(),
+            seq,
+        });
+        *guard = Arc::new(RangeTombstones::new(list));
+        self.has_range_dels.store(true, Ordering::Release);
+    }
+
+    /// The range deletions of this memtable, if it has any.
+    pub(crate) fn range_tombstones(&self) -> Option<Arc<RangeTombstones>> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return None;
+        }
+        let guard = self
+            .range_dels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        Some(Arc::clone(&guard))
+    }
+
     /// The newest entry of `user_key` with sequence `<= seq` (a `seq` above
     /// [`keys::MAX_SEQUENCE`] means "any"), borrowed from the arena.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn get(&self, user_key: &[u8], seq: SequenceNumber) -> Option<(ValueKind, &[u8])> {
+        self.get_entry(user_key, seq)
+            .map(|(kind, value, _)| (kind, value))
+    }
+
+    /// [`MemTable::get`] with the entry's sequence number.
+    pub(crate) fn get_entry(
+        &self,
+        user_key: &[u8],
+        seq: SequenceNumber,
+    ) -> Option<(ValueKind, &[u8], SequenceNumber)> {
         let target = Target {
             user_key,
             trailer: keys::pack_trailer(seq.min(MAX_SEQUENCE), ValueKind::FOR_SEEK),
         };
         let node = self.list.seek_ge(target)?;
         let parsed = keys::parse_internal_key(self.list.key(node))?;
-        (parsed.user_key == user_key).then(|| (parsed.kind, self.list.value(node)))
+        (parsed.user_key == user_key).then(|| (parsed.kind, self.list.value(node), parsed.seq))
     }
 
     /// Number of entries (completed `add`s).
@@ -116,9 +169,9 @@ impl MemTable {
         self.list.len()
     }
 
-    /// True when empty.
+    /// True when it holds no entry and no range deletion.
     pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && !self.has_range_dels.load(Ordering::Acquire)
     }
 
     /// A cursor over the entries that keeps the memtable alive. It starts

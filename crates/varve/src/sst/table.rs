@@ -42,6 +42,9 @@ use super::table_iter::{TableIterOptions, TableIterator};
 /// this many bytes of key and value.
 const PIN_MAX_ENTRY_BYTES: u64 = 256;
 
+/// An entry a point lookup found: its kind, value and sequence number.
+pub(crate) type Found = (ValueKind, Vec<u8>, SequenceNumber);
+
 /// How a table is read.
 #[derive(Clone)]
 pub(crate) struct TableReadOptions {
@@ -244,11 +247,19 @@ impl Table {
 
     /// The newest entry of `user_key` with sequence `<= seq`, if the table
     /// has one (a tombstone comes back as `ValueKind::Deletion`).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn get(
         &self,
         user_key: &[u8],
         seq: SequenceNumber,
     ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        Ok(self
+            .get_entry(user_key, seq)?
+            .map(|(kind, value, _)| (kind, value)))
+    }
+
+    /// [`Table::get`] with the entry's sequence number.
+    pub(crate) fn get_entry(&self, user_key: &[u8], seq: SequenceNumber) -> Result<Option<Found>> {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
@@ -302,27 +313,25 @@ impl Table {
     /// The first entry `>= target` in the data block at `handle`, if it is
     /// `user_key`'s (`Some(None)`: it is another key's; `None`: the block has
     /// no entry `>= target`).
-    #[allow(clippy::type_complexity)]
     pub(crate) fn get_in_block(
         &self,
         handle: BlockHandle,
         target: &[u8],
         user_key: &[u8],
-    ) -> Result<Option<Option<(ValueKind, Vec<u8>)>>> {
+    ) -> Result<Option<Option<Found>>> {
         let block = self.read_data_block(handle)?;
         self.lookup_in_block(&block, handle, target, user_key)
     }
 
     /// [`Table::get_in_block`] on a block already at hand (`block` is the
     /// data block at `handle`).
-    #[allow(clippy::type_complexity)]
     pub(crate) fn lookup_in_block(
         &self,
         block: &Arc<Block>,
         handle: BlockHandle,
         target: &[u8],
         user_key: &[u8],
-    ) -> Result<Option<Option<(ValueKind, Vec<u8>)>>> {
+    ) -> Result<Option<Option<Found>>> {
         let mut it = block.iter();
         it.seek(target);
         if !it.valid() {
@@ -337,7 +346,7 @@ impl Table {
         if compare_bytes(parsed.user_key, user_key).is_ne() {
             return Ok(Some(None));
         }
-        Ok(Some(Some((parsed.kind, it.value().to_vec()))))
+        Ok(Some(Some((parsed.kind, it.value().to_vec(), parsed.seq))))
     }
 
     /// False only if the bloom filter says `user_key` is absent.

@@ -24,6 +24,7 @@ pub use wal_dump::{WalDump, WalOp, WalRecord, dump_wal};
 // The format types the dumps above hold, and the key decoder the `varve`
 // tool prints table entries with.
 pub use crate::keys::{ParsedInternalKey, ValueKind, parse_internal_key};
+pub use crate::range_del::RangeTombstone;
 pub use crate::sst::{BlockHandle, Footer, TableProperties};
 pub use crate::version::{BlobFileEdit, FileMetaData, VersionEdit};
 pub use crate::wal::TailStatus;

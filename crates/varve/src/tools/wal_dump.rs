@@ -23,6 +23,9 @@ pub struct WalOp {
     pub value: Vec<u8>,
     /// The value lives in a blob file and `value` points to it.
     pub in_blob_file: bool,
+    /// For a range deletion (`put` false), the end of the range: every key
+    /// in `[key, range_end)` is deleted.
+    pub range_end: Option<Vec<u8>>,
 }
 
 /// One WAL record: a write batch.
@@ -65,18 +68,28 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
                     key: key.to_vec(),
                     value: value.to_vec(),
                     in_blob_file: false,
+                    range_end: None,
                 },
                 BatchOp::PutBlob { key, pointer } => WalOp {
                     put: true,
                     key: key.to_vec(),
                     value: pointer.to_vec(),
                     in_blob_file: true,
+                    range_end: None,
                 },
                 BatchOp::Delete { key } => WalOp {
                     put: false,
                     key: key.to_vec(),
                     value: Vec::new(),
                     in_blob_file: false,
+                    range_end: None,
+                },
+                BatchOp::DeleteRange { start, end } => WalOp {
+                    put: false,
+                    key: start.to_vec(),
+                    value: Vec::new(),
+                    in_blob_file: false,
+                    range_end: Some(end.to_vec()),
                 },
             })
             .collect();

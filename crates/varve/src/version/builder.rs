@@ -17,6 +17,7 @@ use super::NUM_LEVELS;
 use super::edit::VersionEdit;
 use super::file_meta::FileMetaData;
 use super::version::{BlobFileState, Version};
+use crate::range_del::{RangeTombstone, RangeTombstones};
 
 /// Accumulates edits on top of a version.
 #[derive(Debug, Default)]
@@ -29,6 +30,8 @@ pub(crate) struct Builder {
     level_of: HashMap<u64, (usize, Arc<FileMetaData>)>,
     /// Live blob files.
     blobs: BTreeMap<u64, BlobFileState>,
+    /// Range tombstones by sequence number.
+    range_dels: BTreeMap<u64, RangeTombstone>,
 }
 
 impl Builder {
@@ -39,6 +42,12 @@ impl Builder {
             deeper: vec![BTreeMap::new(); NUM_LEVELS - 1],
             level_of: HashMap::new(),
             blobs: base.blobs.clone(),
+            range_dels: base
+                .range_dels
+                .tombstones()
+                .iter()
+                .map(|t| (t.seq, t.clone()))
+                .collect(),
         };
         for (level, files) in base.files.iter().enumerate() {
             for f in files {
@@ -62,7 +71,49 @@ impl Builder {
         for (level, f) in &edit.new_files {
             self.add(*level, f)?;
         }
-        self.apply_blobs(edit)
+        self.apply_blobs(edit)?;
+        for &seq in &edit.deleted_range_tombstones {
+            if self.range_dels.remove(&seq).is_none() {
+                return Err(format!("deleted range tombstone {seq} is not live"));
+            }
+        }
+        for t in &edit.range_tombstones {
+            if t.start >= t.end {
+                return Err(format!("range tombstone {} is empty", t.seq));
+            }
+            if self.range_dels.insert(t.seq, t.clone()).is_some() {
+                return Err(format!("range tombstone {} is added twice", t.seq));
+            }
+        }
+        Ok(())
+    }
+
+    /// The range tombstones nothing is left to hide from: no table whose
+    /// key range meets the tombstone's can hold an entry it hides (the
+    /// table's entries are all newer, or the table was written with every
+    /// tombstone up to this one applied: `range_cleared_seq`). Every older
+    /// entry is in a table by then: a tombstone enters the version when its
+    /// memtable is flushed, after every older memtable. Removing them
+    /// changes no read.
+    pub(crate) fn spent_range_tombstones(&self) -> Vec<u64> {
+        self.range_dels
+            .values()
+            .filter(|t| {
+                !self.level_of.values().any(|(_, f)| {
+                    f.smallest_seq < t.seq
+                        && f.range_cleared_seq < t.seq
+                        && t.overlaps(f.smallest_user_key(), f.largest_user_key())
+                })
+            })
+            .map(|t| t.seq)
+            .collect()
+    }
+
+    /// Removes the range tombstones `seqs` (from [`Builder::spent_range_tombstones`]).
+    pub(crate) fn remove_range_tombstones(&mut self, seqs: &[u64]) {
+        for s in seqs {
+            self.range_dels.remove(s);
+        }
     }
 
     /// The blob-file part of an edit: files created (open) or sealed,
@@ -182,6 +233,9 @@ impl Builder {
             v.files[i + 1] = files.into_values().collect();
         }
         v.blobs = self.blobs;
+        v.range_dels = Arc::new(RangeTombstones::new(
+            self.range_dels.into_values().collect(),
+        ));
         let oldest_pointed_to = if v.blobs.values().any(|b| b.crash_closed) {
             v.files
                 .iter()
@@ -229,6 +283,7 @@ mod tests {
             largest_seq: seq,
             num_entries: 1,
             oldest_blob_file: 0,
+            range_cleared_seq: 0,
         }
     }
 
@@ -302,6 +357,7 @@ mod tests {
             1,
             FileMetaData {
                 oldest_blob_file: 7,
+                range_cleared_seq: 0,
                 ..meta(20, "a", "b", 1)
             },
         );

@@ -10,6 +10,7 @@
 
 use super::NUM_LEVELS;
 use super::file_meta::FileMetaData;
+use crate::range_del::RangeTombstone;
 use crate::util::coding::{
     decode_length_prefixed, decode_varint64, put_length_prefixed, put_varint64,
 };
@@ -44,6 +45,16 @@ pub(crate) mod tag {
     /// A new file that points into blob files: NEW_FILE's fields, then
     /// `oldest_blob_file` varint64 (version 3).
     pub(crate) const NEW_FILE_WITH_BLOBS: u64 = 11;
+    /// A range tombstone enters the version: sequence varint64, start and
+    /// end length-prefixed (version 4).
+    pub(crate) const RANGE_TOMBSTONE: u64 = 12;
+    /// A range tombstone leaves the version: its sequence varint64
+    /// (version 4).
+    pub(crate) const DELETED_RANGE_TOMBSTONE: u64 = 13;
+    /// A new file written with range tombstones applied: NEW_FILE's
+    /// fields, then `oldest_blob_file` (0: none) and `range_cleared_seq`,
+    /// both varint64 (version 4).
+    pub(crate) const NEW_FILE_RANGE_CLEARED: u64 = 14;
 }
 
 /// What an edit says about one blob file (`docs/blob-files.md`).
@@ -123,6 +134,11 @@ pub struct VersionEdit {
     pub blob_garbage: Vec<(u64, u64, u64)>,
     /// Blob files that leave the version.
     pub deleted_blob_files: Vec<u64>,
+    /// Range tombstones that enter the version (a flushed memtable's).
+    pub range_tombstones: Vec<RangeTombstone>,
+    /// Range tombstones that leave it (nothing they could hide is left),
+    /// by sequence number.
+    pub deleted_range_tombstones: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -191,8 +207,20 @@ impl VersionEdit {
             put_varint64(&mut dst, tag::DELETED_BLOB_FILE);
             put_varint64(&mut dst, number);
         }
+        for t in &self.range_tombstones {
+            put_varint64(&mut dst, tag::RANGE_TOMBSTONE);
+            put_varint64(&mut dst, t.seq);
+            put_length_prefixed(&mut dst, &t.start);
+            put_length_prefixed(&mut dst, &t.end);
+        }
+        for &seq in &self.deleted_range_tombstones {
+            put_varint64(&mut dst, tag::DELETED_RANGE_TOMBSTONE);
+            put_varint64(&mut dst, seq);
+        }
         for (level, f) in &self.new_files {
-            let t = if f.oldest_blob_file == 0 {
+            let t = if f.range_cleared_seq != 0 {
+                tag::NEW_FILE_RANGE_CLEARED
+            } else if f.oldest_blob_file == 0 {
                 tag::NEW_FILE
             } else {
                 tag::NEW_FILE_WITH_BLOBS
@@ -206,7 +234,10 @@ impl VersionEdit {
             put_varint64(&mut dst, f.smallest_seq);
             put_varint64(&mut dst, f.largest_seq);
             put_varint64(&mut dst, f.num_entries);
-            if f.oldest_blob_file != 0 {
+            if t == tag::NEW_FILE_RANGE_CLEARED {
+                put_varint64(&mut dst, f.oldest_blob_file);
+                put_varint64(&mut dst, f.range_cleared_seq);
+            } else if t == tag::NEW_FILE_WITH_BLOBS {
                 put_varint64(&mut dst, f.oldest_blob_file);
             }
         }
@@ -250,7 +281,7 @@ impl VersionEdit {
                     let number = r.varint("deleted file number")?;
                     edit.deleted_files.push((level, number));
                 }
-                tag::NEW_FILE | tag::NEW_FILE_WITH_BLOBS => {
+                tag::NEW_FILE | tag::NEW_FILE_WITH_BLOBS | tag::NEW_FILE_RANGE_CLEARED => {
                     let level = r.level()?;
                     let mut f = FileMetaData {
                         number: r.varint("new file number")?,
@@ -261,11 +292,19 @@ impl VersionEdit {
                         largest_seq: r.varint("new file largest seq")?,
                         num_entries: r.varint("new file entry count")?,
                         oldest_blob_file: 0,
+                        range_cleared_seq: 0,
                     };
                     if t == tag::NEW_FILE_WITH_BLOBS {
                         f.oldest_blob_file = r.varint("new file oldest blob file")?;
                         if f.oldest_blob_file == 0 {
                             return Err(format!("new file at byte {at} points into blob file 0"));
+                        }
+                    }
+                    if t == tag::NEW_FILE_RANGE_CLEARED {
+                        f.oldest_blob_file = r.varint("new file oldest blob file")?;
+                        f.range_cleared_seq = r.varint("new file range-cleared seq")?;
+                        if f.range_cleared_seq == 0 {
+                            return Err(format!("new file at byte {at} cleared up to seq 0"));
                         }
                     }
                     edit.new_files.push((level, f));
@@ -304,6 +343,20 @@ impl VersionEdit {
                 tag::DELETED_BLOB_FILE => {
                     let number = r.varint("deleted blob file number")?;
                     edit.deleted_blob_files.push(number);
+                }
+                tag::RANGE_TOMBSTONE => {
+                    let seq = r.varint("range tombstone sequence")?;
+                    let start = r.bytes("range tombstone start")?;
+                    let end = r.bytes("range tombstone end")?;
+                    if start >= end {
+                        return Err(format!("empty range tombstone at byte {at}"));
+                    }
+                    edit.range_tombstones
+                        .push(RangeTombstone { start, end, seq });
+                }
+                tag::DELETED_RANGE_TOMBSTONE => {
+                    let seq = r.varint("deleted range tombstone sequence")?;
+                    edit.deleted_range_tombstones.push(seq);
                 }
                 other => return Err(format!("unknown field tag {other} at byte {at}")),
             }
@@ -369,17 +422,21 @@ mod tests {
             any::<u64>(),
             any::<u64>(),
             prop_oneof![Just(0u64), any::<u64>()],
+            prop_oneof![Just(0u64), any::<u64>()],
         )
             .prop_map(
-                |(number, file_size, smallest, largest, a, b, num_entries, oldest)| FileMetaData {
-                    number,
-                    file_size,
-                    smallest,
-                    largest,
-                    smallest_seq: a,
-                    largest_seq: b,
-                    num_entries,
-                    oldest_blob_file: oldest,
+                |(number, file_size, smallest, largest, a, b, num_entries, oldest, cleared)| {
+                    FileMetaData {
+                        number,
+                        file_size,
+                        smallest,
+                        largest,
+                        smallest_seq: a,
+                        largest_seq: b,
+                        num_entries,
+                        oldest_blob_file: oldest,
+                        range_cleared_seq: cleared,
+                    }
                 },
             )
     }
@@ -418,8 +475,27 @@ mod tests {
             ),
             proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>()), 0..3),
             proptest::collection::vec(any::<u64>(), 0..3),
+            proptest::collection::vec(
+                (
+                    any::<u64>(),
+                    proptest::collection::vec(any::<u8>(), 0..8),
+                    proptest::collection::vec(any::<u8>(), 0..8),
+                )
+                    .prop_filter_map("empty range", |(seq, mut a, mut b)| {
+                        if a > b {
+                            std::mem::swap(&mut a, &mut b);
+                        }
+                        (a < b).then_some(RangeTombstone {
+                            start: a,
+                            end: b,
+                            seq,
+                        })
+                    }),
+                0..3,
+            ),
+            proptest::collection::vec(any::<u64>(), 0..3),
         )
-            .prop_map(|(l, n, s, d, f, c, cc, bf, bg, bd)| VersionEdit {
+            .prop_map(|(l, n, s, d, f, c, cc, bf, bg, bd, rt, rd)| VersionEdit {
                 log_number: l,
                 next_file_number: n,
                 last_sequence: s,
@@ -430,6 +506,8 @@ mod tests {
                 blob_files: bf,
                 blob_garbage: bg,
                 deleted_blob_files: bd,
+                range_tombstones: rt,
+                deleted_range_tombstones: rd,
             })
     }
 

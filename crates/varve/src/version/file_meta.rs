@@ -31,6 +31,12 @@ pub struct FileMetaData {
     /// The smallest blob file number any of its entries points into; 0 when
     /// it holds no blob pointers (`docs/blob-files.md`).
     pub oldest_blob_file: u64,
+    /// Every range tombstone with a sequence number up to this one that
+    /// could hide an entry of the file was applied when it was written
+    /// (the file holds no entry such a tombstone hides); 0: none known.
+    /// Lets the version prune a tombstone once no table can hold what it
+    /// hides (`docs/range-deletes.md`).
+    pub range_cleared_seq: u64,
 }
 
 impl FileMetaData {

@@ -24,8 +24,9 @@ pub(crate) const CURRENT: &str = "CURRENT";
 
 /// The manifest format version this build writes and the newest it reads.
 /// Version 2 added the clean-close field (edit tag 7), version 3 the blob
-/// file fields (tags 8-11); older manifests are read as they are.
-pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 3;
+/// file fields (tags 8-11), version 4 range tombstones (tags 12-13);
+/// older manifests are read as they are.
+pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 4;
 
 /// The oldest manifest format version this build reads.
 pub(crate) const MIN_MANIFEST_FORMAT_VERSION: u32 = 1;

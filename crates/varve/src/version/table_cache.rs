@@ -261,7 +261,7 @@ mod tests {
                     dir,
                     number,
                     &mut mem.iter(),
-                    Vec::new(),
+                    crate::compaction::filter::VersionFilter::new(Vec::new()),
                     TableBuilderOptions::default(),
                     false,
                     &mut crate::compaction::blob_gc::BlobFlow::default(),

@@ -27,6 +27,7 @@ fn meta(number: u64, a: &str, b: &str, seq: u64) -> FileMetaData {
         largest_seq: seq + 9,
         num_entries: 10,
         oldest_blob_file: 0,
+        range_cleared_seq: 0,
     }
 }
 
@@ -384,11 +385,11 @@ fn write_manifest_of_version(d: &Path, version: u32, snapshot: &VersionEdit) {
 fn unknown_format_version_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    write_manifest_of_version(d, 4, &VersionEdit::default());
+    write_manifest_of_version(d, 5, &VersionEdit::default());
     match VersionSet::recover(posix(), d) {
         Err(Error::UnsupportedVersion {
-            found: 4,
-            supported: 3,
+            found: 5,
+            supported: 4,
             file,
         }) => {
             assert_eq!(file, manifest::manifest_path(d, 3));

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::NUM_LEVELS;
 use super::file_meta::FileMetaData;
 use crate::keys::compare_bytes;
+use crate::range_del::RangeTombstones;
 
 /// What a version knows of one blob file (`docs/blob-files.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,12 +84,19 @@ pub(crate) struct Version {
     pub(super) files: [Vec<Arc<FileMetaData>>; NUM_LEVELS],
     /// Live blob files by number.
     pub(super) blobs: BTreeMap<u64, BlobFileState>,
+    /// Range tombstones flushed from memtables and not yet pruned.
+    pub(super) range_dels: Arc<RangeTombstones>,
 }
 
 impl Version {
     /// An empty version (no files).
     pub(crate) fn new() -> Version {
         Version::default()
+    }
+
+    /// The range tombstones of the version (`crate::range_del`).
+    pub(crate) fn range_tombstones(&self) -> &Arc<RangeTombstones> {
+        &self.range_dels
     }
 
     /// Files of `level` in the level's order (empty for `level >= NUM_LEVELS`).
@@ -259,6 +267,7 @@ mod tests {
             largest_seq: seq + 1,
             num_entries: 2,
             oldest_blob_file: 0,
+            range_cleared_seq: 0,
         })
     }
 

@@ -104,6 +104,7 @@ pub(super) fn snapshot(
         e.blob_files.push(file);
         e.blob_garbage.extend(garbage);
     }
+    e.range_tombstones = v.range_tombstones().tombstones().to_vec();
     e
 }
 
@@ -170,6 +171,18 @@ impl VersionSet {
         builder
             .apply(&edit)
             .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
+        // Tombstones this edit leaves nothing to hide from leave with it.
+        // (One the edit itself adds is left out of it instead.)
+        let spent = builder.spent_range_tombstones();
+        builder.remove_range_tombstones(&spent);
+        for seq in spent {
+            match edit.range_tombstones.iter().position(|t| t.seq == seq) {
+                Some(i) => {
+                    edit.range_tombstones.remove(i);
+                }
+                None => edit.deleted_range_tombstones.push(seq),
+            }
+        }
         let version = builder.finish();
         version
             .check_invariants()

@@ -1,8 +1,9 @@
 //! [`DbIterator`]: the user-facing iterator. It turns the merged stream of
 //! internal entries into user keys and values as of one sequence number:
 //! newer versions than the snapshot are invisible, older versions of a key
-//! are hidden behind the newest visible one, tombstones hide the key, and
-//! `[lower, upper)` bounds are applied.
+//! are hidden behind the newest visible one, tombstones hide the key, an
+//! entry under a range tombstone the snapshot sees counts as a tombstone
+//! (`crate::range_del`), and `[lower, upper)` bounds are applied.
 //!
 //! Direction handling follows LevelDB's `DBIter`: moving forward, the
 //! internal iterator sits on the entry being returned; moving backward, the
@@ -27,6 +28,7 @@ use crate::db::memtables::SuperVersion;
 use crate::error::Result;
 use crate::internal_iter::InternalIterator;
 use crate::keys::{self, MAX_SEQUENCE, SequenceNumber, ValueKind};
+use crate::range_del::RangeView;
 use crate::snapshot::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +88,8 @@ pub struct DbIterator {
     _snapshot: Snapshot,
     /// Keeps the memtables and table files the iterator reads alive.
     pin: Arc<SuperVersion>,
+    /// The range tombstones of `pin`.
+    ranges: RangeView,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -126,7 +130,18 @@ impl DbIterator {
             blobs,
             blob_ra: RefCell::new(blob_ra),
             _snapshot: snapshot,
+            ranges: pin.range_view(),
             pin,
+        }
+    }
+
+    /// The kind of entry `(user_key, seq)` as this reader sees it: a
+    /// deletion when a range tombstone covers it.
+    fn effective_kind(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> ValueKind {
+        if self.ranges.hides(user_key, seq, self.seq) {
+            ValueKind::Deletion
+        } else {
+            kind
         }
     }
 
@@ -347,7 +362,7 @@ impl DbIterator {
         while self.iter.valid() {
             if let Some(p) = keys::parse_internal_key(self.iter.key()) {
                 if p.seq <= self.seq {
-                    match p.kind {
+                    match self.effective_kind(p.user_key, p.seq, p.kind) {
                         ValueKind::Deletion => {
                             self.saved_key.clear();
                             self.saved_key.extend_from_slice(p.user_key);
@@ -404,8 +419,8 @@ impl DbIterator {
                 {
                     break;
                 }
-                kind = p.kind;
-                match p.kind {
+                kind = self.effective_kind(p.user_key, p.seq, p.kind);
+                match kind {
                     ValueKind::Deletion => {
                         self.saved_key.clear();
                         self.saved_value.clear();
@@ -456,6 +471,7 @@ impl DbIterator {
         let sibling = Arc::clone(&self.sibling);
         let (seq, lower, upper) = (self.seq, self.lower.clone(), self.upper.clone());
         let (snapshot, pin) = (self._snapshot.clone(), Arc::clone(&self.pin));
+        let ranges = self.ranges.clone();
         let blobs = Arc::clone(&self.blobs);
         self.back.get_or_insert_with(|| {
             let mut b = Box::new(DbIterator {
@@ -479,6 +495,7 @@ impl DbIterator {
                 blob_ra: RefCell::new(BlobReadahead::new(0, None)),
                 _snapshot: snapshot,
                 pin,
+                ranges,
             });
             b.seek_to_last();
             b

@@ -37,11 +37,12 @@ use crate::version::{NUM_LEVELS, Version};
 pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     let seq = read_sequence(db, opts);
     let sv = db.super_version();
-    match sv.get_from_memtables(key, seq) {
+    let floor = sv.range_floor(key, seq);
+    match sv.get_from_memtables(key, seq, floor) {
         MemLookup::Value(v) => Ok(Some(v)),
         MemLookup::Pointer(p) => db.blobs.value(&p, &db.dir).map(Some),
         MemLookup::Deleted => Ok(None),
-        MemLookup::Missing => get_from_version(db, &sv.version, key, seq),
+        MemLookup::Missing => get_from_version_after(db, &sv.version, key, (seq, floor), 0),
     }
 }
 
@@ -54,25 +55,17 @@ pub(crate) fn read_sequence(db: &DbInner, opts: &ReadOptions) -> SequenceNumber 
 }
 
 /// The table part of a point read (after the memtables missed): L0 files
-/// newest first, then one file per deeper level. `multi_get` runs this in
-/// fibers; no lock is held across its file reads.
-pub(crate) fn get_from_version(
-    db: &DbInner,
-    version: &Version,
-    key: &[u8],
-    seq: SequenceNumber,
-) -> Result<Option<Vec<u8>>> {
-    get_from_version_after(db, version, key, seq, 0)
-}
-
-/// [`get_from_version`] without the first `skip` files of
-/// `files_for_get`: for a caller that already knows none of them decides
-/// the key (`multi_get`'s in-memory pass).
+/// newest first, then one file per deeper level, as of `seq`; an entry
+/// older than `floor` (the key's [`SuperVersion::range_floor`]) is deleted.
+/// Without the first `skip` files of `files_for_get`: for a caller that
+/// already knows none of them decides the key (`multi_get`'s in-memory
+/// pass). `multi_get` runs this in fibers; no lock is held across its file
+/// reads.
 pub(crate) fn get_from_version_after(
     db: &DbInner,
     version: &Version,
     key: &[u8],
-    seq: SequenceNumber,
+    (seq, floor): (SequenceNumber, SequenceNumber),
     skip: usize,
 ) -> Result<Option<Vec<u8>>> {
     for (_level, file) in version.files_for_get(key).skip(skip) {
@@ -80,10 +73,13 @@ pub(crate) fn get_from_version_after(
             continue; // every entry of the file is newer than the read
         }
         let table = db.table_cache.get(file)?;
-        match table.get(key, seq)? {
-            Some((ValueKind::Value, v)) => return Ok(Some(v)),
-            Some((ValueKind::BlobIndex, p)) => return db.blobs.value(&p, table.path()).map(Some),
-            Some((ValueKind::Deletion, _)) => return Ok(None),
+        match table.get_entry(key, seq)? {
+            Some((_, _, found)) if found < floor => return Ok(None),
+            Some((ValueKind::Value, v, _)) => return Ok(Some(v)),
+            Some((ValueKind::BlobIndex, p, _)) => {
+                return db.blobs.value(&p, table.path()).map(Some);
+            }
+            Some((ValueKind::Deletion, _, _)) => return Ok(None),
             None => {}
         }
     }

@@ -25,12 +25,12 @@
 use std::cell::RefCell;
 
 use super::multi_get_cached::{Plan, resolve_cached};
-use super::{get_from_version, get_from_version_after, read_sequence};
+use super::{get_from_version_after, read_sequence};
 use crate::db::DbInner;
 use crate::db::memtables::MemLookup;
 use crate::error::Result;
 use crate::io::fiber;
-use crate::keys::{MAX_SEQUENCE, ValueKind, lookup_key};
+use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key};
 use crate::options::ReadOptions;
 
 /// One key's result.
@@ -50,12 +50,20 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     let sv = db.super_version();
     let mut results: Vec<Lookup> = Vec::with_capacity(keys.len());
     let mut misses = Vec::new();
+    // Keys under a range tombstone, with its sequence number: they skip
+    // the in-memory pass (which does not look at sequence numbers).
+    let mut floors: Vec<(usize, SequenceNumber)> = Vec::new();
     for (i, key) in keys.iter().enumerate() {
-        results.push(match sv.get_from_memtables(key.as_ref(), seq) {
+        let floor = sv.range_floor(key.as_ref(), seq);
+        results.push(match sv.get_from_memtables(key.as_ref(), seq, floor) {
             MemLookup::Value(v) => Ok(Some(v)),
             // Read here, not on the fibers below: those search the tables.
             MemLookup::Pointer(p) => db.blobs.value(&p, &db.dir).map(Some),
             MemLookup::Deleted => Ok(None),
+            MemLookup::Missing if floor > 0 => {
+                floors.push((i, floor));
+                Ok(None)
+            }
             MemLookup::Missing => {
                 misses.push(i);
                 Ok(None)
@@ -78,22 +86,31 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     } else {
         resolve_cached(db, &sv.version, keys, seq, &misses, &mut results)
     };
+    let mut rest = rest;
+    rest.extend(floors.iter().map(|&(i, _)| (i, None)));
     let misses: Vec<usize> = rest.iter().map(|r| r.0).collect();
     let plans: Vec<Option<Plan>> = rest.into_iter().map(|r| r.1).collect();
+    let floor_of = |i: usize| {
+        floors
+            .binary_search_by_key(&i, |f| f.0)
+            .map_or(0, |at| floors[at].1)
+    };
     let lookup_planned = |t: usize| {
         let key = keys[misses[t]].as_ref();
         let Some((pos, table, handle)) = &plans[t] else {
-            return get_from_version(db, &sv.version, key, seq);
+            let floor = floor_of(misses[t]);
+            return get_from_version_after(db, &sv.version, key, (seq, floor), 0);
         };
-        // As `get` at that table: its first candidate block, then on.
+        // As `get` at that table: its first candidate block, then on (a
+        // planned key has no range tombstone over it).
         let target = lookup_key(key, seq.min(MAX_SEQUENCE));
         match table.get_in_block(*handle, &target, key)? {
-            Some(Some((ValueKind::Value, v))) => Ok(Some(v)),
+            Some(Some((ValueKind::Value, v, _))) => Ok(Some(v)),
             // On a fiber when async: the blob read goes out on io_uring.
-            Some(Some((ValueKind::BlobIndex, p))) => db.blobs.value(&p, table.path()).map(Some),
-            Some(Some((ValueKind::Deletion, _))) => Ok(None),
-            Some(None) => get_from_version_after(db, &sv.version, key, seq, pos + 1),
-            None => get_from_version_after(db, &sv.version, key, seq, *pos),
+            Some(Some((ValueKind::BlobIndex, p, _))) => db.blobs.value(&p, table.path()).map(Some),
+            Some(Some((ValueKind::Deletion, _, _))) => Ok(None),
+            Some(None) => get_from_version_after(db, &sv.version, key, (seq, 0), pos + 1),
+            None => get_from_version_after(db, &sv.version, key, (seq, 0), *pos),
         }
     };
     if opts.async_io && misses.len() > 1 {

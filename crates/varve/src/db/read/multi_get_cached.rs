@@ -109,8 +109,8 @@ pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
             let key = keys[i].as_ref();
             let target = lookup_key(key, seq.min(MAX_SEQUENCE));
             match table.lookup_in_block(&block, handle, &target, key) {
-                Ok(Some(Some((ValueKind::Value, v)))) => results[i] = Ok(Some(v)),
-                Ok(Some(Some((ValueKind::Deletion, _)))) => results[i] = Ok(None),
+                Ok(Some(Some((ValueKind::Value, v, _)))) => results[i] = Ok(Some(v)),
+                Ok(Some(Some((ValueKind::Deletion, _, _)))) => results[i] = Ok(None),
                 // Another key's entry: `get` moves on to the next table.
                 Ok(Some(None)) => pending.push((i, pos + 1)),
                 _ => slow.push((i, None)),

@@ -95,6 +95,7 @@ pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<(Write
             BatchOp::Put { key, value } => out.put(key, value),
             BatchOp::Delete { key } => out.delete(key),
             BatchOp::PutBlob { key, pointer } => out.put_blob_index(key, pointer),
+            BatchOp::DeleteRange { start, end } => out.delete_range(start..end),
         }
     }
     Ok(Some((out, moved)))

@@ -194,6 +194,24 @@ fn check_entry(db: &DbInner, key: &[u8], value_len: usize) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a range delete whose start is after its end, or whose bounds
+/// are longer than `max_key_size`.
+fn check_range(db: &DbInner, start: &[u8], end: &[u8]) -> Result<()> {
+    if start > end {
+        return Err(Error::InvalidArgument(format!(
+            "delete_range start {start:?} is after its end {end:?}"
+        )));
+    }
+    let max = db.options.max_key_size;
+    if start.len().max(end.len()) > max {
+        return Err(Error::InvalidArgument(format!(
+            "delete_range bound of {} bytes exceeds max_key_size {max}",
+            start.len().max(end.len())
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the batch against the size limits of the options and returns the
 /// memtable bytes it needs.
 fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
@@ -204,6 +222,13 @@ fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
             BatchOp::Put { value, .. } => value.len(),
             BatchOp::Delete { .. } => 0,
             BatchOp::PutBlob { pointer, .. } => pointer.len(),
+            BatchOp::DeleteRange { start, end } => {
+                // No entry is stored under either bound: an empty start
+                // (from the first key) is fine.
+                check_range(db, start, end)?;
+                charge += MemTable::entry_charge(start.len(), end.len());
+                continue;
+            }
         };
         check_entry(db, key, value_len)?;
         charge += MemTable::entry_charge(key.len(), value_len);

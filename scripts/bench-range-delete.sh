@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench-range-delete.sh — reads around a range delete (docs/range-deletes.md),
+# varve beside RocksDB, same flags, same run, interleaved.
+#
+#   scripts/bench-range-delete.sh
+#   REPS=5 NUM=1000000 DB_DIR=/data scripts/bench-range-delete.sh
+#
+# Each rep, per engine, one process runs on a fresh database:
+#   fillrandom (NUM keys, 16-byte keys, 100-byte values), compact,
+#   readrandom, readseq                       <- "before": no tombstone
+#   deleterange (the middle tenth of the key numbers, one range delete),
+#   readrandom, readseq                       <- "tombstone": not compacted
+#   compact, readrandom, readseq              <- "compacted"
+# readrandom does NUM reads, readseq reads the whole database. The
+# summary prints, per engine, the median ops/s of each phase and its ratio
+# to "before". A found count below the live keys would be a wrong answer:
+# the lines of each run are printed too.
+#
+# Environment: NUM (1000000), REPS (3), DB_DIR (/work/rdb), BIN (a
+# varve-bench built with --features rocksdb; default: build it into
+# CARGO_TARGET_DIR).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+NUM="${NUM:-1000000}"
+REPS="${REPS:-3}"
+DB_DIR="${DB_DIR:-/work/rdb}"
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+if [ -z "${BIN:-}" ]; then
+    (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET" cargo build --release -p varve-bench --features rocksdb >&2)
+    BIN="$TARGET/release/varve-bench"
+fi
+mkdir -p "$DB_DIR"
+OUT="$(mktemp)"
+trap 'rm -f "$OUT"; rm -rf "$DB_DIR/rd"' EXIT
+
+BENCHES=fillrandom,compact,readrandom,readseq,deleterange,readrandom,readseq,compact,readrandom,readseq
+for rep in $(seq "$REPS"); do
+    for engine in varve rocksdb; do
+        rm -rf "$DB_DIR/rd"
+        echo "== rep $rep $engine: $BIN --engine=$engine --benchmarks=$BENCHES --num=$NUM --reads=$NUM ..."
+        "$BIN" --engine="$engine" --benchmarks="$BENCHES" --num="$NUM" --reads="$NUM" \
+            --key_size=16 --value_size=100 --compression_type=none --histogram=0 \
+            --seed="$rep" --db="$DB_DIR/rd" 2>&1 |
+            tee /dev/stderr | grep -E '^(readrandom|readseq) +:' |
+            awk -v e="$engine" -v r="$rep" '
+                { n[$1]++; phase = (n[$1] == 1 ? "before" : (n[$1] == 2 ? "tombstone" : "compacted"))
+                  for (i = 1; i <= NF; i++) if ($i == "ops/sec") ops = $(i - 1)
+                  print e, r, $1, phase, ops }' >>"$OUT"
+    done
+done
+echo
+echo "engine   bench       phase       median ops/s   / before"
+for engine in varve rocksdb; do
+    for b in readrandom readseq; do
+        base=""
+        for phase in before tombstone compacted; do
+            med=$(awk -v e="$engine" -v b="$b" -v p="$phase" '$1 == e && $3 == b && $4 == p { print $5 }' "$OUT" |
+                sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print 0 }')
+            [ -n "$base" ] || base="$med"
+            awk -v e="$engine" -v b="$b" -v p="$phase" -v m="$med" -v base="$base" \
+                'BEGIN { printf "%-8s %-11s %-11s %12.0f   %6.2f\n", e, b, p, m, (base > 0 ? m / base : 0) }'
+        done
+    done
+done
