@@ -13,8 +13,8 @@
 #   compact, readrandom, readseq              <- "compacted"
 # readrandom does NUM reads, readseq reads the whole database. The
 # summary prints, per engine, the median ops/s of each phase and its ratio
-# to "before". A found count below the live keys would be a wrong answer:
-# the lines of each run are printed too.
+# to "before", after checking that both engines found the same keys in
+# every phase (same seed, same keys read: a difference is a wrong answer).
 #
 # Environment: NUM (1000000), REPS (3), DB_DIR (/work/rdb), BIN (a
 # varve-bench built with --features rocksdb; default: build it into
@@ -39,16 +39,29 @@ for rep in $(seq "$REPS"); do
     for engine in varve rocksdb; do
         rm -rf "$DB_DIR/rd"
         echo "== rep $rep $engine: $BIN --engine=$engine --benchmarks=$BENCHES --num=$NUM --reads=$NUM ..."
-        "$BIN" --engine="$engine" --benchmarks="$BENCHES" --num="$NUM" --reads="$NUM" \
+        run_out=$("$BIN" --engine="$engine" --benchmarks="$BENCHES" --num="$NUM" --reads="$NUM" \
             --key_size=16 --value_size=100 --compression_type=none --histogram=0 \
-            --seed="$rep" --db="$DB_DIR/rd" 2>&1 |
-            tee /dev/stderr | grep -E '^(readrandom|readseq) +:' |
+            --seed="$rep" --db="$DB_DIR/rd" 2>&1)
+        echo "$run_out"
+        echo "$run_out" | grep -E '^(readrandom|readseq) +:' |
             awk -v e="$engine" -v r="$rep" '
                 { n[$1]++; phase = (n[$1] == 1 ? "before" : (n[$1] == 2 ? "tombstone" : "compacted"))
-                  for (i = 1; i <= NF; i++) if ($i == "ops/sec") ops = $(i - 1)
-                  print e, r, $1, phase, ops }' >>"$OUT"
+                  found = ""
+                  for (i = 1; i <= NF; i++) {
+                      if ($i == "ops/sec") ops = $(i - 1)
+                      if ($i == "operations;") found = $(i - 1)
+                      if ($i == "of" && substr($(i - 1), 1, 1) == "(") found = substr($(i - 1), 2)
+                  }
+                  print e, r, $1, phase, ops, found }' >>"$OUT"
     done
 done
+echo
+# The same seed reads the same keys in every engine: the keys found (and
+# the entries a readseq walks) must agree.
+awk '$1 == "varve" { v[$2" "$3" "$4] = $6 } $1 == "rocksdb" { r[$2" "$3" "$4] = $6 }
+     END { bad = 0
+           for (k in v) if ((k in r) && v[k] != r[k]) { print "MISMATCH rep/bench/phase " k ": varve " v[k] ", rocksdb " r[k]; bad = 1 }
+           if (!bad) print "found counts: varve and rocksdb agree in every rep and phase" }' "$OUT"
 echo
 echo "engine   bench       phase       median ops/s   / before"
 for engine in varve rocksdb; do

@@ -49,6 +49,7 @@ pub mod tools;
 pub mod fuzzing;
 
 pub use batch::WriteBatch;
+pub use compaction::{CompactionFilter, FilterDecision};
 pub use db::{
     Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, LevelStats,
     MemoryStats, OpenTimes, RecoveryReport, RepairReport, Snapshot, TruncatedTail,

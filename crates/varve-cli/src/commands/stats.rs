@@ -66,6 +66,7 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "flush_bytes": s.flush_bytes,
             "compactions": s.compactions,
             "trivial_moves": s.trivial_moves,
+            "ttl_tables_dropped": s.ttl_tables_dropped,
             "compaction_bytes_read": s.compaction_bytes_read,
             "compaction_bytes_written": s.compaction_bytes_written,
             "write_amplification": s.write_amplification,

@@ -31,6 +31,11 @@ pub(crate) struct VersionFilter {
     dropped: u64,
     /// Range tombstones whose covered entries may be dropped.
     ranges: Option<Arc<RangeTombstones>>,
+    /// `Options::ttl`: entries below this sequence number are expired.
+    expired: SequenceNumber,
+    /// The entry last kept is its key's newest in the stream and newer
+    /// than every snapshot: a user compaction filter may change it.
+    filterable: bool,
 }
 
 impl VersionFilter {
@@ -45,7 +50,24 @@ impl VersionFilter {
             last_stripe: None,
             dropped: 0,
             ranges: None,
+            expired: 0,
+            filterable: false,
         }
+    }
+
+    /// Also drops every entry below sequence number `floor` (expired by
+    /// `Options::ttl`: hidden from every reader, so are all older
+    /// versions).
+    pub(crate) fn with_expiry_floor(mut self, floor: SequenceNumber) -> Self {
+        self.expired = floor;
+        self
+    }
+
+    /// True when the entry `keep` last kept is the newest of its key in
+    /// the stream and newer than every live snapshot: no snapshot reader
+    /// can see it, so a user compaction filter may remove or change it.
+    pub(crate) fn filterable(&self) -> bool {
+        self.filterable
     }
 
     /// Also drops the entries `ranges` deletes for every reader.
@@ -63,6 +85,7 @@ impl VersionFilter {
     /// asked about tombstones). Malformed keys are kept (the caller reports
     /// corruption).
     pub(crate) fn keep(&mut self, ikey: &[u8], bottommost: impl FnOnce(&[u8]) -> bool) -> bool {
+        self.filterable = false;
         let Some(p) = keys::parse_internal_key(ikey) else {
             return true;
         };
@@ -72,7 +95,12 @@ impl VersionFilter {
             self.has_current = true;
             self.last_stripe = None;
         }
+        if p.seq < self.expired {
+            self.dropped += 1;
+            return false; // expired, and so is every older version
+        }
         let stripe = self.stripe(p.seq);
+        let newest = self.last_stripe.is_none();
         if self.last_stripe == Some(stripe) {
             self.dropped += 1;
             return false; // a newer version in the same stripe hides it
@@ -91,6 +119,7 @@ impl VersionFilter {
             self.dropped += 1;
             return false;
         }
+        self.filterable = newest && stripe == self.snapshots.len() && p.kind.has_value();
         true
     }
 

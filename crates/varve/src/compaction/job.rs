@@ -16,6 +16,8 @@ use super::blob_gc::{BlobFlow, RelocateConfig, Relocator};
 use super::filter::VersionFilter;
 use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
+use super::user_filter::{CompactionFilter, FilterDecision};
+use crate::blob::cache::BlobReaders;
 use crate::blob::file_writer::BlobFileMeta;
 use crate::blob::format::BlobPointer;
 use crate::error::{Error, Result};
@@ -23,7 +25,7 @@ use crate::filenames::{blob_file_path, table_path};
 use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
 use crate::iter::merging::MergingIterator;
-use crate::keys::{self, SequenceNumber, compare_internal_keys};
+use crate::keys::{self, SequenceNumber, ValueKind, compare_internal_keys};
 use crate::sst::{COMPACTION_READAHEAD, TableBuilderOptions};
 use crate::version::{BlobFileEdit, FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::version::{ScanOptions, TableCache};
@@ -48,6 +50,11 @@ pub(crate) struct JobContext<'a> {
     pub direct_writes: bool,
     /// Blob values to relocate (garbage collection); `None`: none.
     pub relocate: Option<RelocateConfig<'a>>,
+    /// `Options::ttl`: entries below this sequence number are expired.
+    pub expired: SequenceNumber,
+    /// The user's compaction filter, with the blob files it may need to
+    /// read values from.
+    pub user_filter: Option<(Arc<dyn CompactionFilter>, &'a BlobReaders)>,
 }
 
 /// What a compaction did.
@@ -213,6 +220,41 @@ pub(crate) fn run(
     Ok((edit, result))
 }
 
+/// Runs the user's filter on the entry `(key, value)` (`pointer`: its
+/// value is in a blob file). `None`: keep it as it is; otherwise the
+/// internal key and value to write instead (a tombstone, or the new
+/// value), with the same sequence number.
+fn apply_user_filter(
+    user_filter: &dyn CompactionFilter,
+    blobs: &BlobReaders,
+    key: &[u8],
+    value: &[u8],
+    pointer: Option<&BlobPointer>,
+) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let Some(p) = keys::parse_internal_key(key) else {
+        return Ok(None);
+    };
+    let blob_value;
+    let value = match pointer {
+        Some(ptr) => {
+            blob_value = blobs.value_of(ptr)?;
+            blob_value.as_slice()
+        }
+        None => value,
+    };
+    Ok(match user_filter.filter(p.user_key, value) {
+        FilterDecision::Keep => None,
+        FilterDecision::Remove => Some((
+            keys::make_internal_key(p.user_key, p.seq, ValueKind::Deletion),
+            Vec::new(),
+        )),
+        FilterDecision::ChangeValue(v) => Some((
+            keys::make_internal_key(p.user_key, p.seq, ValueKind::Value),
+            v,
+        )),
+    })
+}
+
 /// One sub-compaction: the plan's entries whose user keys lie in `span`.
 fn run_span(
     plan: &CompactionPlan,
@@ -357,7 +399,8 @@ fn write_outputs(
     result: &mut CompactionResult,
 ) -> Result<()> {
     let mut filter = VersionFilter::new(ctx.snapshots.clone())
-        .with_range_tombstones(Some(Arc::clone(ctx.version.range_tombstones())));
+        .with_range_tombstones(Some(Arc::clone(ctx.version.range_tombstones())))
+        .with_expiry_floor(ctx.expired);
     let mut out = TableOutputs::new(
         OutputConfig {
             dir: ctx.dir,
@@ -387,6 +430,17 @@ fn write_outputs(
         }
         let pointer = flow.read(key, input.value(), ctx.dir, "a compaction input")?;
         if filter.keep(key, |uk| bottommost(ctx.version, output_level, uk)) {
+            if filter.filterable()
+                && let Some((user_filter, blobs)) = &ctx.user_filter
+                && let Some(changed) =
+                    apply_user_filter(&**user_filter, blobs, key, input.value(), pointer.as_ref())?
+            {
+                // Removed or changed: written inline with the entry's
+                // sequence number; a blob value it had becomes garbage.
+                pending.add_or_write(&mut out, &changed.0, &changed.1)?;
+                input.next();
+                continue;
+            }
             match (&pointer, relocator.as_ref()) {
                 (Some(p), Some(r)) if r.moves(p) => pending.push(key, Pending::Move(*p)),
                 (Some(p), _) => {

@@ -1,6 +1,7 @@
 //! Compaction: choosing what to compact (`picker`), deciding which versions
 //! may be dropped (`filter`), rewriting the chosen files (`job`) into new
-//! tables cut at user-key boundaries (`output`, shared with repair).
+//! tables cut at user-key boundaries (`output`, shared with repair); the
+//! user's [`CompactionFilter`] (`user_filter`).
 
 pub(crate) mod blob_gc;
 pub(crate) mod filter;
@@ -8,3 +9,6 @@ pub(crate) mod flush;
 pub(crate) mod job;
 pub(crate) mod output;
 pub(crate) mod picker;
+mod user_filter;
+
+pub use user_filter::{CompactionFilter, FilterDecision};

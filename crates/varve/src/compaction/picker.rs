@@ -396,29 +396,31 @@ pub(crate) fn pick_range_relocation(
     Some(plan)
 }
 
+/// Whether table `f` may hold an entry a range tombstone of `v` hides.
+pub(crate) fn may_hold_range_deleted(v: &Version, f: &FileMetaData) -> bool {
+    v.range_tombstones().tombstones().iter().any(|t| {
+        f.smallest_seq < t.seq
+            && f.range_cleared_seq < t.seq
+            && t.overlaps(f.smallest_user_key(), f.largest_user_key())
+    })
+}
+
 /// An in-place rewrite of the files among `files` (the files of `level`
-/// overlapping a range, in key order) that may hold an entry a range
-/// tombstone of the version hides, and of the files between them (so the
-/// outputs stay disjoint from the level's other files): the step of a
-/// `compact_range` that drops what range tombstones hide when the range
-/// already lies in its deepest level. `None` if no file may hold such an
-/// entry, or one is busy.
-pub(crate) fn pick_range_tombstone_rewrite(
+/// overlapping a range, in key order) for which `due` holds, and of the
+/// files between them (so the outputs stay disjoint from the level's other
+/// files): the last step of a `compact_range` whose range already lies in
+/// its deepest level, for tables that may hold entries a range tombstone
+/// hides or that have expired, or for a compaction filter to see. `None`
+/// if no file is due, or one is busy.
+pub(crate) fn pick_bottom_rewrite(
     v: &Version,
     level: usize,
     files: Vec<Arc<FileMetaData>>,
     being_compacted: &HashSet<u64>,
+    due: impl Fn(&FileMetaData) -> bool,
 ) -> Option<CompactionPlan> {
-    let tombstones = v.range_tombstones().tombstones();
-    let blocking = |f: &FileMetaData| {
-        tombstones.iter().any(|t| {
-            f.smallest_seq < t.seq
-                && f.range_cleared_seq < t.seq
-                && t.overlaps(f.smallest_user_key(), f.largest_user_key())
-        })
-    };
-    let first = files.iter().position(|f| blocking(f))?;
-    let last = files.iter().rposition(|f| blocking(f))?;
+    let first = files.iter().position(|f| due(f))?;
+    let last = files.iter().rposition(|f| due(f))?;
     let files = files[first..=last].to_vec();
     if level == 0 || files.iter().any(|f| being_compacted.contains(&f.number)) {
         return None;
@@ -426,7 +428,7 @@ pub(crate) fn pick_range_tombstone_rewrite(
     let plan = CompactionPlan {
         level,
         inputs: [files, Vec::new()],
-        reason: format!("manual compaction: what range tombstones hide in L{level}"),
+        reason: format!("manual compaction: rewrite of L{level} in place"),
         in_place: true,
         relocate_all: false,
         gc_blob_file: None,

@@ -21,8 +21,10 @@ impl Db {
     /// Compacts every table overlapping `[begin, end]` (user keys; `None`
     /// is unbounded) down to the deepest level holding the range, after a
     /// flush. Drops deleted and overwritten entries no snapshot can see,
-    /// and every entry a range tombstone hides from all snapshots (tables
-    /// of the deepest level that may hold one are rewritten in place).
+    /// every entry a range tombstone hides from all snapshots and every
+    /// expired one (`Options::ttl`); tables of the deepest level that may
+    /// hold such entries are rewritten in place, and with a compaction
+    /// filter every table of the range is.
     /// With blob files (and their garbage collection on), the write lanes'
     /// open files are sealed and the last step copies every value of the
     /// range into new blob files in key order (`docs/blob-files.md`).
@@ -59,18 +61,25 @@ impl Db {
                 bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
             }
         }
-        // The range now lies in one level, whose tables may still hold
-        // entries a range tombstone hides (they were there before it):
-        // rewritten in place, they drop them (and the version then drops
-        // the tombstones nothing is left to hide from).
-        if !db.versions.lock().current().range_tombstones().is_empty() {
+        // The range now lies in one level. Its tables are rewritten in
+        // place where that drops something or a compaction filter must see
+        // them: entries a range tombstone hides (they were there before
+        // it; the version then drops the tombstones nothing is left to
+        // hide from), entries `Options::ttl` expired, or every table when
+        // there is a compaction filter (as RocksDB's bottommost rewrite
+        // with a filter).
+        {
             db.check_writable()?;
+            let expired = super::ttl::floor(db);
+            let filter = db.options.compaction_filter.is_some();
             let plan = {
                 let vs = db.versions.lock();
                 let v = vs.current();
                 let busy = db.bg.being_compacted.lock().clone();
                 let files = v.overlapping_files(last + 1, begin, end);
-                picker::pick_range_tombstone_rewrite(&v, last + 1, files, &busy)
+                picker::pick_bottom_rewrite(&v, last + 1, files, &busy, |f| {
+                    filter || f.smallest_seq < expired || picker::may_hold_range_deleted(&v, f)
+                })
             };
             if let Some(plan) = plan {
                 bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;

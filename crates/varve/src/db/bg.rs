@@ -178,7 +178,8 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
         number,
         &mut oldest.table.iter(),
         VersionFilter::new(db.snapshots.sequences())
-            .with_range_tombstones(oldest.table.range_tombstones()),
+            .with_range_tombstones(oldest.table.range_tombstones())
+            .with_expiry_floor(super::ttl::floor(db)),
         db.table_options(),
         db.options.use_direct_io_for_flush_and_compaction,
         &mut flow,
@@ -194,8 +195,11 @@ pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
         Ok(meta)
     });
     let result = built.and_then(|meta| {
+        // A sample now covers every entry of the memtable (`db/ttl.rs`).
+        super::ttl::sample(db);
         let mut edit = VersionEdit {
             blob_garbage: flow.garbage(),
+            time_samples: super::ttl::take_pending(db),
             // The memtable's range deletions now live in the version.
             range_tombstones: oldest
                 .table
@@ -305,6 +309,9 @@ pub(crate) fn blob_gc_pick(db: &DbInner, gc_turn: bool) -> Option<picker::BlobGc
 /// Picks and runs one compaction if a level is due. Returns whether it ran.
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let _only_one = db.bg.compaction_lock.lock();
+    if drop_expired_tables(db)? {
+        return Ok(true);
+    }
     let plan = {
         let vs = db.versions.lock();
         let busy = db.bg.being_compacted.lock().clone();
@@ -320,6 +327,46 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
         }
         None => Ok(false),
     }
+}
+
+/// `Options::ttl`: deletes the tables whose every entry has expired (the
+/// newest is below the floor) with one version edit and no rewrite: every
+/// read hides their entries, and older versions of those keys are expired
+/// too. Tables that point into blob files are left to compaction, which
+/// counts the garbage they leave. Returns whether it deleted any. The
+/// caller holds `compaction_lock`.
+fn drop_expired_tables(db: &DbInner) -> Result<bool> {
+    let floor = super::ttl::floor(db);
+    if floor == 0 {
+        return Ok(false);
+    }
+    let mut vs = db.versions.lock();
+    let v = vs.current();
+    let busy = db.bg.being_compacted.lock().clone();
+    let mut edit = VersionEdit::default();
+    for level in 0..crate::version::NUM_LEVELS {
+        for f in v.files(level) {
+            if f.largest_seq < floor && f.oldest_blob_file == 0 && !busy.contains(&f.number) {
+                edit.delete_file(level, f.number);
+            }
+        }
+    }
+    if edit.deleted_files.is_empty() {
+        return Ok(false);
+    }
+    let n = edit.deleted_files.len();
+    vs.log_and_apply(edit)?;
+    db.install(&vs, |sv| SuperVersion {
+        version: vs.current(),
+        ..sv.clone()
+    });
+    drop(vs);
+    Counters::add(&db.counters.ttl_tables_dropped, n as u64);
+    db.info_log.log(format!(
+        "ttl: deleted {n} tables whose every entry expired (below sequence {floor})"
+    ));
+    super::obsolete::delete_obsolete_files(db);
+    Ok(true)
 }
 
 /// Runs `plan` and installs its result. The caller holds `compaction_lock`.
@@ -395,6 +442,12 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
             direct: db.options.use_direct_io_for_flush_and_compaction,
             io_engine: db.options.io_engine,
         }),
+        expired: super::ttl::floor(db),
+        user_filter: db
+            .options
+            .compaction_filter
+            .clone()
+            .map(|f| (f, &*db.blobs)),
     };
     let outputs = Mutex::new(Vec::new());
     let new_file_number = || {

@@ -198,6 +198,7 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
         snap.blob_garbage.extend(garbage);
     }
     snap.range_tombstones = rec.version.range_tombstones().tombstones().to_vec();
+    snap.time_samples = rec.version.time_map().samples().to_vec();
     drop(ManifestWriter::create(fs, target, number, &snap)?);
     manifest::write_current(fs, target, number)?;
     fs.sync_dir(target)

@@ -90,6 +90,11 @@ pub(crate) struct DbInner {
     /// (`obsolete::retry_if_kept`), so their space comes back once the
     /// readers are gone even if no flush or compaction follows.
     pub(crate) obsolete_kept: std::sync::atomic::AtomicBool,
+    /// `Options::ttl`: entries with a sequence number below this are
+    /// expired (0: none); only grows (`db/ttl.rs`).
+    pub(crate) ttl_floor: AtomicU64,
+    /// Time samples not yet written into a version edit (`db/ttl.rs`).
+    pub(crate) time_samples: Mutex<crate::version::time_map::TimeMap>,
 }
 
 /// Why writes are refused (the first failure; later ones are only logged).

@@ -32,6 +32,7 @@ mod repair;
 mod replay_buffer;
 mod resume;
 mod stats;
+mod ttl;
 mod write;
 
 use std::path::Path;
@@ -98,6 +99,9 @@ impl Db {
     /// at its tail.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), options)?);
+        // Expiry counts from the samples the manifest kept, before any read.
+        ttl::sample(&inner);
+        ttl::refresh(&inner);
         bg::start(&inner)?;
         WritePath::start(&inner)?;
         Ok(Db { inner })
@@ -113,9 +117,10 @@ impl Db {
     /// with `Error::Locked` (take a [`checkpoint`](Self::checkpoint) in that
     /// process instead).
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        Ok(Db {
-            inner: Arc::new(open::open_read_only(path.as_ref(), options)?),
-        })
+        let inner = Arc::new(open::open_read_only(path.as_ref(), options)?);
+        ttl::sample(&inner);
+        ttl::refresh(&inner);
+        Ok(Db { inner })
     }
 
     /// Deletes the database in `path` (its files, then the directory if it

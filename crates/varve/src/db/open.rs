@@ -449,6 +449,8 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         recovery: a.report,
         deletions_paused: std::sync::atomic::AtomicUsize::new(0),
         obsolete_kept: std::sync::atomic::AtomicBool::new(false),
+        ttl_floor: AtomicU64::new(0),
+        time_samples: Default::default(),
         options: a.options,
         memory_plan: a.memory_plan,
     }

@@ -21,6 +21,7 @@ pub(crate) struct Counters {
     pub compactions: AtomicU64,
     pub subcompactions: AtomicU64,
     pub trivial_moves: AtomicU64,
+    pub ttl_tables_dropped: AtomicU64,
     pub compaction_bytes_read: AtomicU64,
     pub compaction_bytes_written: AtomicU64,
     pub stall_slowdowns_l0: AtomicU64,
@@ -78,6 +79,9 @@ pub struct DbStats {
     pub subcompactions: u64,
     /// Compactions that only moved a file down a level.
     pub trivial_moves: u64,
+    /// Tables deleted whole because every entry had expired
+    /// (`Options::ttl`).
+    pub ttl_tables_dropped: u64,
     /// Bytes read by compactions.
     pub compaction_bytes_read: u64,
     /// Bytes written by compactions.
@@ -267,6 +271,7 @@ impl DbStats {
             compactions: r(&c.compactions),
             subcompactions: r(&c.subcompactions),
             trivial_moves: r(&c.trivial_moves),
+            ttl_tables_dropped: r(&c.ttl_tables_dropped),
             compaction_bytes_read: r(&c.compaction_bytes_read),
             compaction_bytes_written: r(&c.compaction_bytes_written),
             write_amplification: if user == 0 {
@@ -429,6 +434,13 @@ impl DbStats {
             mib(self.memtable_bytes),
             self.immutable_memtables
         );
+        if self.ttl_tables_dropped > 0 {
+            let _ = writeln!(
+                s,
+                "TTL: {} tables deleted whole (every entry expired)",
+                self.ttl_tables_dropped
+            );
+        }
         if self.range_tombstones > 0 || self.memtable_range_tombstones > 0 {
             let _ = writeln!(
                 s,

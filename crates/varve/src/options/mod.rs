@@ -216,6 +216,18 @@ pub struct Options {
     /// by its own option, and read-ahead buffers grow with the number of
     /// open iterators.
     pub memory_budget: Option<usize>,
+    /// Time to live: an entry older than this is hidden from every read
+    /// (snapshots too) and dropped by compaction, and tables holding only
+    /// expired entries are deleted without a rewrite. Expiry is never
+    /// early and late by at most a few seconds (`docs/ttl-and-filters.md`);
+    /// entries written before the database had a TTL take the time of the
+    /// first sample after they were written. Default `None`: nothing
+    /// expires.
+    pub ttl: Option<std::time::Duration>,
+    /// Called by compaction for the newest value of each key that no
+    /// snapshot can see: keep, remove or replace it
+    /// ([`CompactionFilter`](crate::CompactionFilter)). Default `None`.
+    pub compaction_filter: Option<Arc<dyn crate::CompactionFilter>>,
 }
 
 impl Default for Options {
@@ -261,6 +273,8 @@ impl Default for Options {
             reader_pool: None,
             fs: Arc::new(PosixFs),
             memory_budget: None,
+            ttl: None,
+            compaction_filter: None,
         }
     }
 }
@@ -322,6 +336,14 @@ impl fmt::Debug for Options {
                 "use_direct_io_for_flush_and_compaction",
                 &self.use_direct_io_for_flush_and_compaction,
             )
+            .field("ttl", &self.ttl)
+            .field(
+                "compaction_filter",
+                &self
+                    .compaction_filter
+                    .as_ref()
+                    .map(|f| f.name().to_string()),
+            )
             .field("wal_writer", &self.wal_writer)
             .field("wal_idle_flush_interval", &self.wal_idle_flush_interval)
             .field("wal_sync_interval", &self.wal_sync_interval)
@@ -350,6 +372,13 @@ impl Options {
 
     /// Checks the options for values the engine cannot work with.
     pub fn validate(&self) -> Result<()> {
+        if let Some(ttl) = self.ttl
+            && ttl.as_secs() == 0
+        {
+            return Err(Error::InvalidArgument(format!(
+                "ttl {ttl:?} is under one second (expiry is counted in seconds)"
+            )));
+        }
         if !(64 << 10..=2 << 30).contains(&self.write_buffer_size) {
             return Err(Error::InvalidArgument(format!(
                 "write_buffer_size {} is outside 64 KiB..=2 GiB",

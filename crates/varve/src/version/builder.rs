@@ -16,6 +16,7 @@ use std::sync::Arc;
 use super::NUM_LEVELS;
 use super::edit::VersionEdit;
 use super::file_meta::FileMetaData;
+use super::time_map::TimeMap;
 use super::version::{BlobFileState, Version};
 use crate::range_del::{RangeTombstone, RangeTombstones};
 
@@ -32,6 +33,8 @@ pub(crate) struct Builder {
     blobs: BTreeMap<u64, BlobFileState>,
     /// Range tombstones by sequence number.
     range_dels: BTreeMap<u64, RangeTombstone>,
+    /// Time samples for `Options::ttl`.
+    time_map: TimeMap,
 }
 
 impl Builder {
@@ -48,6 +51,7 @@ impl Builder {
                 .iter()
                 .map(|t| (t.seq, t.clone()))
                 .collect(),
+            time_map: (*base.time_map).clone(),
         };
         for (level, files) in base.files.iter().enumerate() {
             for f in files {
@@ -76,6 +80,9 @@ impl Builder {
             if self.range_dels.remove(&seq).is_none() {
                 return Err(format!("deleted range tombstone {seq} is not live"));
             }
+        }
+        for &(seq, secs) in &edit.time_samples {
+            self.time_map.add(seq, secs);
         }
         for t in &edit.range_tombstones {
             if t.start >= t.end {
@@ -236,6 +243,7 @@ impl Builder {
         v.range_dels = Arc::new(RangeTombstones::new(
             self.range_dels.into_values().collect(),
         ));
+        v.time_map = Arc::new(self.time_map);
         let oldest_pointed_to = if v.blobs.values().any(|b| b.crash_closed) {
             v.files
                 .iter()

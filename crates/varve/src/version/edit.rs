@@ -55,6 +55,9 @@ pub(crate) mod tag {
     /// fields, then `oldest_blob_file` (0: none) and `range_cleared_seq`,
     /// both varint64 (version 4).
     pub(crate) const NEW_FILE_RANGE_CLEARED: u64 = 14;
+    /// A time sample for `Options::ttl`: sequence number and unix seconds,
+    /// both varint64 (version 4).
+    pub(crate) const TIME_SAMPLE: u64 = 15;
 }
 
 /// What an edit says about one blob file (`docs/blob-files.md`).
@@ -139,6 +142,9 @@ pub struct VersionEdit {
     /// Range tombstones that leave it (nothing they could hide is left),
     /// by sequence number.
     pub deleted_range_tombstones: Vec<u64>,
+    /// Time samples `(sequence, unix seconds)`: every entry up to that
+    /// sequence number was written by then (`Options::ttl`).
+    pub time_samples: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -216,6 +222,11 @@ impl VersionEdit {
         for &seq in &self.deleted_range_tombstones {
             put_varint64(&mut dst, tag::DELETED_RANGE_TOMBSTONE);
             put_varint64(&mut dst, seq);
+        }
+        for &(seq, secs) in &self.time_samples {
+            put_varint64(&mut dst, tag::TIME_SAMPLE);
+            put_varint64(&mut dst, seq);
+            put_varint64(&mut dst, secs);
         }
         for (level, f) in &self.new_files {
             let t = if f.range_cleared_seq != 0 {
@@ -358,6 +369,11 @@ impl VersionEdit {
                     let seq = r.varint("deleted range tombstone sequence")?;
                     edit.deleted_range_tombstones.push(seq);
                 }
+                tag::TIME_SAMPLE => {
+                    let seq = r.varint("time sample sequence")?;
+                    let secs = r.varint("time sample seconds")?;
+                    edit.time_samples.push((seq, secs));
+                }
                 other => return Err(format!("unknown field tag {other} at byte {at}")),
             }
         }
@@ -493,22 +509,28 @@ mod tests {
                     }),
                 0..3,
             ),
-            proptest::collection::vec(any::<u64>(), 0..3),
+            (
+                proptest::collection::vec(any::<u64>(), 0..3),
+                proptest::collection::vec((any::<u64>(), any::<u64>()), 0..3),
+            ),
         )
-            .prop_map(|(l, n, s, d, f, c, cc, bf, bg, bd, rt, rd)| VersionEdit {
-                log_number: l,
-                next_file_number: n,
-                last_sequence: s,
-                deleted_files: d,
-                new_files: f,
-                compact_pointers: c,
-                clean_close: cc,
-                blob_files: bf,
-                blob_garbage: bg,
-                deleted_blob_files: bd,
-                range_tombstones: rt,
-                deleted_range_tombstones: rd,
-            })
+            .prop_map(
+                |(l, n, s, d, f, c, cc, bf, bg, bd, rt, (rd, ts))| VersionEdit {
+                    log_number: l,
+                    next_file_number: n,
+                    last_sequence: s,
+                    deleted_files: d,
+                    new_files: f,
+                    compact_pointers: c,
+                    clean_close: cc,
+                    blob_files: bf,
+                    blob_garbage: bg,
+                    deleted_blob_files: bd,
+                    range_tombstones: rt,
+                    deleted_range_tombstones: rd,
+                    time_samples: ts,
+                },
+            )
     }
 
     proptest! {

@@ -18,6 +18,7 @@ mod file_meta;
 pub(crate) mod manifest;
 mod recover;
 mod table_cache;
+pub(crate) mod time_map;
 #[allow(clippy::module_inception)]
 mod version;
 mod version_set;

@@ -86,6 +86,8 @@ pub(crate) struct Version {
     pub(super) blobs: BTreeMap<u64, BlobFileState>,
     /// Range tombstones flushed from memtables and not yet pruned.
     pub(super) range_dels: Arc<RangeTombstones>,
+    /// Time samples persisted for `Options::ttl`.
+    pub(super) time_map: Arc<super::time_map::TimeMap>,
 }
 
 impl Version {
@@ -97,6 +99,11 @@ impl Version {
     /// The range tombstones of the version (`crate::range_del`).
     pub(crate) fn range_tombstones(&self) -> &Arc<RangeTombstones> {
         &self.range_dels
+    }
+
+    /// The persisted time samples (`Options::ttl`).
+    pub(crate) fn time_map(&self) -> &super::time_map::TimeMap {
+        &self.time_map
     }
 
     /// Files of `level` in the level's order (empty for `level >= NUM_LEVELS`).

@@ -105,6 +105,7 @@ pub(super) fn snapshot(
         e.blob_garbage.extend(garbage);
     }
     e.range_tombstones = v.range_tombstones().tombstones().to_vec();
+    e.time_samples = v.time_map().samples().to_vec();
     e
 }
 

@@ -2,8 +2,9 @@
 //! internal entries into user keys and values as of one sequence number:
 //! newer versions than the snapshot are invisible, older versions of a key
 //! are hidden behind the newest visible one, tombstones hide the key, an
-//! entry under a range tombstone the snapshot sees counts as a tombstone
-//! (`crate::range_del`), and `[lower, upper)` bounds are applied.
+//! entry under a range tombstone the snapshot sees, or expired by
+//! `Options::ttl`, counts as a tombstone (`crate::range_del`, `db/ttl.rs`),
+//! and `[lower, upper)` bounds are applied.
 //!
 //! Direction handling follows LevelDB's `DBIter`: moving forward, the
 //! internal iterator sits on the entry being returned; moving backward, the
@@ -90,6 +91,8 @@ pub struct DbIterator {
     pin: Arc<SuperVersion>,
     /// The range tombstones of `pin`.
     ranges: RangeView,
+    /// `Options::ttl`: entries below this sequence number are expired.
+    expired: SequenceNumber,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -132,13 +135,21 @@ impl DbIterator {
             _snapshot: snapshot,
             ranges: pin.range_view(),
             pin,
+            expired: 0,
         }
+    }
+
+    /// Hides the entries below sequence number `floor` (expired by
+    /// `Options::ttl`, as of the iterator's creation).
+    pub(crate) fn with_expiry_floor(mut self, floor: SequenceNumber) -> Self {
+        self.expired = floor;
+        self
     }
 
     /// The kind of entry `(user_key, seq)` as this reader sees it: a
     /// deletion when a range tombstone covers it.
     fn effective_kind(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> ValueKind {
-        if self.ranges.hides(user_key, seq, self.seq) {
+        if seq < self.expired || self.ranges.hides(user_key, seq, self.seq) {
             ValueKind::Deletion
         } else {
             kind
@@ -471,7 +482,7 @@ impl DbIterator {
         let sibling = Arc::clone(&self.sibling);
         let (seq, lower, upper) = (self.seq, self.lower.clone(), self.upper.clone());
         let (snapshot, pin) = (self._snapshot.clone(), Arc::clone(&self.pin));
-        let ranges = self.ranges.clone();
+        let (ranges, expired) = (self.ranges.clone(), self.expired);
         let blobs = Arc::clone(&self.blobs);
         self.back.get_or_insert_with(|| {
             let mut b = Box::new(DbIterator {
@@ -496,6 +507,7 @@ impl DbIterator {
                 _snapshot: snapshot,
                 pin,
                 ranges,
+                expired,
             });
             b.seek_to_last();
             b

@@ -37,7 +37,7 @@ use crate::version::{NUM_LEVELS, Version};
 pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
     let seq = read_sequence(db, opts);
     let sv = db.super_version();
-    let floor = sv.range_floor(key, seq);
+    let floor = sv.range_floor(key, seq).max(super::ttl::floor(db));
     match sv.get_from_memtables(key, seq, floor) {
         MemLookup::Value(v) => Ok(Some(v)),
         MemLookup::Pointer(p) => db.blobs.value(&p, &db.dir).map(Some),
@@ -118,6 +118,7 @@ pub(crate) fn iter(db: &Arc<DbInner>, opts: &ReadOptions) -> DbIterator {
             ),
         ),
     )
+    .with_expiry_floor(super::ttl::floor(db))
 }
 
 /// Makes another merged cursor over the same memtables and version.

@@ -28,6 +28,7 @@ use super::multi_get_cached::{Plan, resolve_cached};
 use super::{get_from_version_after, read_sequence};
 use crate::db::DbInner;
 use crate::db::memtables::MemLookup;
+use crate::db::ttl;
 use crate::error::Result;
 use crate::io::fiber;
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind, lookup_key};
@@ -50,20 +51,19 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
     let sv = db.super_version();
     let mut results: Vec<Lookup> = Vec::with_capacity(keys.len());
     let mut misses = Vec::new();
-    // Keys under a range tombstone, with its sequence number: they skip
-    // the in-memory pass (which does not look at sequence numbers).
-    let mut floors: Vec<(usize, SequenceNumber)> = Vec::new();
+    // Each key's floor: an entry older than it is deleted (a range
+    // tombstone over the key, or `Options::ttl`).
+    let expired = ttl::floor(db);
+    let floors: Vec<SequenceNumber> = keys
+        .iter()
+        .map(|k| sv.range_floor(k.as_ref(), seq).max(expired))
+        .collect();
     for (i, key) in keys.iter().enumerate() {
-        let floor = sv.range_floor(key.as_ref(), seq);
-        results.push(match sv.get_from_memtables(key.as_ref(), seq, floor) {
+        results.push(match sv.get_from_memtables(key.as_ref(), seq, floors[i]) {
             MemLookup::Value(v) => Ok(Some(v)),
             // Read here, not on the fibers below: those search the tables.
             MemLookup::Pointer(p) => db.blobs.value(&p, &db.dir).map(Some),
             MemLookup::Deleted => Ok(None),
-            MemLookup::Missing if floor > 0 => {
-                floors.push((i, floor));
-                Ok(None)
-            }
             MemLookup::Missing => {
                 misses.push(i);
                 Ok(None)
@@ -75,42 +75,49 @@ pub(crate) fn multi_get<K: AsRef<[u8]>>(
         // cold, and the in-memory pass over the rest would only delay the
         // first reads (the disk idles while it plans every key); their
         // fibers plan for themselves, between other fibers' reads.
-        let mut rest = resolve_cached(db, &sv.version, keys, seq, &misses[..PROBE], &mut results);
+        let mut rest = resolve_cached(
+            db,
+            &sv.version,
+            (keys, &floors),
+            seq,
+            &misses[..PROBE],
+            &mut results,
+        );
         if rest.len() * 2 > PROBE {
             rest.extend(misses[PROBE..].iter().map(|&i| (i, None)));
         } else {
-            let later = resolve_cached(db, &sv.version, keys, seq, &misses[PROBE..], &mut results);
+            let later = resolve_cached(
+                db,
+                &sv.version,
+                (keys, &floors),
+                seq,
+                &misses[PROBE..],
+                &mut results,
+            );
             rest.extend(later);
         }
         rest
     } else {
-        resolve_cached(db, &sv.version, keys, seq, &misses, &mut results)
+        resolve_cached(db, &sv.version, (keys, &floors), seq, &misses, &mut results)
     };
-    let mut rest = rest;
-    rest.extend(floors.iter().map(|&(i, _)| (i, None)));
     let misses: Vec<usize> = rest.iter().map(|r| r.0).collect();
     let plans: Vec<Option<Plan>> = rest.into_iter().map(|r| r.1).collect();
-    let floor_of = |i: usize| {
-        floors
-            .binary_search_by_key(&i, |f| f.0)
-            .map_or(0, |at| floors[at].1)
-    };
     let lookup_planned = |t: usize| {
         let key = keys[misses[t]].as_ref();
+        let floor = floors[misses[t]];
         let Some((pos, table, handle)) = &plans[t] else {
-            let floor = floor_of(misses[t]);
             return get_from_version_after(db, &sv.version, key, (seq, floor), 0);
         };
-        // As `get` at that table: its first candidate block, then on (a
-        // planned key has no range tombstone over it).
+        // As `get` at that table: its first candidate block, then on.
         let target = lookup_key(key, seq.min(MAX_SEQUENCE));
         match table.get_in_block(*handle, &target, key)? {
+            Some(Some((_, _, found))) if found < floor => Ok(None),
             Some(Some((ValueKind::Value, v, _))) => Ok(Some(v)),
             // On a fiber when async: the blob read goes out on io_uring.
             Some(Some((ValueKind::BlobIndex, p, _))) => db.blobs.value(&p, table.path()).map(Some),
             Some(Some((ValueKind::Deletion, _, _))) => Ok(None),
-            Some(None) => get_from_version_after(db, &sv.version, key, (seq, 0), pos + 1),
-            None => get_from_version_after(db, &sv.version, key, (seq, 0), *pos),
+            Some(None) => get_from_version_after(db, &sv.version, key, (seq, floor), pos + 1),
+            None => get_from_version_after(db, &sv.version, key, (seq, floor), *pos),
         }
     };
     if opts.async_io && misses.len() > 1 {

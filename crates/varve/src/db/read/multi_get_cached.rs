@@ -11,7 +11,8 @@
 //! the seek in its cached block: an entry of the key itself answers it (a
 //! value, or `None` for a tombstone), another key's entry sends the key to
 //! the next round at the next table, exactly as `get_from_version` moves
-//! on. Every table skipped is one `get` skips too (newer than the read, or
+//! on; an entry older than the key's floor (a range tombstone over it, or
+//! `Options::ttl`) answers it as deleted, as in `get`. Every table skipped is one `get` skips too (newer than the read, or
 //! ruled out by its filter or index), so the answers are `get`'s. Anything
 //! else (a block not cached, a table not open, an entry past the block's
 //! end) goes to the per-key lookup, which starts over, so its results
@@ -45,7 +46,7 @@ pub(crate) type Plan = (usize, Arc<Table>, BlockHandle);
 pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
     db: &DbInner,
     version: &Version,
-    keys: &[K],
+    (keys, floors): (&[K], &[SequenceNumber]),
     seq: SequenceNumber,
     misses: &[usize],
     results: &mut [Lookup],
@@ -109,6 +110,8 @@ pub(crate) fn resolve_cached<K: AsRef<[u8]>>(
             let key = keys[i].as_ref();
             let target = lookup_key(key, seq.min(MAX_SEQUENCE));
             match table.lookup_in_block(&block, handle, &target, key) {
+                // Older than the key's floor: deleted (range tombstone, TTL).
+                Ok(Some(Some((_, _, found)))) if found < floors[i] => results[i] = Ok(None),
                 Ok(Some(Some((ValueKind::Value, v, _)))) => results[i] = Ok(Some(v)),
                 Ok(Some(Some((ValueKind::Deletion, _, _)))) => results[i] = Ok(None),
                 // Another key's entry: `get` moves on to the next table.

@@ -167,6 +167,7 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
     };
     let mut last_sync = Instant::now();
     let mut last_push = Instant::now();
+    let mut last_sample = Instant::now();
     // How long the last fdatasync took: the gathering budget.
     let mut last_took = Duration::ZERO;
     loop {
@@ -186,6 +187,13 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
         let Some(db) = weak.upgrade() else { return };
         let log = db.writes.current();
         let now = Instant::now();
+        if let Some(ttl) = db.options.ttl
+            && now.duration_since(last_sample) >= crate::db::ttl::sample_interval(ttl)
+        {
+            last_sample = now;
+            crate::db::ttl::sample(&db);
+            crate::db::ttl::refresh(&db);
+        }
         if !idle.is_zero() && now.duration_since(last_push) >= idle {
             last_push = now;
             if let Err(e) = log.push_idle() {
