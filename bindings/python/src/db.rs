@@ -40,7 +40,9 @@ fn write_options(sync: bool) -> varve::WriteOptions {
 /// or ``'lz4'``; ``memory_budget`` (bytes) sizes the memtables and caches
 /// from one limit; ``read_only=True`` opens an existing database without
 /// changing anything (writes raise ``ReadOnlyError``); ``io_engine`` is
-/// ``'io_uring'`` (the default, where the kernel has it) or ``'sync'``.
+/// ``'io_uring'`` (the default, where the kernel has it) or ``'sync'``;
+/// ``ttl`` (seconds, at least 1) hides and drops entries older than it
+/// (never early, late by at most a few seconds).
 ///
 /// Keys and values are ``bytes`` (any bytes-like object is accepted).
 /// ``db[key]``, ``db[key] = value``, ``del db[key]``, ``key in db`` and
@@ -80,13 +82,15 @@ impl PyDb {
         max_open_files = None,
         use_direct_reads = false,
         io_engine = None,
+        ttl = None,
     ))]
     // The generated signature cannot render `Some(4096)`.
     #[pyo3(
         text_signature = "(path, *, create_if_missing=True, error_if_exists=False, \
         read_only=False, write_buffer_size=None, cache_size=None, memory_budget=None, \
         min_blob_size=4096, blob_file_size=None, bloom_bits_per_key=None, compression=None, \
-        block_size=None, max_open_files=None, use_direct_reads=False, io_engine=None)"
+        block_size=None, max_open_files=None, use_direct_reads=False, io_engine=None, \
+        ttl=None)"
     )]
     // One keyword per option is what makes `help(varve.Db)` and IDEs useful.
     #[allow(clippy::too_many_arguments)]
@@ -107,6 +111,7 @@ impl PyDb {
         max_open_files: Option<usize>,
         use_direct_reads: bool,
         io_engine: Option<String>,
+        ttl: Option<f64>,
     ) -> PyResult<PyDb> {
         let options = OpenArgs {
             create_if_missing,
@@ -122,6 +127,7 @@ impl PyDb {
             max_open_files,
             use_direct_reads,
             io_engine,
+            ttl,
         }
         .into_options()
         .or_raise(py)?;

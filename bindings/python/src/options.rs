@@ -24,6 +24,8 @@ pub(crate) struct OpenArgs {
     pub max_open_files: Option<usize>,
     pub use_direct_reads: bool,
     pub io_engine: Option<String>,
+    /// Time to live in seconds (`Options::ttl`).
+    pub ttl: Option<f64>,
 }
 
 impl OpenArgs {
@@ -60,6 +62,11 @@ impl OpenArgs {
         }
         if let Some(e) = self.io_engine.as_deref() {
             o.io_engine = io_engine(e)?;
+        }
+        if let Some(secs) = self.ttl {
+            o.ttl = Some(std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
+                Error::InvalidArgument(format!("ttl must be a number of seconds >= 1, not {secs}"))
+            })?);
         }
         Ok(o)
     }

@@ -145,6 +145,24 @@ def test_options(tmp_path) -> None:
         varve.Db(tmp_path / "c", memory_budget=1 << 20)
     with pytest.raises(TypeError):
         varve.Db(tmp_path / "c", no_such_option=1)
+    with pytest.raises(varve.InvalidArgumentError, match="ttl"):
+        varve.Db(tmp_path / "c", ttl=0.5)
+    with pytest.raises(varve.InvalidArgumentError, match="ttl"):
+        varve.Db(tmp_path / "c", ttl=-1.0)
+
+
+def test_ttl_hides_expired_keys(tmp_path) -> None:
+    import time
+
+    with varve.Db(tmp_path / "ttl", ttl=1) as db:
+        db[b"old"] = b"v"
+        assert db[b"old"] == b"v", "never early"
+        deadline = time.monotonic() + 20
+        while db.get(b"old") is not None:
+            assert time.monotonic() < deadline, "the key never expired"
+            time.sleep(0.1)
+        db[b"new"] = b"v"
+        assert [k for k, _ in db.items()] == [b"new"]
 
 
 def test_signature_documents_the_engine_default() -> None:

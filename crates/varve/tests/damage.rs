@@ -44,6 +44,9 @@ const MIN_BLOB: usize = 512;
 fn options() -> Options {
     Options {
         min_blob_size: Some(MIN_BLOB),
+        // Nothing expires in a day; the manifest then holds time samples
+        // (its tag 15 records) for the damage to hit.
+        ttl: Some(std::time::Duration::from_secs(86_400)),
         // Every read reaches the files (and so the damage).
         cache_size: 0,
         warm_table_cache: false,
