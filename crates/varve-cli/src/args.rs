@@ -86,6 +86,17 @@ pub enum Command {
         /// The key.
         key: String,
     },
+    /// Delete every key in [FROM, TO) with one range tombstone.
+    #[command(
+        name = "delete-range",
+        after_help = concat!("Example:\n  varve --db /data/db delete-range user: user;", exits!())
+    )]
+    DeleteRange {
+        /// The first key deleted.
+        from: String,
+        /// The first key kept after the range (exclusive).
+        to: String,
+    },
     /// List keys (and values) in order.
     #[command(
         after_help = concat!("Example:\n  varve --db /data/db scan --from user: --to user; --limit 10\n  varve --db /data/db scan --reverse --keys-only\n  varve --db /data/db scan --count", exits!())

@@ -55,6 +55,7 @@ fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Get { key } => kv::get(cli, key),
         Command::Put { key, value, sync } => kv::put(cli, key, value, *sync),
         Command::Delete { key } => kv::delete(cli, key),
+        Command::DeleteRange { from, to } => kv::delete_range(cli, from, to),
         Command::Scan(a) => kv::scan(cli, a),
         Command::Stats => stats::stats(cli),
         Command::Anchors { parts, from, to } => {

@@ -104,6 +104,12 @@ fn put_get_scan_delete_round_trip() {
     ok(db, &["delete", "0x00ff"]);
     assert_eq!(varve(db, &["get", "b"]).status.code(), Some(3));
     assert_eq!(ok(db, &["scan", "--keys-only"]), "a\nc\nd\ntab\\there\n");
+    // delete-range: [c, tab) goes, `tab\there` (after "tab") stays.
+    ok(db, &["delete-range", "c", "tab"]);
+    assert_eq!(ok(db, &["scan", "--keys-only"]), "a\ntab\\there\n");
+    let reversed = varve(db, &["delete-range", "z", "a"]);
+    assert_ne!(reversed.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&reversed.stderr).contains("delete_range"));
 
     // Bad key syntax is a usage error naming the problem.
     let bad = varve(db, &["get", "0xabc"]);

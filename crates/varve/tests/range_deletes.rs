@@ -235,3 +235,32 @@ fn repair_applies_range_tombstones_from_the_manifest_and_the_wal() {
     let db = Db::open(dir.path(), options()).expect("open repaired");
     check(&db, &ReadOptions::default(), &model, 1500, "repaired");
 }
+
+#[test]
+fn checkpoints_and_read_only_opens_keep_range_tombstones() {
+    let dir = common::fast_tempdir();
+    let mut model = Model::new();
+    let db = Db::open(dir.path().join("db"), options()).expect("open");
+    for i in 0..1200 {
+        db.put(key(i), b"v").expect("put");
+        model.insert(key(i), b"v".to_vec());
+    }
+    db.flush().expect("flush");
+    // One tombstone in the version (flushed), one in the memtable (WAL).
+    db.delete_range(key(100).as_slice()..key(300).as_slice())
+        .expect("delete_range");
+    delete_range_in_model(&mut model, &key(100), &key(300));
+    db.flush().expect("flush");
+    db.delete_range(key(700).as_slice()..key(750).as_slice())
+        .expect("delete_range");
+    delete_range_in_model(&mut model, &key(700), &key(750));
+    let copy = dir.path().join("copy");
+    db.checkpoint(&copy).expect("checkpoint");
+    db.close().expect("close");
+    let ro = ReadOptions::default();
+    let c = Db::open(&copy, options()).expect("open the checkpoint");
+    check(&c, &ro, &model, 1200, "checkpoint");
+    c.close().expect("close");
+    let r = Db::open_read_only(dir.path().join("db"), options()).expect("read-only");
+    check(&r, &ro, &model, 1200, "read-only open");
+}

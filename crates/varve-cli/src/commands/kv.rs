@@ -65,6 +65,18 @@ pub fn delete(cli: &Cli, key: &str) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// `delete-range`.
+pub fn delete_range(cli: &Cli, from: &str, to: &str) -> Result<Outcome> {
+    let (a, b) = (parse(from)?, parse(to)?);
+    let db = open_existing(cli)?;
+    db.delete_range(a.as_slice()..b.as_slice())?;
+    db.close()?;
+    if cli.json {
+        print_json(&json!({"ok": true, "from": show(&a, cli.hex), "to": show(&b, cli.hex)}));
+    }
+    Ok(Outcome::Ok)
+}
+
 /// `scan`.
 pub fn scan(cli: &Cli, a: &ScanArgs) -> Result<Outcome> {
     let opts = ReadOptions {
