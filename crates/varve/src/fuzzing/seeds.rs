@@ -175,7 +175,12 @@ pub(super) fn sample_batches() -> Vec<WriteBatch> {
     let mut d = WriteBatch::new();
     d.delete(b"");
     d.set_sequence(MAX_SEQUENCE);
-    vec![a, b, c, d]
+    let mut e = WriteBatch::new();
+    e.put(b"k1", b"v");
+    e.delete_range(b"k0".as_slice()..b"k5".as_slice());
+    e.delete_range(b"".as_slice()..b"".as_slice()); // empty: deletes nothing
+    e.set_sequence(9);
+    vec![a, b, c, d, e]
 }
 
 /// Sorted internal keys: 60 user keys, some with two versions, some
@@ -219,11 +224,20 @@ pub(super) fn sample_edits() -> Vec<VersionEdit> {
         ..VersionEdit::default()
     };
     flush.add_file(0, file_meta(12, "d", "q", 120));
+    // A flushed range tombstone and a time sample (manifest format 4).
+    flush.range_tombstones.push(crate::range_del::RangeTombstone {
+        start: b"e".to_vec(),
+        end: b"g".to_vec(),
+        seq: 115,
+    });
+    flush.time_samples.push((120, 1_800_000_000));
     let mut compaction = VersionEdit::default();
     compaction.delete_file(0, 10);
     compaction.delete_file(0, 12);
     compaction.add_file(1, file_meta(13, "a", "h", 120));
-    compaction.add_file(1, file_meta(14, "i", "q", 120));
+    let mut cleared = file_meta(14, "i", "q", 120);
+    cleared.range_cleared_seq = 120; // written with the tombstones applied
+    compaction.add_file(1, cleared);
     compaction
         .compact_pointers
         .push((0, make_internal_key(b"q", 120, ValueKind::Value)));
