@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::blob_gc::GcPolicy;
+use crate::keys::SequenceNumber;
 use crate::version::{FileMetaData, NUM_LEVELS, Version};
 
 /// Shape parameters of the tree.
@@ -398,11 +399,66 @@ pub(crate) fn pick_range_relocation(
 
 /// Whether table `f` may hold an entry a range tombstone of `v` hides.
 pub(crate) fn may_hold_range_deleted(v: &Version, f: &FileMetaData) -> bool {
+    may_hold_range_deleted_by(v, f, SequenceNumber::MAX)
+}
+
+/// [`may_hold_range_deleted`], counting only tombstones up to `upto`.
+fn may_hold_range_deleted_by(v: &Version, f: &FileMetaData, upto: SequenceNumber) -> bool {
     v.range_tombstones().tombstones().iter().any(|t| {
-        f.smallest_seq < t.seq
+        t.seq <= upto
+            && f.smallest_seq < t.seq
             && f.range_cleared_seq < t.seq
             && t.overlaps(f.smallest_user_key(), f.largest_user_key())
     })
+}
+
+/// Most tables one background range-tombstone rewrite takes.
+const RANGE_REWRITE_MAX_FILES: usize = 8;
+
+/// A background in-place rewrite of tables (L1 and deeper) that may hold
+/// entries a range tombstone hides, when no other compaction is due: the
+/// first run of such tables, adjacent in their level, at most
+/// [`RANGE_REWRITE_MAX_FILES`], deepest level first. Only tombstones no
+/// live snapshot predates count (`oldest_snapshot`; `None`: no snapshot):
+/// the rewrite then drops every entry they hide and records it
+/// (`range_cleared_seq`), so the same tables are never picked again for
+/// them. `None` when no table is due or one is busy.
+pub(crate) fn pick_range_deleted_rewrite(
+    v: &Version,
+    being_compacted: &HashSet<u64>,
+    oldest_snapshot: Option<SequenceNumber>,
+) -> Option<CompactionPlan> {
+    if v.range_tombstones().is_empty() {
+        return None;
+    }
+    let upto = oldest_snapshot.unwrap_or(SequenceNumber::MAX);
+    for level in (1..NUM_LEVELS).rev() {
+        let files = v.files(level);
+        let due = |f: &FileMetaData| may_hold_range_deleted_by(v, f, upto);
+        let Some(first) = files.iter().position(|f| due(f)) else {
+            continue;
+        };
+        let run: Vec<Arc<FileMetaData>> = files[first..]
+            .iter()
+            .take_while(|f| due(f))
+            .take(RANGE_REWRITE_MAX_FILES)
+            .cloned()
+            .collect();
+        if run.iter().any(|f| being_compacted.contains(&f.number)) {
+            return None;
+        }
+        let plan = CompactionPlan {
+            level,
+            inputs: [run, Vec::new()],
+            reason: format!("range tombstones: drop what they hide in L{level}"),
+            in_place: true,
+            relocate_all: false,
+            gc_blob_file: None,
+        };
+        debug_check_plan(v, &plan, being_compacted);
+        return Some(plan);
+    }
+    None
 }
 
 /// An in-place rewrite of the files among `files` (the files of `level`

@@ -320,6 +320,12 @@ pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
             vs.compact_pointer(l).map(<[u8]>::to_vec)
         })
     };
+    // Nothing due: tables still holding what range tombstones hide.
+    let plan = plan.or_else(|| {
+        let vs = db.versions.lock();
+        let busy = db.bg.being_compacted.lock().clone();
+        picker::pick_range_deleted_rewrite(&vs.current(), &busy, db.snapshots.oldest())
+    });
     match plan {
         Some(plan) => {
             db.bg.last_was_gc.store(plan.in_place, Ordering::Relaxed);

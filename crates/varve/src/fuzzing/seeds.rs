@@ -225,11 +225,13 @@ pub(super) fn sample_edits() -> Vec<VersionEdit> {
     };
     flush.add_file(0, file_meta(12, "d", "q", 120));
     // A flushed range tombstone and a time sample (manifest format 4).
-    flush.range_tombstones.push(crate::range_del::RangeTombstone {
-        start: b"e".to_vec(),
-        end: b"g".to_vec(),
-        seq: 115,
-    });
+    flush
+        .range_tombstones
+        .push(crate::range_del::RangeTombstone {
+            start: b"e".to_vec(),
+            end: b"g".to_vec(),
+            seq: 115,
+        });
     flush.time_samples.push((120, 1_800_000_000));
     let mut compaction = VersionEdit::default();
     compaction.delete_file(0, 10);
