@@ -2,17 +2,21 @@
 //! hides, from every reader at sequence `>= t`, each entry of a user key in
 //! `[start, end)` whose sequence is below `t` (`docs/range-deletes.md`).
 //!
-//! [`RangeTombstones`] is an immutable set of tombstones with a fragmented
-//! index for lookups: the boundaries of all tombstones cut the key space
-//! into disjoint fragments, and each fragment lists the sequence numbers
-//! of the tombstones that cover it, newest first. [`RangeTombstones::covering`]
-//! is then a binary search for the fragment and one for the newest
-//! tombstone a reader can see. Plain data; `Send + Sync`.
+//! [`RangeTombstones`] keeps its tombstones in sequence order and a
+//! *skyline*: disjoint key fragments, each with the newest sequence number
+//! of the tombstones over it (`O(n)` fragments however the ranges nest).
+//! Adding a tombstone replaces the fragments under it (amortized
+//! `O(log n)`: a memtable adds one per range delete); a lookup for a reader
+//! that sees the newest tombstone over the key is one search of the
+//! skyline, and for an older reader (a snapshot) a walk of the tombstones
+//! from the newest down. Plain data; `Send + Sync`.
 //!
-//! Invariants (checked by `debug_assert!` in [`RangeTombstones::new`]):
-//! every tombstone has `start < end`; sequence numbers are unique (each
-//! write operation has its own); fragments are sorted, disjoint and
-//! non-empty; each fragment's sequence list is strictly descending.
+//! Invariants (checked by `debug_assert!`): every tombstone has
+//! `start < end`; sequence numbers are unique (each write operation has
+//! its own); fragments are non-empty and disjoint.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Included, Unbounded};
 
 use crate::keys::{SequenceNumber, compare_bytes};
 
@@ -29,7 +33,6 @@ pub struct RangeTombstone {
 
 impl RangeTombstone {
     /// True when `key` is in `[start, end)`.
-    #[cfg(test)]
     pub(crate) fn contains(&self, key: &[u8]) -> bool {
         compare_bytes(&self.start, key).is_le() && compare_bytes(key, &self.end).is_lt()
     }
@@ -41,44 +44,117 @@ impl RangeTombstone {
     }
 }
 
-/// An immutable, indexed set of range tombstones; see the module docs.
-#[derive(Debug, Default, PartialEq, Eq)]
+/// A set of range tombstones with an index for lookups; see the module
+/// docs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct RangeTombstones {
     /// The tombstones, by sequence number.
     list: Vec<RangeTombstone>,
-    /// Fragment boundaries, sorted and unique: fragment `i` is
-    /// `[bounds[i], bounds[i + 1])`.
-    bounds: Vec<Vec<u8>>,
-    /// For each fragment, the sequence numbers covering it, descending.
-    seqs: Vec<Vec<SequenceNumber>>,
+    /// The skyline: disjoint fragments `start -> (end, seq)` where `seq`
+    /// is the newest sequence number of the tombstones covering
+    /// `[start, end)`; keys in no fragment are covered by none.
+    skyline: BTreeMap<Vec<u8>, (Vec<u8>, SequenceNumber)>,
 }
 
 impl RangeTombstones {
     /// The set of `list` (any order; empty ranges are left out).
     pub(crate) fn new(mut list: Vec<RangeTombstone>) -> RangeTombstones {
-        list.retain(|t| compare_bytes(&t.start, &t.end).is_lt());
         list.sort_by_key(|t| t.seq);
+        let mut set = RangeTombstones::default();
+        for t in list {
+            set.insert(t);
+        }
+        set
+    }
+
+    /// Adds `t` (an empty range adds nothing). Amortized `O(log n)` plus
+    /// the fragments it covers, each of which it removes: tombstones come
+    /// in (nearly) ascending sequence order, and a newer one replaces the
+    /// fragments under it with one.
+    pub(crate) fn insert(&mut self, t: RangeTombstone) {
+        if compare_bytes(&t.start, &t.end).is_ge() {
+            return;
+        }
+        // The list stays sorted; a write that lost the race for the
+        // memtable lands a few places from the end.
+        let at = self.list.partition_point(|x| x.seq < t.seq);
         debug_assert!(
-            list.windows(2).all(|w| w[0].seq < w[1].seq),
+            self.list.get(at).is_none_or(|x| x.seq != t.seq),
             "range tombstone sequence numbers are unique"
         );
-        let mut bounds: Vec<Vec<u8>> = list
-            .iter()
-            .flat_map(|t| [t.start.clone(), t.end.clone()])
-            .collect();
-        bounds.sort_unstable_by(|a, b| compare_bytes(a, b));
-        bounds.dedup();
-        let mut seqs = vec![Vec::new(); bounds.len().saturating_sub(1)];
-        for t in list.iter().rev() {
-            // Newest first, so each fragment's list comes out descending.
-            let first = bounds.partition_point(|b| compare_bytes(b, &t.start).is_lt());
-            let past = bounds.partition_point(|b| compare_bytes(b, &t.end).is_lt());
-            for s in &mut seqs[first..past] {
-                s.push(t.seq);
+        let (a, b, seq) = (t.start.clone(), t.end.clone(), t.seq);
+        self.list.insert(at, t);
+        // The fragments that meet [a, b): the one starting at or before
+        // `a` if it reaches past `a`, then those starting inside.
+        let mut hit: Vec<(Vec<u8>, Vec<u8>, SequenceNumber)> = Vec::new();
+        if let Some((s, (e, m))) = self
+            .skyline
+            .range::<[u8], _>((Unbounded, Included(a.as_slice())))
+            .next_back()
+            && compare_bytes(e, &a).is_gt()
+        {
+            hit.push((s.clone(), e.clone(), *m));
+        }
+        for (s, (e, m)) in self
+            .skyline
+            .range::<[u8], _>((Excluded(a.as_slice()), Excluded(b.as_slice())))
+        {
+            hit.push((s.clone(), e.clone(), *m));
+        }
+        let mut pieces: Vec<(Vec<u8>, Vec<u8>, SequenceNumber)> = Vec::new();
+        let mut cursor = a.clone();
+        for (s, e, m) in hit {
+            self.skyline.remove(&s);
+            if compare_bytes(&s, &a).is_lt() {
+                pieces.push((s.clone(), a.clone(), m)); // left of the range
+            }
+            let lo = if compare_bytes(&s, &a).is_lt() {
+                a.clone()
+            } else {
+                s
+            };
+            if compare_bytes(&cursor, &lo).is_lt() {
+                pieces.push((cursor.clone(), lo.clone(), seq)); // a gap
+            }
+            let hi = if compare_bytes(&e, &b).is_gt() {
+                b.clone()
+            } else {
+                e.clone()
+            };
+            pieces.push((lo, hi.clone(), m.max(seq)));
+            if compare_bytes(&e, &b).is_gt() {
+                pieces.push((b.clone(), e, m)); // right of the range
+            }
+            cursor = hi;
+        }
+        if compare_bytes(&cursor, &b).is_lt() {
+            pieces.push((cursor, b, seq));
+        }
+        // Adjacent pieces of one sequence number become one fragment.
+        let mut merged: Vec<(Vec<u8>, Vec<u8>, SequenceNumber)> = Vec::with_capacity(pieces.len());
+        for p in pieces {
+            match merged.last_mut() {
+                Some(last) if last.2 == p.2 && last.1 == p.0 => last.1 = p.1,
+                _ => merged.push(p),
             }
         }
-        debug_assert!(seqs.iter().all(|s| s.windows(2).all(|w| w[0] > w[1])));
-        RangeTombstones { list, bounds, seqs }
+        for (s, e, m) in merged {
+            self.skyline.insert(s, (e, m));
+        }
+        #[cfg(debug_assertions)]
+        self.check_skyline();
+    }
+
+    #[cfg(debug_assertions)]
+    fn check_skyline(&self) {
+        let mut prev_end: Option<&[u8]> = None;
+        for (s, (e, _)) in &self.skyline {
+            debug_assert!(compare_bytes(s, e).is_lt(), "empty fragment");
+            if let Some(p) = prev_end {
+                debug_assert!(compare_bytes(p, s).is_le(), "overlapping fragments");
+            }
+            prev_end = Some(e);
+        }
     }
 
     /// True when the set holds no tombstone.
@@ -93,30 +169,26 @@ impl RangeTombstones {
 
     /// The newest tombstone sequence number `<= read_seq` whose range holds
     /// `key`, or 0 when there is none: an entry of `key` with a sequence
-    /// below it is deleted for a reader at `read_seq`.
+    /// below it is deleted for a reader at `read_seq`. One skyline lookup
+    /// when the newest tombstone over the key is visible to the reader (the
+    /// usual case); otherwise (a reader older than it) a walk of the
+    /// tombstones from the newest down.
     pub(crate) fn covering(&self, key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
-        let after = self
-            .bounds
-            .partition_point(|b| compare_bytes(b, key).is_le());
-        let Some(seqs) = after.checked_sub(1).and_then(|i| self.seqs.get(i)) else {
-            return 0;
-        };
-        // Descending: skip the tombstones newer than the reader.
-        let newer = seqs.partition_point(|&s| s > read_seq);
-        seqs.get(newer).copied().unwrap_or(0)
-    }
-
-    /// The oldest tombstone sequence number above `seq` whose range holds
-    /// `key`, or 0 when there is none.
-    pub(crate) fn oldest_covering_after(&self, key: &[u8], seq: SequenceNumber) -> SequenceNumber {
-        let after = self
-            .bounds
-            .partition_point(|b| compare_bytes(b, key).is_le());
-        let Some(seqs) = after.checked_sub(1).and_then(|i| self.seqs.get(i)) else {
-            return 0;
-        };
-        let newer = seqs.partition_point(|&s| s > seq);
-        newer.checked_sub(1).map_or(0, |i| seqs[i])
+        let newest = self
+            .skyline
+            .range::<[u8], _>((Unbounded, Included(key)))
+            .next_back()
+            .filter(|(_, (e, _))| compare_bytes(key, e).is_lt())
+            .map_or(0, |(_, (_, m))| *m);
+        if newest <= read_seq {
+            return newest;
+        }
+        let visible = self.list.partition_point(|t| t.seq <= read_seq);
+        self.list[..visible]
+            .iter()
+            .rev()
+            .find(|t| t.contains(key))
+            .map_or(0, |t| t.seq)
     }
 }
 
@@ -207,16 +279,38 @@ mod tests {
                 .map(|(i, &(a, b))| t(&[a], &[b], i as u64 + 1))
                 .collect();
             let set = RangeTombstones::new(list.clone());
+            // Inserted one by one out of sequence order (a memtable's
+            // concurrent writers), the index answers the same.
+            let mut shuffled = RangeTombstones::default();
+            let mut order: Vec<usize> = (0..list.len()).collect();
+            order.reverse();
+            order.rotate_left(list.len() / 3);
+            for i in order {
+                shuffled.insert(list[i].clone());
+            }
             for &(k, read) in &probes {
                 prop_assert_eq!(set.covering(&[k], read), naive(&list, &[k], read));
-                let oldest_after = list
-                    .iter()
-                    .filter(|t| t.seq > read && t.contains(&[k]))
-                    .map(|t| t.seq)
-                    .min()
-                    .unwrap_or(0);
-                prop_assert_eq!(set.oldest_covering_after(&[k], read), oldest_after);
+                prop_assert_eq!(shuffled.covering(&[k], read), naive(&list, &[k], read));
             }
         }
+    }
+
+    /// A Raft log's purges: ever longer ranges from the start. The skyline
+    /// stays one fragment, so adding and looking up stay cheap.
+    #[test]
+    fn nested_ranges_keep_one_fragment() {
+        let mut set = RangeTombstones::default();
+        for i in 1..=10_000u64 {
+            set.insert(t(b"", format!("log{i:08}").as_bytes(), i));
+        }
+        assert_eq!(set.skyline.len(), 1);
+        assert_eq!(set.covering(b"log00000500", u64::MAX), 10_000);
+        assert_eq!(set.covering(b"log00000500", 600), 600);
+        assert_eq!(
+            set.covering(b"log00000500", 500),
+            0,
+            "[\"\", log00000500) excludes it"
+        );
+        assert_eq!(set.covering(b"log00010000", u64::MAX), 0);
     }
 }

@@ -107,10 +107,16 @@ impl VersionFilter {
         }
         self.last_stripe = Some(stripe);
         if let Some(r) = &self.ranges {
-            // The oldest tombstone newer than the entry: if no snapshot
-            // separates the two, every reader that sees the entry sees it.
-            let t = r.oldest_covering_after(p.user_key, p.seq);
-            if t != 0 && self.stripe(t) == stripe {
+            // A tombstone newer than the entry with no snapshot between
+            // the two: every reader that sees the entry sees it. Those are
+            // the tombstones up to the first snapshot at or above the
+            // entry (its stripe's end).
+            let stripe_end = self
+                .snapshots
+                .get(stripe)
+                .copied()
+                .unwrap_or(SequenceNumber::MAX);
+            if r.covering(p.user_key, stripe_end) > p.seq {
                 self.dropped += 1;
                 return false;
             }

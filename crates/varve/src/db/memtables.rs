@@ -83,9 +83,7 @@ impl SuperVersion {
     pub(crate) fn range_floor(&self, user_key: &[u8], seq: SequenceNumber) -> SequenceNumber {
         let mut floor = self.version.range_tombstones().covering(user_key, seq);
         for m in std::iter::once(&self.mem).chain(self.imms.iter()) {
-            if let Some(r) = m.table.range_tombstones() {
-                floor = floor.max(r.covering(user_key, seq));
-            }
+            floor = floor.max(m.table.range_floor(user_key, seq));
         }
         floor
     }

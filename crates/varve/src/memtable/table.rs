@@ -24,9 +24,13 @@ use crate::range_del::{RangeTombstone, RangeTombstones};
 /// A sorted in-memory table of internal entries with a fixed byte capacity.
 pub(crate) struct MemTable {
     list: SkipList,
-    /// Range deletions written to this memtable (rare: replaced whole on
-    /// each one, under the lock; readers clone the `Arc`).
-    range_dels: RwLock<Arc<RangeTombstones>>,
+    /// Range deletions written to this memtable (each added in amortized
+    /// `O(log n)` under the write lock; point reads look up under the read
+    /// lock).
+    range_dels: RwLock<RangeTombstones>,
+    /// A copy of `range_dels` for iterators and flushes, made on demand
+    /// and dropped by the next range deletion.
+    range_dels_copy: RwLock<Option<Arc<RangeTombstones>>>,
     /// Set (Release) once `range_dels` is non-empty, before the deletion's
     /// sequence number is published: a reader that sees the number sees
     /// the flag, and a reader that sees no flag skips the lock.
@@ -53,6 +57,7 @@ impl MemTable {
         MemTable {
             list: SkipList::new(capacity),
             range_dels: RwLock::default(),
+            range_dels_copy: RwLock::default(),
             has_range_dels: AtomicBool::new(false),
         }
     }
@@ -115,30 +120,61 @@ impl MemTable {
     /// out of lookups but still makes the memtable non-empty (its flush
     /// then records nothing).
     pub(crate) fn add_range_deletion(&self, seq: SequenceNumber, start: &[u8], end: &[u8]) {
-        let mut guard = self
+        let mut tombstones = self
             .range_dels
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut list = guard.tombstones().to_vec();
-        list.push(RangeTombstone {
+        tombstones.insert(RangeTombstone {
             start: start.to_vec(),
             end: end.to_vec(),
             seq,
         });
-        *guard = Arc::new(RangeTombstones::new(list));
+        *self
+            .range_dels_copy
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = None;
         self.has_range_dels.store(true, Ordering::Release);
     }
 
-    /// The range deletions of this memtable, if it has any.
+    /// The newest range deletion over `user_key` a reader at `seq` sees
+    /// (0: none), as [`RangeTombstones::covering`].
+    pub(crate) fn range_floor(&self, user_key: &[u8], seq: SequenceNumber) -> SequenceNumber {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return 0;
+        }
+        self.range_dels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .covering(user_key, seq)
+    }
+
+    /// A copy of the range deletions of this memtable, if it has any (made
+    /// once per change: iterators and the flush share it).
     pub(crate) fn range_tombstones(&self) -> Option<Arc<RangeTombstones>> {
         if !self.has_range_dels.load(Ordering::Acquire) {
             return None;
         }
-        let guard = self
+        if let Some(copy) = &*self
+            .range_dels_copy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            return Some(Arc::clone(copy));
+        }
+        // Made and stored under the tombstones' read lock: a deletion
+        // (which holds their write lock while it clears the copy) cannot
+        // slip between, so no stale copy outlives a deletion.
+        let tombstones = self
             .range_dels
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        Some(Arc::clone(&guard))
+        let copy = Arc::new(tombstones.clone());
+        *self
+            .range_dels_copy
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&copy));
+        drop(tombstones);
+        Some(copy)
     }
 
     /// The newest entry of `user_key` with sequence `<= seq` (a `seq` above
