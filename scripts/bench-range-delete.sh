@@ -7,16 +7,18 @@
 #
 # Each rep, per engine, one process runs on a fresh database:
 #   fillrandom (NUM keys, 16-byte keys, 100-byte values), compact,
-#   readrandom, readseq                       <- "before": no tombstone
+#   readrandom, readseq x SEQ                 <- "before": no tombstone
 #   deleterange (the middle tenth of the key numbers, one range delete),
-#   readrandom, readseq                       <- "tombstone": not compacted
-#   compact, readrandom, readseq              <- "compacted"
-# readrandom does NUM reads, readseq reads the whole database. The
+#   readrandom, readseq x SEQ                 <- "tombstone": not compacted
+#   compact, readrandom, readseq x SEQ        <- "compacted"
+# readrandom does NUM reads; each readseq reads the whole database (a
+# pass takes a fraction of a second, so SEQ passes, default 5, each count;
+# the median is over every pass of every rep). The
 # summary prints, per engine, the median ops/s of each phase and its ratio
 # to "before", after checking that both engines found the same keys in
 # every phase (same seed, same keys read: a difference is a wrong answer).
 #
-# Environment: NUM (1000000), REPS (3), DB_DIR (/work/rdb), BIN (a
+# Environment: NUM (1000000), REPS (3), SEQ (5), DB_DIR (/work/rdb), BIN (a
 # varve-bench built with --features rocksdb; default: build it into
 # CARGO_TARGET_DIR).
 set -euo pipefail
@@ -24,6 +26,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 NUM="${NUM:-1000000}"
 REPS="${REPS:-3}"
+SEQ="${SEQ:-5}"
 DB_DIR="${DB_DIR:-/work/rdb}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 if [ -z "${BIN:-}" ]; then
@@ -34,7 +37,8 @@ mkdir -p "$DB_DIR"
 OUT="$(mktemp)"
 trap 'rm -f "$OUT"; rm -rf "$DB_DIR/rd"' EXIT
 
-BENCHES=fillrandom,compact,readrandom,readseq,deleterange,readrandom,readseq,compact,readrandom,readseq
+SEQS=$(printf ',readseq%.0s' $(seq "$SEQ"))
+BENCHES="fillrandom,compact,readrandom${SEQS},deleterange,readrandom${SEQS},compact,readrandom${SEQS}"
 for rep in $(seq "$REPS"); do
     for engine in varve rocksdb; do
         rm -rf "$DB_DIR/rd"
@@ -44,8 +48,9 @@ for rep in $(seq "$REPS"); do
             --seed="$rep" --db="$DB_DIR/rd" 2>&1)
         echo "$run_out"
         echo "$run_out" | grep -E '^(readrandom|readseq) +:' |
-            awk -v e="$engine" -v r="$rep" '
-                { n[$1]++; phase = (n[$1] == 1 ? "before" : (n[$1] == 2 ? "tombstone" : "compacted"))
+            awk -v e="$engine" -v r="$rep" -v seq="$SEQ" '
+                { n[$1]++; k = ($1 == "readseq" ? int((n[$1] - 1) / seq) + 1 : n[$1])
+                  phase = (k == 1 ? "before" : (k == 2 ? "tombstone" : "compacted"))
                   found = ""
                   for (i = 1; i <= NF; i++) {
                       if ($i == "ops/sec") ops = $(i - 1)
