@@ -129,30 +129,38 @@ impl VersionFilter {
         true
     }
 
-    /// With range tombstones: the sequence number `C` such that every
-    /// range tombstone up to `C` was applied to the entries fed, whose
-    /// newest is `newest`: no snapshot is older than `C`, and every
-    /// tombstone up to `C` is in the filter's set (or hides none of the
-    /// entries). That holds for `C` up to the newer of `newest` and the
-    /// set's newest tombstone when the set holds every tombstone older than
-    /// the entries fed (the memtable's own for a flush, the version's for
-    /// a compaction: memtables are flushed in order). `None` without
-    /// tombstones.
+    /// [`range_cleared`] for the entries this filter was fed (its
+    /// snapshots and range tombstones).
     pub(crate) fn range_cleared(&self, newest: SequenceNumber) -> Option<SequenceNumber> {
-        let ranges = self.ranges.as_ref()?;
-        let newest_tombstone = ranges.tombstones().last().map_or(0, |t| t.seq);
-        let oldest_snapshot = self
-            .snapshots
-            .first()
-            .copied()
-            .unwrap_or(SequenceNumber::MAX);
-        Some(newest.max(newest_tombstone).min(oldest_snapshot)).filter(|&c| c > 0)
+        range_cleared(&self.snapshots, self.ranges.as_deref()?, newest)
     }
 
     /// Entries dropped so far.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
+}
+
+/// The sequence number `C` recorded as a table's `range_cleared_seq`:
+/// every range tombstone up to `C` was applied to the entries written,
+/// whose newest is `newest`. No snapshot is older than `C`, and every
+/// tombstone up to `C` is in `ranges` (or hides none of the entries):
+/// that holds for `C` up to the newer of `newest` and the newest tombstone
+/// of `ranges` when `ranges` holds every tombstone older than the entries
+/// (the memtable's own for a flush, the version's for a compaction:
+/// memtables are flushed in order). `None` without tombstones.
+pub(crate) fn range_cleared(
+    snapshots: &[SequenceNumber],
+    ranges: &RangeTombstones,
+    newest: SequenceNumber,
+) -> Option<SequenceNumber> {
+    let newest_tombstone = ranges.tombstones().last()?.seq;
+    let oldest_snapshot = snapshots
+        .iter()
+        .min()
+        .copied()
+        .unwrap_or(SequenceNumber::MAX);
+    Some(newest.max(newest_tombstone).min(oldest_snapshot)).filter(|&c| c > 0)
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::blob_gc::{BlobFlow, RelocateConfig, Relocator};
-use super::filter::VersionFilter;
+use super::filter::{self, VersionFilter};
 use super::output::{OutputConfig, TableOutputs};
 use super::picker::CompactionPlan;
 use super::user_filter::{CompactionFilter, FilterDecision};
@@ -199,12 +199,14 @@ pub(crate) fn run(
         .outputs
         .sort_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
     // The outputs hold nothing a tombstone up to `cleared` hides (see
-    // `VersionFilter::range_cleared`; the version holds every tombstone
-    // older than the inputs' newest entry, since memtables flush in order).
+    // `filter::range_cleared`; the version holds every tombstone older
+    // than the inputs' newest entry, since memtables flush in order).
     let newest_input = plan.inputs.iter().flatten().map(|f| f.largest_seq).max();
-    let filter = VersionFilter::new(ctx.snapshots.clone())
-        .with_range_tombstones(Some(Arc::clone(ctx.version.range_tombstones())));
-    if let Some(cleared) = filter.range_cleared(newest_input.unwrap_or(0)) {
+    if let Some(cleared) = filter::range_cleared(
+        &ctx.snapshots,
+        ctx.version.range_tombstones(),
+        newest_input.unwrap_or(0),
+    ) {
         for out in &mut result.outputs {
             out.range_cleared_seq = cleared;
         }

@@ -379,22 +379,11 @@ pub(crate) fn pick_range_relocation(
 ) -> Option<CompactionPlan> {
     // Tables with no blob pointer (`oldest_blob_file` 0) have nothing to
     // move: only a range that points into blob files is rewritten.
-    if level == 0
-        || !files.iter().any(|f| f.oldest_blob_file != 0)
-        || files.iter().any(|f| being_compacted.contains(&f.number))
-    {
+    if !files.iter().any(|f| f.oldest_blob_file != 0) {
         return None;
     }
-    let plan = CompactionPlan {
-        level,
-        inputs: [files, Vec::new()],
-        reason: format!("manual compaction: blob values of L{level} into key order"),
-        in_place: true,
-        relocate_all: true,
-        gc_blob_file: None,
-    };
-    debug_check_plan(v, &plan, being_compacted);
-    Some(plan)
+    let reason = format!("manual compaction: blob values of L{level} into key order");
+    in_place_plan(v, level, files, (reason, true), being_compacted)
 }
 
 /// Whether table `f` may hold an entry a range tombstone of `v` hides.
@@ -404,12 +393,35 @@ pub(crate) fn may_hold_range_deleted(v: &Version, f: &FileMetaData) -> bool {
 
 /// [`may_hold_range_deleted`], counting only tombstones up to `upto`.
 fn may_hold_range_deleted_by(v: &Version, f: &FileMetaData, upto: SequenceNumber) -> bool {
-    v.range_tombstones().tombstones().iter().any(|t| {
-        t.seq <= upto
-            && f.smallest_seq < t.seq
-            && f.range_cleared_seq < t.seq
-            && t.overlaps(f.smallest_user_key(), f.largest_user_key())
-    })
+    v.range_tombstones()
+        .tombstones()
+        .iter()
+        .any(|t| t.seq <= upto && f.may_hold_hidden_by(t))
+}
+
+/// A rewrite of `files` (adjacent tables of `level`, L1 or deeper) into
+/// their own level; `None` if one is busy. The in-place plans of
+/// `compact_range` and of range tombstones share it.
+fn in_place_plan(
+    v: &Version,
+    level: usize,
+    files: Vec<Arc<FileMetaData>>,
+    (reason, relocate_all): (String, bool),
+    being_compacted: &HashSet<u64>,
+) -> Option<CompactionPlan> {
+    if level == 0 || files.iter().any(|f| being_compacted.contains(&f.number)) {
+        return None;
+    }
+    let plan = CompactionPlan {
+        level,
+        inputs: [files, Vec::new()],
+        reason,
+        in_place: true,
+        relocate_all,
+        gc_blob_file: None,
+    };
+    debug_check_plan(v, &plan, being_compacted);
+    Some(plan)
 }
 
 /// Most tables one background range-tombstone rewrite takes.
@@ -444,19 +456,8 @@ pub(crate) fn pick_range_deleted_rewrite(
             .take(RANGE_REWRITE_MAX_FILES)
             .cloned()
             .collect();
-        if run.iter().any(|f| being_compacted.contains(&f.number)) {
-            return None;
-        }
-        let plan = CompactionPlan {
-            level,
-            inputs: [run, Vec::new()],
-            reason: format!("range tombstones: drop what they hide in L{level}"),
-            in_place: true,
-            relocate_all: false,
-            gc_blob_file: None,
-        };
-        debug_check_plan(v, &plan, being_compacted);
-        return Some(plan);
+        let reason = format!("range tombstones: drop what they hide in L{level}");
+        return in_place_plan(v, level, run, (reason, false), being_compacted);
     }
     None
 }
@@ -478,19 +479,8 @@ pub(crate) fn pick_bottom_rewrite(
     let first = files.iter().position(|f| due(f))?;
     let last = files.iter().rposition(|f| due(f))?;
     let files = files[first..=last].to_vec();
-    if level == 0 || files.iter().any(|f| being_compacted.contains(&f.number)) {
-        return None;
-    }
-    let plan = CompactionPlan {
-        level,
-        inputs: [files, Vec::new()],
-        reason: format!("manual compaction: rewrite of L{level} in place"),
-        in_place: true,
-        relocate_all: false,
-        gc_blob_file: None,
-    };
-    debug_check_plan(v, &plan, being_compacted);
-    Some(plan)
+    let reason = format!("manual compaction: rewrite of L{level} in place");
+    in_place_plan(v, level, files, (reason, false), being_compacted)
 }
 
 /// A compaction of the files of `level` overlapping `[begin, end]` (user

@@ -187,18 +187,7 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
         compact_pointers: rec.compact_pointers.clone(),
         ..VersionEdit::default()
     };
-    for level in 0..NUM_LEVELS {
-        for f in rec.version.files(level) {
-            snap.add_file(level, (**f).clone());
-        }
-    }
-    for (&n, b) in rec.version.blob_files() {
-        let (file, garbage) = b.snapshot_edit(n);
-        snap.blob_files.push(file);
-        snap.blob_garbage.extend(garbage);
-    }
-    snap.range_tombstones = rec.version.range_tombstones().tombstones().to_vec();
-    snap.time_samples = rec.version.time_map().samples().to_vec();
+    rec.version.add_state_to(&mut snap);
     drop(ManifestWriter::create(fs, target, number, &snap)?);
     manifest::write_current(fs, target, number)?;
     fs.sync_dir(target)

@@ -105,13 +105,7 @@ impl Builder {
     pub(crate) fn spent_range_tombstones(&self) -> Vec<u64> {
         self.range_dels
             .values()
-            .filter(|t| {
-                !self.level_of.values().any(|(_, f)| {
-                    f.smallest_seq < t.seq
-                        && f.range_cleared_seq < t.seq
-                        && t.overlaps(f.smallest_user_key(), f.largest_user_key())
-                })
-            })
+            .filter(|t| !self.level_of.values().any(|(_, f)| f.may_hold_hidden_by(t)))
             .map(|t| t.seq)
             .collect()
     }

@@ -10,6 +10,7 @@
 use std::cmp::Ordering;
 
 use crate::keys::{compare_bytes, compare_internal_keys, parse_internal_key, user_key};
+use crate::range_del::RangeTombstone;
 
 /// Metadata of one table file (`nnnnnn.sst`) in a version.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -48,6 +49,15 @@ impl FileMetaData {
     /// User key of [`FileMetaData::largest`].
     pub fn largest_user_key(&self) -> &[u8] {
         user_key(&self.largest)
+    }
+
+    /// True if the table may hold an entry range tombstone `t` hides: it
+    /// has entries older than `t`, was not written with `t` applied
+    /// (`range_cleared_seq`), and its key range meets `t`'s.
+    pub(crate) fn may_hold_hidden_by(&self, t: &RangeTombstone) -> bool {
+        self.smallest_seq < t.seq
+            && self.range_cleared_seq < t.seq
+            && t.overlaps(self.smallest_user_key(), self.largest_user_key())
     }
 
     /// True if the file's user-key range intersects `[begin, end]`

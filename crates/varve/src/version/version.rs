@@ -96,6 +96,25 @@ impl Version {
         Version::default()
     }
 
+    /// Adds the whole state of the version to `e` (a manifest's or a
+    /// checkpoint's snapshot edit, which adds the counters): every table
+    /// of every level, every blob file with its garbage, every range
+    /// tombstone and every time sample.
+    pub(crate) fn add_state_to(&self, e: &mut super::VersionEdit) {
+        for level in 0..NUM_LEVELS {
+            for f in self.files(level) {
+                e.add_file(level, (**f).clone());
+            }
+        }
+        for (&number, b) in &self.blobs {
+            let (file, garbage) = b.snapshot_edit(number);
+            e.blob_files.push(file);
+            e.blob_garbage.extend(garbage);
+        }
+        e.range_tombstones = self.range_dels.tombstones().to_vec();
+        e.time_samples = self.time_map.samples().to_vec();
+    }
+
     /// The range tombstones of the version (`crate::range_del`).
     pub(crate) fn range_tombstones(&self) -> &Arc<RangeTombstones> {
         &self.range_dels

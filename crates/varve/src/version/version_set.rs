@@ -94,18 +94,7 @@ pub(super) fn snapshot(
             e.compact_pointers.push((level, p.clone()));
         }
     }
-    for level in 0..NUM_LEVELS {
-        for f in v.files(level) {
-            e.add_file(level, (**f).clone());
-        }
-    }
-    for (&number, b) in v.blob_files() {
-        let (file, garbage) = b.snapshot_edit(number);
-        e.blob_files.push(file);
-        e.blob_garbage.extend(garbage);
-    }
-    e.range_tombstones = v.range_tombstones().tombstones().to_vec();
-    e.time_samples = v.time_map().samples().to_vec();
+    v.add_state_to(&mut e);
     e
 }
 
