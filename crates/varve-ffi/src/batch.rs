@@ -12,7 +12,7 @@ use std::ffi::c_char;
 use varve::WriteBatch;
 
 use crate::args::{self, from_handle, into_handle};
-use crate::status::{ErrPtr, call, guard, varve_status};
+use crate::status::{guard, varve_status};
 
 /// A write batch. Create with `varve_writebatch_create`, free with
 /// `varve_writebatch_destroy`. One thread at a time.
@@ -58,20 +58,20 @@ pub unsafe extern "C" fn varve_writebatch_put(
     value_len: usize,
     errptr: *mut *mut c_char,
 ) -> varve_status {
-    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
-    let errptr = unsafe { ErrPtr::new(errptr) };
-    call(errptr, || {
-        // SAFETY: the pointers are as the contract above says.
-        let (b, key, value) = unsafe {
+    let add = |b: &mut varve_writebatch_t| {
+        // SAFETY: the byte pointers are as the contract above says.
+        let (key, value) = unsafe {
             (
-                args::handle_mut(batch, "batch")?,
                 args::bytes(key, key_len, "key")?,
                 args::bytes(value, value_len, "value")?,
             )
         };
         b.batch.put(key, value);
-        Ok(varve_status::VARVE_OK)
-    })
+        Ok(())
+    };
+    // SAFETY: `batch` and `errptr` are as `args::update` requires
+    // (contract above).
+    unsafe { args::update(batch, "batch", errptr, add) }
 }
 
 /// Adds a deletion of `key` (copied).
@@ -85,19 +85,15 @@ pub unsafe extern "C" fn varve_writebatch_delete(
     key_len: usize,
     errptr: *mut *mut c_char,
 ) -> varve_status {
-    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
-    let errptr = unsafe { ErrPtr::new(errptr) };
-    call(errptr, || {
-        // SAFETY: the pointers are as the contract above says.
-        let (b, key) = unsafe {
-            (
-                args::handle_mut(batch, "batch")?,
-                args::bytes(key, key_len, "key")?,
-            )
-        };
+    let add = |b: &mut varve_writebatch_t| {
+        // SAFETY: the byte pointers are as the contract above says.
+        let key = unsafe { args::bytes(key, key_len, "key")? };
         b.batch.delete(key);
-        Ok(varve_status::VARVE_OK)
-    })
+        Ok(())
+    };
+    // SAFETY: `batch` and `errptr` are as `args::update` requires
+    // (contract above).
+    unsafe { args::update(batch, "batch", errptr, add) }
 }
 
 /// Adds a deletion of every key in `[start, end)` (both copied): one
@@ -114,20 +110,20 @@ pub unsafe extern "C" fn varve_writebatch_delete_range(
     end_len: usize,
     errptr: *mut *mut c_char,
 ) -> varve_status {
-    // SAFETY: `errptr` is as `ErrPtr::new` requires (contract above).
-    let errptr = unsafe { ErrPtr::new(errptr) };
-    call(errptr, || {
-        // SAFETY: the pointers are as the contract above says.
-        let (b, start, end) = unsafe {
+    let add = |b: &mut varve_writebatch_t| {
+        // SAFETY: the byte pointers are as the contract above says.
+        let (start, end) = unsafe {
             (
-                args::handle_mut(batch, "batch")?,
                 args::bytes(start, start_len, "start")?,
                 args::bytes(end, end_len, "end")?,
             )
         };
         b.batch.delete_range(start..end);
-        Ok(varve_status::VARVE_OK)
-    })
+        Ok(())
+    };
+    // SAFETY: `batch` and `errptr` are as `args::update` requires
+    // (contract above).
+    unsafe { args::update(batch, "batch", errptr, add) }
 }
 
 /// Removes every operation. A NULL batch is `VARVE_INVALID_ARGUMENT`.

@@ -1,4 +1,5 @@
-//! The write calls: `varve_put`, `varve_delete`, `varve_write`.
+//! The write calls: `varve_put`, `varve_delete`, `varve_delete_range`,
+//! `varve_write`.
 //!
 //! Owns nothing: each call copies the caller's bytes into the engine and
 //! returns once the write is acknowledged (in the OS; on disk with
