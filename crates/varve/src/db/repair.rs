@@ -123,9 +123,9 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         Ok(())
     };
 
-    // Tables that the readable part of the old manifest retired.
-    // and the range tombstones it recorded (the merge applies them).
-    let (retired, mut range_tombstones) = retired_tables(fs.as_ref(), dir, &names);
+    // Tables that the readable part of the old manifest retired, and the
+    // range tombstones it recorded (the merge applies them).
+    let (retired, mut range_tombstones) = read_old_manifest(fs.as_ref(), dir, &names);
 
     // 1 and 2: what is good, read-only.
     let mut tables: Vec<Arc<Table>> = Vec::new();
@@ -274,8 +274,9 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
 /// an older copy) that was not deleted yet; its entries are older than
 /// what replaced them, and the tombstones that hid some of them may be
 /// gone, so the merge must not see it. What the damaged part of the
-/// manifest retired cannot be known: repair is best effort there.
-fn retired_tables(
+/// manifest retired cannot be known: repair is best effort there. Also
+/// every range tombstone those edits recorded.
+fn read_old_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
     names: &[String],
