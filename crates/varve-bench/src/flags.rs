@@ -174,6 +174,13 @@ pub struct Flags {
           default_missing_value = "true", value_parser = parse_bool)]
     pub use_direct_io_for_flush_and_compaction: bool,
 
+    /// Spread the workload over this many keyspaces (varve) or column
+    /// families (rocksdb): each key goes to the one its hash picks, a batch
+    /// of several keys is one atomic write across them, and scans walk them
+    /// one after another. 1: the default keyspace only, as without it.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub keyspaces: u32,
+
     /// Key-value separation: values of at least --min_blob_size bytes are
     /// written to blob files and the tree keeps a pointer to each. varve:
     /// `Options::min_blob_size`; rocksdb: the integrated BlobDB

@@ -51,6 +51,11 @@ pub struct Cli {
     /// Print keys and values as 0x-prefixed hex.
     #[arg(long, global = true)]
     pub hex: bool,
+    /// The keyspace get, put, delete, delete-range, scan, anchors and
+    /// compact work on (default: the default keyspace). `put` creates it
+    /// if it does not exist; the others fail.
+    #[arg(long, short = 'k', global = true, value_name = "NAME")]
+    pub keyspace: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -121,6 +126,18 @@ pub enum Command {
         /// End of the range (exclusive).
         #[arg(long)]
         to: Option<String>,
+    },
+    /// List the keyspaces, "default" first.
+    #[command(after_help = concat!("Example:\n  varve --db /data/db keyspaces\n  varve --db /data/db keyspaces --json", exits!()))]
+    Keyspaces,
+    /// Drop a keyspace and all its data.
+    #[command(
+        name = "drop-keyspace",
+        after_help = concat!("Example:\n  varve --db /data/db drop-keyspace sessions", exits!())
+    )]
+    DropKeyspace {
+        /// The keyspace's name.
+        name: String,
     },
     /// Verify every checksum of every file (CURRENT, manifest, tables,
     /// WALs) without opening the database; exit code 1 if anything is damaged.

@@ -57,6 +57,8 @@ fn run(cli: &Cli) -> anyhow::Result<Outcome> {
         Command::Delete { key } => kv::delete(cli, key),
         Command::DeleteRange { from, to } => kv::delete_range(cli, from, to),
         Command::Scan(a) => kv::scan(cli, a),
+        Command::Keyspaces => admin::keyspaces(cli),
+        Command::DropKeyspace { name } => admin::drop_keyspace(cli, name),
         Command::Stats => stats::stats(cli),
         Command::Anchors { parts, from, to } => {
             stats::anchors(cli, *parts, from.as_deref(), to.as_deref())

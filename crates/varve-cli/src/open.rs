@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow, bail};
-use varve::{Db, Error, Options};
+use varve::{Db, Error, Keyspace, KeyspaceOptions, Options};
 
 use crate::args::Cli;
 
@@ -103,4 +103,20 @@ fn explain(path: PathBuf, e: Error) -> anyhow::Error {
 /// `Err` with context naming `what` on `path`.
 pub fn with_path<T>(r: varve::Result<T>, what: &str, path: &Path) -> Result<T> {
     r.with_context(|| format!("{what} {}", path.display()))
+}
+
+/// The keyspace `--keyspace` names in `db` (the default keyspace without
+/// it); created when `create` is set, else an error naming the database.
+pub fn keyspace(cli: &Cli, db: &Db, create: bool) -> Result<Keyspace> {
+    let name = match cli.keyspace.as_deref() {
+        None | Some("default") => return Ok(db.default_keyspace()),
+        Some(name) => name,
+    };
+    if !create && !db.keyspaces().iter().any(|k| k == name) {
+        bail!(
+            "no keyspace {name:?} in {} (`varve keyspaces` lists them)",
+            db.path().display()
+        );
+    }
+    Ok(db.keyspace(name, KeyspaceOptions::default())?)
 }

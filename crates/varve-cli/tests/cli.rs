@@ -545,3 +545,61 @@ fn dump_blob_lists_values_and_refuses_damage() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("not a blob file"));
 }
+
+#[test]
+fn keyspaces_from_the_command_line() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let db = &tmp.path().join("db");
+    ok(db, &["put", "k", "default value"]);
+    // `put` creates a keyspace; the other commands refuse a missing one.
+    ok(db, &["--keyspace", "users", "put", "k", "user value"]);
+    ok(db, &["-k", "users", "put", "k2", "v2"]);
+    assert_eq!(ok(db, &["keyspaces"]), "default\nusers\n");
+    assert_eq!(
+        json(db, &["keyspaces"]),
+        serde_json::json!({"keyspaces": ["default", "users"]})
+    );
+    assert_eq!(ok(db, &["get", "k"]), "default value\n");
+    assert_eq!(ok(db, &["-k", "users", "get", "k"]), "user value\n");
+    assert_eq!(ok(db, &["-k", "users", "scan", "--count"]), "2\n");
+    assert_eq!(ok(db, &["scan", "--count"]), "1\n");
+    let missing = varve(db, &["-k", "nope", "get", "k"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no keyspace \"nope\""));
+    ok(db, &["-k", "users", "delete-range", "a", "k2"]);
+    assert_eq!(ok(db, &["-k", "users", "scan", "--keys-only"]), "k2\n");
+    ok(db, &["-k", "users", "compact"]);
+    // Table dumps name their keyspace.
+    let tables: String = files(db, "sst")
+        .iter()
+        .map(|t| ok(db, &["dump-sst", t.to_str().expect("utf-8 path")]))
+        .collect();
+    assert!(tables.contains("keyspace 1"), "{tables}");
+    // The WAL dump names the keyspace of each operation (a clean close
+    // leaves the last WAL's records in place).
+    {
+        let d = Db::open(db, Options::default()).expect("open");
+        let users = d
+            .keyspace("users", varve::KeyspaceOptions::default())
+            .expect("users");
+        users.put(b"in-wal", b"1").expect("put");
+        d.close().expect("close");
+    }
+    let dumped: String = files(db, "log")
+        .iter()
+        .map(|w| ok(db, &["dump-wal", w.to_str().expect("utf-8 path")]))
+        .collect();
+    assert!(dumped.contains("[keyspace 1] PUT in-wal"), "{dumped}");
+    let manifest = ok(db, &["dump-manifest"]);
+    assert!(
+        manifest.contains("create keyspace 1 \"users\""),
+        "{manifest}"
+    );
+    assert!(ok(db, &["check"]).contains(": 0 damaged"));
+    ok(db, &["drop-keyspace", "users"]);
+    assert_eq!(ok(db, &["keyspaces"]), "default\n");
+    assert_eq!(
+        varve(db, &["drop-keyspace", "users"]).status.code(),
+        Some(2)
+    );
+}

@@ -65,6 +65,9 @@ pub enum Error {
     /// The database was closed.
     #[error("database is closed")]
     Closed,
+    /// The keyspace named does not exist, or was dropped.
+    #[error("no keyspace {0}")]
+    KeyspaceNotFound(String),
     /// A write (or flush, compaction, resume) on a database opened with
     /// `Db::open_read_only`.
     #[error("database {} is open read-only", .0.display())]
@@ -129,6 +132,7 @@ impl Error {
             Error::AlreadyExists(p) => Error::AlreadyExists(p.clone()),
             Error::Poisoned(m) => Error::Poisoned(m.clone()),
             Error::Closed => Error::Closed,
+            Error::KeyspaceNotFound(m) => Error::KeyspaceNotFound(m.clone()),
             Error::ReadOnly(p) => Error::ReadOnly(p.clone()),
         }
     }

@@ -51,12 +51,15 @@ pub mod fuzzing;
 pub use batch::WriteBatch;
 pub use compaction::{CompactionFilter, FilterDecision};
 pub use db::{
-    Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, LevelStats,
-    MemoryStats, OpenTimes, RecoveryReport, RepairReport, Snapshot, TruncatedTail,
+    Anchor, Anchors, ChunkInfo, Db, DbDebug, DbIterator, DbStats, KeyRange, Keyspace,
+    KeyspaceStats, LevelStats, MAX_KEYSPACE_NAME, MemoryStats, OpenTimes, RecoveryReport,
+    RepairReport, Snapshot, TruncatedTail,
 };
 pub use error::{Error, Result};
 pub use io::{IoEngine, io_uring_available};
-pub use options::{DEFAULT_ASYNC_QUEUE_DEPTH, Options, ReadOptions, ScanPrefetch, WriteOptions};
+pub use options::{
+    DEFAULT_ASYNC_QUEUE_DEPTH, KeyspaceOptions, Options, ReadOptions, ScanPrefetch, WriteOptions,
+};
 pub use sst::BlockCache;
 pub use sst::{Compression, ReaderPool};
 pub use version::ManifestTail;

@@ -5,7 +5,10 @@
 //! One pristine database is built with data on several levels, tables that
 //! hold overwrites and tombstones, range tombstones in the manifest, and a
 //! WAL (never flushed) that holds more of all three; every third key's value is large enough for a blob file,
-//! so tables and WAL records hold blob pointers too. Each round copies it,
+//! so tables and WAL records hold blob pointers too. Half of the writes go
+//! to a second keyspace (`side`), in the same batches: the manifest holds
+//! keyspace records and group edits, the WAL keyspace markers, and tables
+//! their keyspace id; both keyspaces are checked. Each round copies it,
 //! damages one file chosen at random (WAL, table, blob file, MANIFEST,
 //! CURRENT, LOG) in one of three ways (1–8 flipped
 //! bytes, a truncation, a zeroed 4 KiB range), then opens the copy
@@ -27,9 +30,28 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::{Rng, value_for};
-use varve::{Db, Error, Options, WriteBatch};
+use varve::{Db, Error, Keyspace, KeyspaceOptions, Options, WriteBatch};
 
+/// Keys are `keyspace byte | key`: 0 the default keyspace, 1 `side`.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// The second keyspace.
+const SIDE: &str = "side";
+
+/// `key` of keyspace `ks` (0 or 1) as a model key.
+fn mkey(ks: u8, key: &[u8]) -> Vec<u8> {
+    let mut k = vec![ks];
+    k.extend_from_slice(key);
+    k
+}
+
+/// The part of `model` that is keyspace `ks`'s, with plain keys.
+fn part(model: &Model, ks: u8) -> Model {
+    model
+        .range(vec![ks]..vec![ks + 1])
+        .map(|(k, v)| (k[1..].to_vec(), v.clone()))
+        .collect()
+}
 
 /// Keys `k0000..k1199`.
 const KEYS: u64 = 1200;
@@ -80,39 +102,58 @@ impl Pristine {
     }
 }
 
-fn write_batch(db: &Db, rng: &mut Rng, model: &mut Model, round: u64, ops: usize) {
+fn write_batch(db: &Db, side: &Keyspace, rng: &mut Rng, model: &mut Model, round: u64, ops: usize) {
     let mut b = WriteBatch::new();
     for _ in 0..ops {
         let i = rng.below(KEYS);
         let k = key(i);
+        let ks = rng.below(2) as u8;
+        let ksh = if ks == 0 {
+            db.default_keyspace()
+        } else {
+            side.clone()
+        };
         if rng.below(60) == 0 {
             // A range tombstone over up to 12 keys.
             let end = key(i + 1 + rng.below(12));
-            b.delete_range(k.as_slice()..end.as_slice());
+            b.delete_range_in(&ksh, k.as_slice()..end.as_slice());
             let doomed: Vec<Vec<u8>> = model
-                .range(k.clone()..end)
+                .range(mkey(ks, &k)..mkey(ks, &end))
                 .map(|(k, _)| k.clone())
                 .collect();
             for d in doomed {
                 model.remove(&d);
             }
         } else if rng.below(5) == 0 {
-            b.delete(&k);
-            model.remove(&k);
+            b.delete_in(&ksh, &k);
+            model.remove(&mkey(ks, &k));
         } else {
             let mut v = value_for(&k);
             v.extend_from_slice(&round.to_le_bytes());
+            v.push(ks);
+            // A blob value (the default keyspace keeps them in blob
+            // files): the key's bytes repeated past the threshold.
             if rng.below(3) == 0 {
-                // A blob value: the key's bytes repeated past the threshold.
                 while v.len() < MIN_BLOB + 40 {
                     v.extend_from_slice(&k);
                 }
             }
-            b.put(&k, &v);
-            model.insert(k, v);
+            b.put_in(&ksh, &k, &v);
+            model.insert(mkey(ks, &k), v);
         }
     }
     db.write(b).expect("write");
+}
+
+/// The `side` keyspace of an open database, which must exist.
+fn side_of(what: &str, db: &Db) -> Keyspace {
+    assert!(
+        db.keyspaces().iter().any(|n| n == SIDE),
+        "{what}: the keyspace {SIDE} is gone: {:?}",
+        db.keyspaces()
+    );
+    db.keyspace(SIDE, KeyspaceOptions::from(&options()))
+        .expect("side keyspace")
 }
 
 fn build(dir: &Path) -> Pristine {
@@ -120,6 +161,9 @@ fn build(dir: &Path) -> Pristine {
     let mut model = Model::new();
     {
         let db = Db::open(dir, options()).expect("open");
+        let side = db
+            .keyspace(SIDE, KeyspaceOptions::from(&options()))
+            .expect("side");
         // A snapshot older than every range tombstone keeps them in the
         // manifest (compaction may not apply them under it) until the
         // close, whatever background work runs when.
@@ -128,7 +172,7 @@ fn build(dir: &Path) -> Pristine {
         // several levels, each holding overwrites and tombstones.
         for round in 0..6u64 {
             for _ in 0..60 {
-                write_batch(&db, &mut rng, &mut model, round, 8);
+                write_batch(&db, &side, &mut rng, &mut model, round, 8);
             }
             db.flush().expect("flush");
             if round % 2 == 1 {
@@ -139,6 +183,13 @@ fn build(dir: &Path) -> Pristine {
         assert!(
             stats.range_tombstones > 0,
             "the manifest holds range tombstones:\n{stats}"
+        );
+        assert!(
+            stats
+                .keyspaces
+                .iter()
+                .any(|k| k.levels.iter().any(|l| l.files > 0) && k.range_tombstones > 0),
+            "the side keyspace has tables and range tombstones:\n{stats}"
         );
         db.close().expect("close");
         drop(pin);
@@ -153,10 +204,11 @@ fn build(dir: &Path) -> Pristine {
         },
     )
     .expect("reopen");
+    let side = side_of("build", &db);
     let tables_model = model.clone();
     let mut wal_batches = Vec::new();
     for _ in 0..80 {
-        write_batch(&db, &mut rng, &mut model, 99, 4);
+        write_batch(&db, &side, &mut rng, &mut model, 99, 4);
         wal_batches.push((db.debug().latest_sequence(), model.clone()));
     }
     let levels: Vec<usize> = db.debug().live_tables().iter().map(Vec::len).collect();
@@ -268,8 +320,14 @@ fn assert_allowed_error(what: &str, e: &Error) {
     );
 }
 
-/// Every get and both full scans of `db` against `want`.
+/// Every get and both full scans of both keyspaces against `want`.
 fn check_reads(what: &str, db: &Db, want: &Model) {
+    check_keyspace(what, &db.default_keyspace(), &part(want, 0));
+    let side = side_of(what, db);
+    check_keyspace(&format!("{what}, keyspace {SIDE}"), &side, &part(want, 1));
+}
+
+fn check_keyspace(what: &str, db: &Keyspace, want: &Model) {
     for i in 0..KEYS {
         let k = key(i);
         match db.get(&k) {

@@ -88,6 +88,11 @@ fn kv_separation(flags: &Flags) -> Result<Option<KvSeparationOptions>> {
 
 /// Opens (creating if missing) a fjall database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
+    anyhow::ensure!(
+        flags.keyspaces == 1,
+        "--keyspaces={}: not supported by fjall (its keyspaces are not wired into varve-bench)",
+        flags.keyspaces
+    );
     let kv = kv_separation(flags)?;
     let db = Database::builder(path)
         .cache_size(flags.cache_size)

@@ -24,7 +24,12 @@ pub struct Memory {
 }
 
 /// Opens an empty in-memory map.
-pub fn open(_flags: &Flags, _path: &Path) -> Result<Opened> {
+pub fn open(flags: &Flags, _path: &Path) -> Result<Opened> {
+    anyhow::ensure!(
+        flags.keyspaces == 1,
+        "--keyspaces={}: not supported by the memory engine",
+        flags.keyspaces
+    );
     Ok(Opened {
         engine: Box::new(Memory::default()),
         ignored: vec![

@@ -176,3 +176,101 @@ pub fn destroy(flags: &Flags, path: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// The keyspace (0..n) key `key` goes to with `--keyspaces=n`: FNV-1a of
+/// its bytes, so every engine spreads the same keys the same way.
+pub fn keyspace_of(key: &[u8], n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % n as u64) as usize
+}
+
+/// A cursor over several keyspaces, one after another (`--keyspaces`): the
+/// whole of keyspace 0 in key order, then keyspace 1, and so on. A seek
+/// goes to the key's keyspace ([`keyspace_of`]) and runs on into the next
+/// ones from there.
+pub struct ChainCursor<'a> {
+    parts: Vec<Box<dyn Cursor + 'a>>,
+    at: usize,
+}
+
+impl<'a> ChainCursor<'a> {
+    /// A cursor over `parts`, keyspace 0 first.
+    pub fn new(parts: Vec<Box<dyn Cursor + 'a>>) -> Self {
+        ChainCursor { parts, at: 0 }
+    }
+
+    /// From keyspace `at` on, the first one with an entry.
+    fn forward_from(&mut self, mut at: usize) -> Result<()> {
+        while at < self.parts.len() {
+            self.parts[at].seek_to_first()?;
+            if self.parts[at].valid() {
+                break;
+            }
+            at += 1;
+        }
+        self.at = at.min(self.parts.len() - 1);
+        Ok(())
+    }
+
+    /// From keyspace `at` down, the last one with an entry.
+    fn backward_from(&mut self, at: usize) -> Result<()> {
+        let mut i = at;
+        loop {
+            self.parts[i].seek_to_last()?;
+            if self.parts[i].valid() || i == 0 {
+                break;
+            }
+            i -= 1;
+        }
+        self.at = i;
+        Ok(())
+    }
+}
+
+impl Cursor for ChainCursor<'_> {
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.forward_from(0)
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.backward_from(self.parts.len() - 1)
+    }
+    fn seek(&mut self, key: &[u8]) -> Result<()> {
+        let at = keyspace_of(key, self.parts.len());
+        self.at = at;
+        self.parts[at].seek(key)?;
+        if !self.parts[at].valid() {
+            self.forward_from(at + 1)?;
+        }
+        Ok(())
+    }
+    fn valid(&self) -> bool {
+        self.parts[self.at].valid()
+    }
+    fn key(&self) -> &[u8] {
+        self.parts[self.at].key()
+    }
+    fn value(&self) -> &[u8] {
+        self.parts[self.at].value()
+    }
+    fn next(&mut self) -> Result<()> {
+        self.parts[self.at].next()?;
+        if !self.parts[self.at].valid() && self.at + 1 < self.parts.len() {
+            self.forward_from(self.at + 1)?;
+        }
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.parts[self.at].prev()?;
+        if !self.parts[self.at].valid() && self.at > 0 {
+            self.backward_from(self.at - 1)?;
+        }
+        Ok(())
+    }
+}

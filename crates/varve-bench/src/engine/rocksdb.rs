@@ -31,6 +31,9 @@ use crate::flags::Flags;
 /// RocksDB behind the benchmark trait.
 pub struct Rocks {
     db: DB,
+    /// Column families with `--keyspaces=N`: "default", then `ks1` ..
+    /// `ks<N-1>` (1: the default one only).
+    families: usize,
     async_io: bool,
     batched: bool,
     path: String,
@@ -74,8 +77,18 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     // Opened with the default column family described by the same options
     // (so `cf_handle("default")` serves the batched MultiGet API). A bare
     // `open_cf` would give that family default options: LZ4, no table config.
-    let cf = ColumnFamilyDescriptor::new(rocksdb::DEFAULT_COLUMN_FAMILY_NAME, opts.clone());
-    let db = DB::open_cf_descriptors(&opts, path, vec![cf])
+    // With --keyspaces=N, N column families described by the same options.
+    let families = flags.keyspaces.max(1) as usize;
+    opts.create_missing_column_families(true);
+    let cfs = (0..families).map(|i| {
+        let name = if i == 0 {
+            rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string()
+        } else {
+            format!("ks{i}")
+        };
+        ColumnFamilyDescriptor::new(name, opts.clone())
+    });
+    let db = DB::open_cf_descriptors(&opts, path, cfs)
         .with_context(|| format!("opening RocksDB database at {}", path.display()))?;
     let mut ignored = Vec::new();
     if let Some(n) = flags.readahead_size {
@@ -92,6 +105,7 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     Ok(Opened {
         engine: Box::new(Rocks {
             db,
+            families,
             async_io: flags.async_io,
             batched: flags.multiread_batched,
             path: path.display().to_string(),
@@ -108,6 +122,23 @@ thread_local! {
 }
 
 impl Rocks {
+    /// Column family `i` (`--keyspaces`).
+    fn family(&self, i: usize) -> Result<&rocksdb::ColumnFamily> {
+        let name = if i == 0 {
+            rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string()
+        } else {
+            format!("ks{i}")
+        };
+        self.db
+            .cf_handle(&name)
+            .with_context(|| format!("column family {name}"))
+    }
+
+    /// The column family `key` goes to.
+    fn family_of(&self, key: &[u8]) -> Result<&rocksdb::ColumnFamily> {
+        self.family(super::keyspace_of(key, self.families))
+    }
+
     fn read_options(&self) -> ReadOptions {
         let mut ro = ReadOptions::default();
         if self.async_io {
@@ -143,6 +174,14 @@ fn with_write_options<R>(opts: WriteOpts, f: impl FnOnce(&WriteOptions) -> R) ->
 
 impl Engine for Rocks {
     fn write(&self, batch: &[(&[u8], &[u8])], opts: WriteOpts) -> Result<()> {
+        if self.families > 1 {
+            let mut b = WriteBatch::default();
+            for (k, v) in batch {
+                b.put_cf(self.family_of(k)?, k, v);
+            }
+            with_write_options(opts, |wo| self.db.write_opt(b, wo))?;
+            return Ok(());
+        }
         with_write_options(opts, |wo| {
             if let [(k, v)] = batch {
                 self.db.put_opt(k, v, wo)
@@ -158,16 +197,40 @@ impl Engine for Rocks {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
-        let v = self.with_read_options(|ro| self.db.get_pinned_opt(key, ro))?;
+        let v = if self.families > 1 {
+            let cf = self.family_of(key)?;
+            self.with_read_options(|ro| self.db.get_pinned_cf_opt(cf, key, ro))?
+        } else {
+            self.with_read_options(|ro| self.db.get_pinned_opt(key, ro))?
+        };
         Ok(v.map(|v| v.len()))
     }
 
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        let v = self.with_read_options(|ro| self.db.get_pinned_opt(key, ro))?;
+        let v = if self.families > 1 {
+            let cf = self.family_of(key)?;
+            self.with_read_options(|ro| self.db.get_pinned_cf_opt(cf, key, ro))?
+        } else {
+            self.with_read_options(|ro| self.db.get_pinned_opt(key, ro))?
+        };
         Ok(v.map(|v| f(&v)).is_some())
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
+        if self.families > 1 {
+            // MultiGet across column families: each key with its family.
+            let with_cf: Vec<_> = keys
+                .iter()
+                .map(|k| Ok((self.family_of(k)?, *k)))
+                .collect::<Result<_>>()?;
+            return self.with_read_options(|ro| {
+                self.db
+                    .multi_get_cf_opt(with_cf, ro)
+                    .into_iter()
+                    .map(|r| Ok(r?.map(|v| v.len())))
+                    .collect()
+            });
+        }
         self.with_read_options(|ro| {
             if self.batched {
                 let cf = self
@@ -194,6 +257,17 @@ impl Engine for Rocks {
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        if self.families > 1 {
+            let parts = (0..self.families)
+                .map(|i| {
+                    let cf = self.family(i)?;
+                    Ok(Box::new(RocksCursor {
+                        it: self.db.raw_iterator_cf_opt(cf, self.read_options()),
+                    }) as Box<dyn Cursor>)
+                })
+                .collect::<Result<_>>()?;
+            return Ok(Box::new(super::ChainCursor::new(parts)));
+        }
         Ok(Box::new(RocksCursor {
             it: self.db.raw_iterator_opt(self.read_options()),
         }))
@@ -201,18 +275,25 @@ impl Engine for Rocks {
 
     fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
         let mut b = WriteBatch::default();
-        b.delete_range(start, end);
+        for i in 0..self.families {
+            b.delete_range_cf(self.family(i)?, start, end);
+        }
         self.db.write(b)?;
         Ok(())
     }
 
     fn flush(&self) -> Result<Option<String>> {
-        self.db.flush()?;
+        for i in 0..self.families {
+            self.db.flush_cf(self.family(i)?)?;
+        }
         Ok(None)
     }
 
     fn compact(&self) -> Result<Option<String>> {
-        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
+        for i in 0..self.families {
+            self.db
+                .compact_range_cf(self.family(i)?, None::<&[u8]>, None::<&[u8]>);
+        }
         Ok(None)
     }
 

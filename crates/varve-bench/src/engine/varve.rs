@@ -37,6 +37,9 @@ pub struct Varve {
     db: varve::Db,
     /// Read options of cursors, `par_count` and `multi_get`.
     read: varve::ReadOptions,
+    /// With `--keyspaces=N` (N > 1): the default keyspace and `ks1` ..
+    /// `ks<N-1>`, each key in the one `keyspace_of` picks.
+    spread: Vec<varve::Keyspace>,
 }
 
 /// Opens (creating if missing) a varve database at `path`.
@@ -101,8 +104,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
             .unwrap_or(defaults.blob_garbage_collection_force_threshold),
         ..Default::default()
     };
-    let db = varve::Db::open(path, options)
+    let db = varve::Db::open(path, options.clone())
         .with_context(|| format!("opening varve database at {}", path.display()))?;
+
     let mut ignored = Vec::new();
     if flags.multiread_batched {
         ignored.push("multiread_batched: varve's multi_get has a single (batched) form".into());
@@ -129,10 +133,28 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     if let Some(n) = flags.readahead_size {
         read.readahead_size = n;
     }
+    let mut spread = Vec::new();
+    if flags.keyspaces > 1 {
+        spread.push(db.default_keyspace());
+        for i in 1..flags.keyspaces {
+            // The same settings as the database's (KeyspaceOptions::from).
+            let ks = db
+                .keyspace(&format!("ks{i}"), varve::KeyspaceOptions::from(&options))
+                .with_context(|| format!("opening keyspace ks{i}"))?;
+            spread.push(ks);
+        }
+    }
     Ok(Opened {
-        engine: Box::new(Varve { db, read }),
+        engine: Box::new(Varve { db, read, spread }),
         ignored,
     })
+}
+
+impl Varve {
+    /// The keyspace `key` goes to (`--keyspaces`).
+    fn ks(&self, key: &[u8]) -> &varve::Keyspace {
+        &self.spread[super::keyspace_of(key, self.spread.len())]
+    }
 }
 
 impl Engine for Varve {
@@ -141,7 +163,14 @@ impl Engine for Varve {
             sync: opts.sync,
             disable_wal: opts.disable_wal,
         };
-        if let [(k, v)] = batch {
+        if !self.spread.is_empty() {
+            // One atomic batch across the keyspaces its keys go to.
+            let mut b = varve::WriteBatch::new();
+            for (k, v) in batch {
+                b.put_in(self.ks(k), k, v);
+            }
+            self.db.write_opt(b, &wo)?;
+        } else if let [(k, v)] = batch {
             self.db.put_opt(k, v, &wo)?;
         } else {
             let mut b = varve::WriteBatch::new();
@@ -154,19 +183,48 @@ impl Engine for Varve {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self.db.get(key)?.map(|v| v.len()))
+        let v = if self.spread.is_empty() {
+            self.db.get(key)?
+        } else {
+            self.ks(key).get(key)?
+        };
+        Ok(v.map(|v| v.len()))
     }
 
     fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
-        Ok(self.db.get(key)?.map(|v| f(&v)).is_some())
+        let v = if self.spread.is_empty() {
+            self.db.get(key)?
+        } else {
+            self.ks(key).get(key)?
+        };
+        Ok(v.map(|v| f(&v)).is_some())
     }
 
     fn multi_get(&self, keys: &[&[u8]]) -> Result<Vec<Option<usize>>> {
-        self.db
-            .multi_get(&self.read, keys)
-            .into_iter()
-            .map(|r| Ok(r?.map(|v| v.len())))
-            .collect()
+        if self.spread.is_empty() {
+            return self
+                .db
+                .multi_get(&self.read, keys)
+                .into_iter()
+                .map(|r| Ok(r?.map(|v| v.len())))
+                .collect();
+        }
+        // One multi_get per keyspace, results put back in key order.
+        let mut out = vec![None; keys.len()];
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); self.spread.len()];
+        for (i, k) in keys.iter().enumerate() {
+            groups[super::keyspace_of(k, self.spread.len())].push(i);
+        }
+        for (ks, idx) in self.spread.iter().zip(&groups) {
+            if idx.is_empty() {
+                continue;
+            }
+            let sub: Vec<&[u8]> = idx.iter().map(|&i| keys[i]).collect();
+            for (&i, r) in idx.iter().zip(ks.multi_get(&self.read, &sub)) {
+                out[i] = r?.map(|v| v.len());
+            }
+        }
+        Ok(out)
     }
 
     fn native_multi_get(&self) -> bool {
@@ -181,6 +239,13 @@ impl Engine for Varve {
             fill_cache: false,
             ..self.read.clone()
         };
+        if !self.spread.is_empty() {
+            let mut n = 0;
+            for ks in &self.spread {
+                n += ks.par_count(&opts, &varve::KeyRange::all(), threads.max(1))?;
+            }
+            return Ok(Some(n));
+        }
         let n = self
             .db
             .par_count(&opts, &varve::KeyRange::all(), threads.max(1))?;
@@ -188,12 +253,32 @@ impl Engine for Varve {
     }
 
     fn cursor(&self) -> Result<Box<dyn Cursor + '_>> {
+        if !self.spread.is_empty() {
+            let parts = self
+                .spread
+                .iter()
+                .map(|ks| {
+                    Box::new(VarveCursor {
+                        it: ks.iter_opt(&self.read),
+                    }) as Box<dyn Cursor>
+                })
+                .collect();
+            return Ok(Box::new(super::ChainCursor::new(parts)));
+        }
         Ok(Box::new(VarveCursor {
             it: self.db.iter_opt(&self.read),
         }))
     }
 
     fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        if !self.spread.is_empty() {
+            let mut b = varve::WriteBatch::new();
+            for ks in &self.spread {
+                b.delete_range_in(ks, start..end);
+            }
+            self.db.write(b)?;
+            return Ok(());
+        }
         self.db.delete_range(start..end)?;
         Ok(())
     }
@@ -205,6 +290,9 @@ impl Engine for Varve {
 
     fn compact(&self) -> Result<Option<String>> {
         self.db.compact_range(None, None)?;
+        for ks in self.spread.iter().skip(1) {
+            ks.compact_range(None, None)?;
+        }
         Ok(None)
     }
 

@@ -10,20 +10,48 @@ use super::print_json;
 use crate::Outcome;
 use crate::args::Cli;
 use crate::bytes::parse;
-use crate::open::{db_path, open_existing, with_path};
+use crate::open::{db_path, keyspace, open_existing, open_read_only, with_path};
 
 /// `compact [--from K] [--to K]`.
 pub fn compact(cli: &Cli, from: Option<&str>, to: Option<&str>) -> Result<Outcome> {
     let from = from.map(parse).transpose()?;
     let to = to.map(parse).transpose()?;
     let db = open_existing(cli)?;
-    db.compact_range(from.as_deref(), to.as_deref())?;
+    keyspace(cli, &db, false)?.compact_range(from.as_deref(), to.as_deref())?;
     let levels: Vec<usize> = db.stats().levels.iter().map(|l| l.files).collect();
     db.close()?;
     if cli.json {
         print_json(&json!({"ok": true, "files_per_level": levels}));
     } else {
         println!("compacted; files per level: {levels:?}");
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `keyspaces`.
+pub fn keyspaces(cli: &Cli) -> Result<Outcome> {
+    let db = open_read_only(cli)?;
+    let names = db.keyspaces();
+    db.close()?;
+    if cli.json {
+        print_json(&json!({ "keyspaces": names }));
+    } else {
+        for n in names {
+            println!("{n}");
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `drop-keyspace NAME`.
+pub fn drop_keyspace(cli: &Cli, name: &str) -> Result<Outcome> {
+    let db = open_existing(cli)?;
+    db.drop_keyspace(name)?;
+    db.close()?;
+    if cli.json {
+        print_json(&json!({"ok": true, "dropped": name}));
+    } else {
+        println!("dropped keyspace {name}");
     }
     Ok(Outcome::Ok)
 }
@@ -56,6 +84,7 @@ pub fn repair(cli: &Cli) -> Result<Outcome> {
             "manifest_number": r.manifest_number,
             "last_sequence": r.last_sequence,
             "blob_files": r.blob_files,
+            "keyspaces": r.keyspaces,
             "blob_keys_lost": r.blob_keys_lost.iter().map(|(k, why)| json!({"key": String::from_utf8_lossy(k), "reason": why})).collect::<Vec<_>>(),
         }));
     } else {

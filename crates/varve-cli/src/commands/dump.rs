@@ -56,13 +56,15 @@ pub fn wal(cli: &Cli, file: &Path) -> Result<Outcome> {
                     .ops
                     .iter()
                     .map(|o| {
-                        if o.put {
+                        let mut v = if o.put {
                             json!({"op": "put", "key": show(&o.key, h), "value": show(&o.value, h)})
                         } else if let Some(end) = &o.range_end {
                             json!({"op": "delete_range", "start": show(&o.key, h), "end": show(end, h)})
                         } else {
                             json!({"op": "delete", "key": show(&o.key, h)})
-                        }
+                        };
+                        v["keyspace"] = json!(o.keyspace);
+                        v
                     })
                     .collect();
                 json!({"offset": r.offset, "sequence": r.sequence, "ops": ops})
@@ -84,12 +86,18 @@ pub fn wal(cli: &Cli, file: &Path) -> Result<Outcome> {
                 r.ops.len()
             );
             for o in &r.ops {
-                if o.put {
-                    println!("  PUT {} => {}", show(&o.key, h), show(&o.value, h));
-                } else if let Some(end) = &o.range_end {
-                    println!("  DELRANGE {} .. {}", show(&o.key, h), show(end, h));
+                // Operations of a keyspace other than the default one say so.
+                let ks = if o.keyspace == 0 {
+                    String::new()
                 } else {
-                    println!("  DEL {}", show(&o.key, h));
+                    format!("[keyspace {}] ", o.keyspace)
+                };
+                if o.put {
+                    println!("  {ks}PUT {} => {}", show(&o.key, h), show(&o.value, h));
+                } else if let Some(end) = &o.range_end {
+                    println!("  {ks}DELRANGE {} .. {}", show(&o.key, h), show(end, h));
+                } else {
+                    println!("  {ks}DEL {}", show(&o.key, h));
                 }
             }
         }
@@ -200,6 +208,7 @@ pub fn sst(cli: &Cli, file: &Path, limit: Option<usize>) -> Result<Outcome> {
                 "largest_key": ikey(&p.largest_key, h),
                 "smallest_seq": p.smallest_seq,
                 "largest_seq": p.largest_seq,
+                "keyspace": p.keyspace,
             },
             "entries": entries,
             "entries_verified": d.entries_read,
@@ -216,8 +225,13 @@ pub fn sst(cli: &Cli, file: &Path, limit: Option<usize>) -> Result<Outcome> {
             d.footer.index.size
         );
         println!(
-            "format version {}, {} bytes, {} entries ({} deletions), {} data blocks",
-            p.format_version, p.file_size, p.num_entries, p.num_deletions, p.num_data_blocks
+            "format version {}, {} bytes, {} entries ({} deletions), {} data blocks, keyspace {}",
+            p.format_version,
+            p.file_size,
+            p.num_entries,
+            p.num_deletions,
+            p.num_data_blocks,
+            p.keyspace
         );
         println!(
             "keys {} .. {}, sequences {}..={}",
@@ -270,6 +284,10 @@ pub fn manifest(cli: &Cli, file: Option<&Path>) -> Result<Outcome> {
                 let e = &r.edit;
                 json!({
                     "offset": r.offset,
+                    "keyspace": e.keyspace,
+                    "created_keyspaces": e.created_keyspaces.iter().map(|(id, n)| json!({"id": id, "name": n})).collect::<Vec<_>>(),
+                    "dropped_keyspaces": e.dropped_keyspaces,
+                    "next_keyspace_id": e.next_keyspace_id,
                     "log_number": e.log_number,
                     "next_file_number": e.next_file_number,
                     "last_sequence": e.last_sequence,
@@ -305,7 +323,21 @@ pub fn manifest(cli: &Cli, file: Option<&Path>) -> Result<Outcome> {
         for (i, r) in d.records.iter().enumerate() {
             let e = &r.edit;
             let what = if i == 0 { "snapshot edit" } else { "edit" };
-            println!("{what} @{}", r.offset);
+            // The parts of one record (a group) share its offset.
+            if e.keyspace == 0 {
+                println!("{what} @{}", r.offset);
+            } else {
+                println!("{what} @{} keyspace {}", r.offset, e.keyspace);
+            }
+            for (id, name) in &e.created_keyspaces {
+                println!("  create keyspace {id} {name:?}");
+            }
+            for id in &e.dropped_keyspaces {
+                println!("  drop keyspace {id}");
+            }
+            if let Some(v) = e.next_keyspace_id {
+                println!("  next_keyspace_id {v}");
+            }
             if let Some(v) = e.log_number {
                 println!("  log_number {v}");
             }

@@ -8,13 +8,13 @@ use super::print_json;
 use crate::Outcome;
 use crate::args::{Cli, ScanArgs};
 use crate::bytes::{parse, show};
-use crate::open::{db_path, open_at, open_existing, open_read_only};
+use crate::open::{db_path, keyspace, open_at, open_existing, open_read_only};
 
 /// `get KEY`.
 pub fn get(cli: &Cli, key: &str) -> Result<Outcome> {
     let k = parse(key)?;
     let db = open_read_only(cli)?;
-    let v = db.get(&k)?;
+    let v = keyspace(cli, &db, false)?.get(&k)?;
     db.close()?;
     if cli.json {
         print_json(&json!({
@@ -38,7 +38,7 @@ pub fn get(cli: &Cli, key: &str) -> Result<Outcome> {
 pub fn put(cli: &Cli, key: &str, value: &str, sync: bool) -> Result<Outcome> {
     let (k, v) = (parse(key)?, parse(value)?);
     let db = open_at(db_path(cli)?, true)?;
-    db.put_opt(
+    keyspace(cli, &db, true)?.put_opt(
         &k,
         &v,
         &WriteOptions {
@@ -57,7 +57,7 @@ pub fn put(cli: &Cli, key: &str, value: &str, sync: bool) -> Result<Outcome> {
 pub fn delete(cli: &Cli, key: &str) -> Result<Outcome> {
     let k = parse(key)?;
     let db = open_existing(cli)?;
-    db.delete(&k)?;
+    keyspace(cli, &db, false)?.delete(&k)?;
     db.close()?;
     if cli.json {
         print_json(&json!({"ok": true, "key": show(&k, cli.hex)}));
@@ -69,7 +69,7 @@ pub fn delete(cli: &Cli, key: &str) -> Result<Outcome> {
 pub fn delete_range(cli: &Cli, from: &str, to: &str) -> Result<Outcome> {
     let (a, b) = (parse(from)?, parse(to)?);
     let db = open_existing(cli)?;
-    db.delete_range(a.as_slice()..b.as_slice())?;
+    keyspace(cli, &db, false)?.delete_range(a.as_slice()..b.as_slice())?;
     db.close()?;
     if cli.json {
         print_json(&json!({"ok": true, "from": show(&a, cli.hex), "to": show(&b, cli.hex)}));
@@ -85,7 +85,7 @@ pub fn scan(cli: &Cli, a: &ScanArgs) -> Result<Outcome> {
         ..ReadOptions::default()
     };
     let db = open_read_only(cli)?;
-    let mut it = db.iter_opt(&opts);
+    let mut it = keyspace(cli, &db, false)?.iter_opt(&opts);
     if a.reverse {
         it.seek_to_last();
     } else {

@@ -8,7 +8,7 @@ use super::print_json;
 use crate::Outcome;
 use crate::args::Cli;
 use crate::bytes::{parse, show};
-use crate::open::open_read_only;
+use crate::open::{keyspace, open_read_only};
 
 /// `stats`.
 pub fn stats(cli: &Cli) -> Result<Outcome> {
@@ -54,8 +54,23 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "blob_staging_limit": s.memory.blob_staging_limit,
             "reserve": s.memory.reserve,
         });
+        let keyspaces: Vec<_> = s
+            .keyspaces
+            .iter()
+            .map(|k| {
+                json!({
+                    "name": k.name,
+                    "id": k.id,
+                    "files_per_level": k.levels.iter().map(|l| l.files).collect::<Vec<_>>(),
+                    "bytes_per_level": k.levels.iter().map(|l| l.bytes).collect::<Vec<_>>(),
+                    "memtable_bytes": k.memtable_bytes,
+                    "range_tombstones": k.range_tombstones,
+                })
+            })
+            .collect();
         print_json(&json!({
             "levels": levels,
+            "keyspaces": keyspaces,
             "total_table_bytes": total,
             "latest_sequence": latest,
             "user_writes": s.user_writes,
@@ -129,7 +144,7 @@ fn space_amp(s: &varve::DbStats) -> f64 {
 pub fn anchors(cli: &Cli, parts: usize, from: Option<&str>, to: Option<&str>) -> Result<Outcome> {
     let range = KeyRange::from_bounds(from.map(parse).transpose()?, to.map(parse).transpose()?);
     let db = open_read_only(cli)?;
-    let ranges = db.split_range(&range, parts)?;
+    let ranges = keyspace(cli, &db, false)?.split_range(&range, parts)?;
     db.close()?;
     let bound = |b: &Option<Vec<u8>>| b.as_deref().map(|k| show(k, cli.hex));
     let cuts: Vec<String> = ranges

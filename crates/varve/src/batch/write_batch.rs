@@ -4,7 +4,10 @@
 //! write costs no second encoding. Layout (format in `docs/write-batch.md`):
 //! `sequence: u64 LE | count: u32 LE | records...`, each record
 //! `kind: u8 | varint key_len | key | (varint value_len | value)?`; a range
-//! deletion is kind 3 with its end key as the value.
+//! deletion is kind 3 with its end key as the value. A keyspace marker
+//! (kind 4, `varint32 id`, format version 3) says that the records after
+//! it, up to the next marker, belong to keyspace `id`; records before any
+//! marker belong to the default keyspace. Markers are not counted.
 //! Not thread-safe while being built; immutable once handed to `Db::write`.
 
 use crate::keys::{MAX_SEQUENCE, SequenceNumber, ValueKind};
@@ -16,6 +19,10 @@ use crate::util::coding::{
 /// record only: the engine keeps range tombstones apart from internal keys
 /// (`crate::range_del`), so it is not a [`ValueKind`].
 pub(crate) const RANGE_DELETION: u8 = 3;
+
+/// Record kind of a keyspace marker (batch format version 3): not an
+/// operation; the records after it belong to the keyspace it names.
+pub(crate) const KEYSPACE_MARKER: u8 = 4;
 
 /// Bytes of the batch header (sequence + count).
 pub(crate) const HEADER_LEN: usize = 12;
@@ -76,6 +83,11 @@ impl BatchOp<'_> {
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
+    /// The keyspace the next record belongs to unless a marker says
+    /// otherwise (the last marker written; 0 before any).
+    keyspace: u32,
+    /// Some record belongs to a keyspace other than the default one.
+    multi: bool,
 }
 
 impl std::fmt::Debug for WriteBatch {
@@ -99,6 +111,8 @@ impl WriteBatch {
         WriteBatch {
             rep: vec![0; HEADER_LEN],
             count: 0,
+            keyspace: 0,
+            multi: false,
         }
     }
 
@@ -109,20 +123,65 @@ impl WriteBatch {
         // Kind byte, two varint32 lengths (at most 5 bytes each).
         let mut rep = Vec::with_capacity(HEADER_LEN + 1 + 5 + key_len + 5 + value_len);
         rep.resize(HEADER_LEN, 0);
-        WriteBatch { rep, count: 0 }
+        WriteBatch {
+            rep,
+            count: 0,
+            keyspace: 0,
+            multi: false,
+        }
+    }
+
+    /// Makes the next record belong to keyspace `id` (writes a marker when
+    /// it changes).
+    pub(crate) fn select_keyspace(&mut self, id: u32) {
+        if id != self.keyspace {
+            self.rep.push(KEYSPACE_MARKER);
+            crate::util::coding::put_varint64(&mut self.rep, u64::from(id));
+            self.keyspace = id;
+            self.multi |= id != 0;
+        }
+    }
+
+    /// Whether some record belongs to a keyspace other than the default.
+    pub(crate) fn has_keyspaces(&self) -> bool {
+        self.multi
     }
 
     /// Adds `key = value`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.put_to(0, key.as_ref(), value.as_ref());
+    }
+
+    /// Adds `key = value` in keyspace `id`.
+    pub(crate) fn put_to(&mut self, id: u32, key: &[u8], value: &[u8]) {
+        self.select_keyspace(id);
         self.rep.push(ValueKind::Value as u8);
-        put_length_prefixed(&mut self.rep, key.as_ref());
-        put_length_prefixed(&mut self.rep, value.as_ref());
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.bump();
+    }
+
+    /// Adds a deletion of `key` in keyspace `id`.
+    pub(crate) fn delete_to(&mut self, id: u32, key: &[u8]) {
+        self.select_keyspace(id);
+        self.rep.push(ValueKind::Deletion as u8);
+        put_length_prefixed(&mut self.rep, key);
+        self.bump();
+    }
+
+    /// Adds a deletion of `start..end` in keyspace `id`.
+    pub(crate) fn delete_range_to(&mut self, id: u32, start: &[u8], end: &[u8]) {
+        self.select_keyspace(id);
+        self.rep.push(RANGE_DELETION);
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
         self.bump();
     }
 
     /// Adds `key` with a value kept in a blob file (`pointer` is the
     /// encoded [`crate::blob::format::BlobPointer`]).
     pub(crate) fn put_blob_index(&mut self, key: &[u8], pointer: &[u8]) {
+        self.select_keyspace(0);
         self.rep.push(ValueKind::BlobIndex as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, pointer);
@@ -131,9 +190,7 @@ impl WriteBatch {
 
     /// Adds a deletion of `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) {
-        self.rep.push(ValueKind::Deletion as u8);
-        put_length_prefixed(&mut self.rep, key.as_ref());
-        self.bump();
+        self.delete_to(0, key.as_ref());
     }
 
     /// Adds a deletion of every key in `range` (`start..end`: `end` is not
@@ -146,10 +203,7 @@ impl WriteBatch {
     /// assert_eq!(batch.len(), 1);
     /// ```
     pub fn delete_range<K: AsRef<[u8]>>(&mut self, range: std::ops::Range<K>) {
-        self.rep.push(RANGE_DELETION);
-        put_length_prefixed(&mut self.rep, range.start.as_ref());
-        put_length_prefixed(&mut self.rep, range.end.as_ref());
-        self.bump();
+        self.delete_range_to(0, range.start.as_ref(), range.end.as_ref());
     }
 
     fn bump(&mut self) {
@@ -162,6 +216,8 @@ impl WriteBatch {
         self.rep.clear();
         self.rep.resize(HEADER_LEN, 0);
         self.count = 0;
+        self.keyspace = 0;
+        self.multi = false;
     }
 
     /// Number of operations.
@@ -183,6 +239,13 @@ impl WriteBatch {
     pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> {
         // A batch built through the API always decodes; `decode_ops` only
         // fails on bytes that came from disk, which go through `from_encoded`.
+        decode_ops(&self.rep[HEADER_LEN..])
+            .map_while(Result::ok)
+            .map(|(_, op)| op)
+    }
+
+    /// The operations, in order, each with its keyspace id.
+    pub(crate) fn iter_in(&self) -> impl Iterator<Item = (u32, BatchOp<'_>)> {
         decode_ops(&self.rep[HEADER_LEN..]).map_while(Result::ok)
     }
 
@@ -205,7 +268,10 @@ impl WriteBatch {
     /// merges batches).
     #[cfg(test)]
     pub(crate) fn append(&mut self, other: &WriteBatch) {
+        self.select_keyspace(0);
         self.rep.extend_from_slice(&other.rep[HEADER_LEN..]);
+        self.keyspace = other.keyspace;
+        self.multi |= other.multi;
         self.count += other.count;
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
     }
@@ -231,8 +297,10 @@ impl WriteBatch {
             ));
         }
         let mut seen = 0u32;
+        let (mut keyspace, mut multi) = (0, false);
         for op in decode_ops(&data[HEADER_LEN..]) {
-            op?;
+            keyspace = op?.0;
+            multi |= keyspace != 0;
             seen += 1;
         }
         if seen != count {
@@ -243,39 +311,55 @@ impl WriteBatch {
         Ok(WriteBatch {
             rep: data.to_vec(),
             count,
+            keyspace,
+            multi,
         })
     }
 }
 
-/// Decodes the records after the header.
-fn decode_ops(mut data: &[u8]) -> impl Iterator<Item = Result<BatchOp<'_>, String>> {
+/// Decodes the records after the header, each with its keyspace. A marker
+/// that no record follows is an error.
+fn decode_ops(mut data: &[u8]) -> impl Iterator<Item = Result<(u32, BatchOp<'_>), String>> {
+    let mut keyspace = 0u32;
     std::iter::from_fn(move || {
-        let (&tag, rest) = data.split_first()?;
         let parsed = (|| {
+            while data.first() == Some(&KEYSPACE_MARKER) {
+                let (id, n) = crate::util::coding::decode_varint64(&data[1..])
+                    .ok_or("truncated keyspace marker")?;
+                keyspace = u32::try_from(id).map_err(|_| format!("keyspace id {id} too large"))?;
+                data = &data[1 + n..];
+                if data.is_empty() {
+                    return Err("a keyspace marker ends the batch".to_string());
+                }
+            }
+            let Some((&tag, rest)) = data.split_first() else {
+                return Ok(None);
+            };
             let (key, n) = decode_length_prefixed(rest).ok_or("truncated key")?;
             let rest = &rest[n..];
             if tag == RANGE_DELETION {
                 let (end, m) = decode_length_prefixed(rest).ok_or("truncated range end")?;
-                return Ok((BatchOp::DeleteRange { start: key, end }, &rest[m..]));
+                return Ok(Some((BatchOp::DeleteRange { start: key, end }, &rest[m..])));
             }
             let kind =
                 ValueKind::from_u8(tag).ok_or_else(|| format!("unknown record kind {tag}"))?;
             match kind {
                 ValueKind::Value => {
                     let (value, m) = decode_length_prefixed(rest).ok_or("truncated value")?;
-                    Ok((BatchOp::Put { key, value }, &rest[m..]))
+                    Ok(Some((BatchOp::Put { key, value }, &rest[m..])))
                 }
-                ValueKind::Deletion => Ok((BatchOp::Delete { key }, rest)),
+                ValueKind::Deletion => Ok(Some((BatchOp::Delete { key }, rest))),
                 ValueKind::BlobIndex => {
                     let (pointer, m) = decode_length_prefixed(rest).ok_or("truncated pointer")?;
-                    Ok((BatchOp::PutBlob { key, pointer }, &rest[m..]))
+                    Ok(Some((BatchOp::PutBlob { key, pointer }, &rest[m..])))
                 }
             }
         })();
         match parsed {
-            Ok((op, rest)) => {
+            Ok(None) => None,
+            Ok(Some((op, rest))) => {
                 data = rest;
-                Some(Ok(op))
+                Some(Ok((keyspace, op)))
             }
             Err(e) => {
                 data = &[];

@@ -30,86 +30,7 @@ impl Db {
     /// range into new blob files in key order (`docs/blob-files.md`).
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.flush()?;
-        let db = &self.inner;
-        // The lanes' open files are sealed first (the next writes open new
-        // ones), so that the last step can relocate every value of the
-        // range into key order, not only those in sealed files.
-        if let Some(lanes) = &db.blob_lanes
-            && db.options.enable_blob_garbage_collection
-        {
-            lanes.seal(&super::write::blobs::VersionFiles(db))?;
-        }
-        let _only_one = db.bg.compaction_lock.lock();
-        let deepest = {
-            let v = db.versions.lock().current();
-            (0..crate::version::NUM_LEVELS)
-                .rev()
-                .find(|&l| !v.overlapping_files(l, begin, end).is_empty())
-        };
-        let Some(deepest) = deepest else {
-            return Ok(());
-        };
-        let last = deepest.max(1) - 1;
-        for level in 0..=last {
-            db.check_writable()?;
-            let plan = {
-                let vs = db.versions.lock();
-                let busy = db.bg.being_compacted.lock().clone();
-                picker::pick_range(&vs.current(), level, begin, end, &busy)
-            };
-            if let Some(plan) = plan {
-                bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
-            }
-        }
-        // The range now lies in one level. Its tables are rewritten in
-        // place where that drops something or a compaction filter must see
-        // them: entries a range tombstone hides (they were there before
-        // it; the version then drops the tombstones nothing is left to
-        // hide from), entries `Options::ttl` expired, or every table when
-        // there is a compaction filter (as RocksDB's bottommost rewrite
-        // with a filter).
-        {
-            db.check_writable()?;
-            let expired = super::ttl::floor(db);
-            let filter = db.options.compaction_filter.is_some();
-            let plan = {
-                let vs = db.versions.lock();
-                let v = vs.current();
-                let busy = db.bg.being_compacted.lock().clone();
-                let files = v.overlapping_files(last + 1, begin, end);
-                picker::pick_bottom_rewrite(&v, last + 1, files, &busy, |f| {
-                    filter || f.smallest_seq < expired || picker::may_hold_range_deleted(&v, f)
-                })
-            };
-            if let Some(plan) = plan {
-                bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
-            }
-        }
-        // With blob files, one more step
-        // rewrites its tables in place and copies every value they point
-        // to into new blob files in key order, so a scan of the range reads
-        // blob files front to back afterwards.
-        if db.options.enable_blob_garbage_collection {
-            db.check_writable()?;
-            let plan = {
-                let vs = db.versions.lock();
-                let v = vs.current();
-                let busy = db.bg.being_compacted.lock().clone();
-                v.blob_files()
-                    .values()
-                    .any(|b| b.sealed)
-                    .then(|| {
-                        let files = v.overlapping_files(last + 1, begin, end);
-                        picker::pick_range_relocation(&v, last + 1, files, &busy)
-                    })
-                    .flatten()
-            };
-            if let Some(plan) = plan {
-                bg::run_plan(db, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
-            }
-        }
-        db.bg.kick();
-        Ok(())
+        compact_range_in(&self.inner, 0, begin, end)
     }
 
     /// Waits until no level is due for compaction (the tree is in shape) and
@@ -126,17 +47,13 @@ impl Db {
             // a second, hand-written one once disagreed with it and the
             // wait never ended).
             let due = {
-                let v = db.super_version().version.clone();
-                picker::pick_next(
-                    &v,
-                    &db.level_targets(),
-                    &std::collections::HashSet::new(),
-                    bg::blob_gc_pick(db, false),
-                    |_| None,
-                )
-                .is_some()
+                let vs = db.versions.lock();
+                let ids: Vec<u32> = vs.trees().map(|(id, _)| id).collect();
+                let none = std::collections::HashSet::new();
+                ids.into_iter()
+                    .any(|id| bg::pick_next_in(db, &vs, id, &none, false).is_some())
             };
-            if !due && db.super_version().imms.is_empty() {
+            if !due && !db.super_version().has_imms() {
                 // Take the lock once so a running job has finished.
                 drop(db.bg.compaction_lock.lock());
                 return Ok(());
@@ -187,6 +104,23 @@ impl Db {
             .map(|r| r.tombstones().len() as u64)
             .sum();
         s.add_blob_files(&sv.version);
+        for (id, t) in sv.trees().skip(1) {
+            let Some(k) = db.keyspace_state(id) else {
+                continue;
+            };
+            s.keyspaces.push(super::stats::KeyspaceStats {
+                name: k.name.clone(),
+                id,
+                levels: DbStats::levels_of(
+                    &t.version,
+                    &picker::level_scores(&t.version, &k.level_targets()),
+                ),
+                memtable_bytes: (t.mem.table.memory_usage()
+                    + t.imms.iter().map(|m| m.table.memory_usage()).sum::<usize>())
+                    as u64,
+                range_tombstones: t.version.range_tombstones().tombstones().len() as u64,
+            });
+        }
         s.memory = memory_stats(db, &s);
         s
     }
@@ -291,4 +225,101 @@ fn memory_stats(db: &super::DbInner, s: &DbStats) -> super::MemoryStats {
         m.readahead_refused = g.refused() as u64;
     }
     m
+}
+
+/// [`Db::compact_range`] on keyspace `id`, after the caller's flush.
+pub(crate) fn compact_range_in(
+    db: &super::DbInner,
+    id: u32,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    // The lanes' open files are sealed first (the next writes open new
+    // ones), so that the last step can relocate every value of the
+    // range into key order, not only those in sealed files.
+    if let Some(lanes) = &db.blob_lanes
+        && db.options.enable_blob_garbage_collection
+        && id == 0
+    {
+        lanes.seal(&super::write::blobs::VersionFiles(db))?;
+    }
+    let _only_one = db.bg.compaction_lock.lock();
+    let deepest = {
+        let Some(v) = db.versions.lock().current_of(id) else {
+            return Ok(());
+        };
+        (0..crate::version::NUM_LEVELS)
+            .rev()
+            .find(|&l| !v.overlapping_files(l, begin, end).is_empty())
+    };
+    let Some(deepest) = deepest else {
+        return Ok(());
+    };
+    let last = deepest.max(1) - 1;
+    for level in 0..=last {
+        db.check_writable()?;
+        let plan = {
+            let vs = db.versions.lock();
+            let busy = db.bg.being_compacted.lock().clone();
+            vs.current_of(id)
+                .and_then(|v| picker::pick_range(&v, level, begin, end, &busy))
+        };
+        if let Some(plan) = plan {
+            bg::run_plan(db, id, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
+        }
+    }
+    // The range now lies in one level. Its tables are rewritten in
+    // place where that drops something or a compaction filter must see
+    // them: entries a range tombstone hides (they were there before
+    // it; the version then drops the tombstones nothing is left to
+    // hide from), entries `Options::ttl` expired, or every table when
+    // there is a compaction filter (as RocksDB's bottommost rewrite
+    // with a filter).
+    {
+        db.check_writable()?;
+        let expired = super::ttl::floor_of(db, id);
+        let filter = match db.keyspace_state(id) {
+            Some(k) if id != 0 => k.options().compaction_filter.is_some(),
+            _ => db.options.compaction_filter.is_some(),
+        };
+        let plan = {
+            let vs = db.versions.lock();
+            let Some(v) = vs.current_of(id) else {
+                return Ok(());
+            };
+            let busy = db.bg.being_compacted.lock().clone();
+            let files = v.overlapping_files(last + 1, begin, end);
+            picker::pick_bottom_rewrite(&v, last + 1, files, &busy, |f| {
+                filter || f.smallest_seq < expired || picker::may_hold_range_deleted(&v, f)
+            })
+        };
+        if let Some(plan) = plan {
+            bg::run_plan(db, id, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
+        }
+    }
+    // With blob files, one more step
+    // rewrites its tables in place and copies every value they point
+    // to into new blob files in key order, so a scan of the range reads
+    // blob files front to back afterwards.
+    if db.options.enable_blob_garbage_collection && id == 0 {
+        db.check_writable()?;
+        let plan = {
+            let vs = db.versions.lock();
+            let v = vs.current();
+            let busy = db.bg.being_compacted.lock().clone();
+            v.blob_files()
+                .values()
+                .any(|b| b.sealed)
+                .then(|| {
+                    let files = v.overlapping_files(last + 1, begin, end);
+                    picker::pick_range_relocation(&v, last + 1, files, &busy)
+                })
+                .flatten()
+        };
+        if let Some(plan) = plan {
+            bg::run_plan(db, id, &plan).inspect_err(|e| db.poison_err("compaction failed", e))?;
+        }
+    }
+    db.bg.kick();
+    Ok(())
 }

@@ -52,6 +52,9 @@ pub(crate) struct Background {
     /// The last compaction was one for blob garbage (under garbage
     /// pressure the two kinds take turns).
     pub last_was_gc: std::sync::atomic::AtomicBool,
+    /// Where the next search for a due compaction starts among the
+    /// keyspaces (round robin).
+    pub next_keyspace: std::sync::atomic::AtomicU64,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -148,7 +151,7 @@ fn flush_loop(db: &DbInner) {
     loop {
         {
             let mut g = db.bg.state.lock();
-            while !g.shutting_down && (db.super_version().imms.is_empty() || db.is_poisoned()) {
+            while !g.shutting_down && (!db.super_version().has_imms() || db.is_poisoned()) {
                 db.bg.work.wait_for(&mut g, Duration::from_millis(500));
             }
             if g.shutting_down {
@@ -163,98 +166,156 @@ fn flush_loop(db: &DbInner) {
     }
 }
 
-/// Flushes the oldest immutable memtable into an L0 table and installs it.
+/// Flushes the oldest immutable memtables (those of the oldest WAL any
+/// keyspace still needs, one per keyspace that wrote to it) into L0 tables
+/// of their keyspaces, installs them with one manifest record, and so
+/// retires that WAL.
 pub(crate) fn flush_oldest(db: &DbInner) -> Result<()> {
     let sv = db.super_version();
-    let Some(oldest) = sv.imms.last().cloned() else {
+    let Some(wal) = sv.oldest_imm_wal() else {
         return Ok(());
     };
-    let number = db.versions.lock().new_file_number();
-    db.pending_outputs.lock().insert(number);
+    // One memtable per keyspace, all from WAL `wal`, the default first.
+    let units: Vec<(u32, super::memtables::Mem)> = sv
+        .trees()
+        .filter_map(|(id, t)| {
+            t.imms
+                .last()
+                .filter(|m| m.wal == wal)
+                .map(|m| (id, m.clone()))
+        })
+        .collect();
+    debug_assert!(!units.is_empty(), "the oldest WAL has a memtable");
+    let mut numbers = Vec::new();
+    let result = flush_units(db, &units, &mut numbers);
+    let mut pending = db.pending_outputs.lock();
+    for n in &numbers {
+        pending.remove(n);
+    }
+    drop(pending);
+    result?;
+    // This flush's own super version must not keep what it retired.
+    drop(sv);
+    drop(units);
+    super::obsolete::delete_obsolete_files(db);
+    Ok(())
+}
+
+/// Builds one table per memtable of `units` and installs them (the table
+/// numbers it took go to `numbers`, for the caller to release).
+fn flush_units(
+    db: &DbInner,
+    units: &[(u32, super::memtables::Mem)],
+    numbers: &mut Vec<u64>,
+) -> Result<()> {
+    let wal = units[0].1.wal;
     let mut flow = BlobFlow::default();
-    let built = build_table(
-        db.fs.as_ref(),
-        &db.dir,
-        number,
-        &mut oldest.table.iter(),
-        VersionFilter::new(db.snapshots.sequences())
-            .with_range_tombstones(oldest.table.range_tombstones())
-            .with_expiry_floor(super::ttl::floor(db)),
-        db.table_options(),
-        db.options.use_direct_io_for_flush_and_compaction,
-        &mut flow,
-    );
-    // The table's pointers must not outlive the values they name: once
-    // the edit retires the WAL, nothing else holds those writes, so the
-    // lanes' files are made durable first (a flush makes every write it
-    // holds durable, `sync` or not).
-    let built = built.and_then(|meta| {
-        if let Some(lanes) = &db.blob_lanes {
-            lanes.sync()?;
-        }
-        Ok(meta)
-    });
-    let result = built.and_then(|meta| {
-        // A sample now covers every entry of the memtable (`db/ttl.rs`).
-        super::ttl::sample(db);
+    let mut edits: Vec<VersionEdit> = Vec::with_capacity(units.len() + 1);
+    let mut bytes = 0;
+    for (id, mem) in units {
+        let number = db.versions.lock().new_file_number();
+        db.pending_outputs.lock().insert(number);
+        numbers.push(number);
+        let mut unit_flow = BlobFlow::default();
+        let meta = build_table(
+            db.fs.as_ref(),
+            &db.dir,
+            number,
+            &mut mem.table.iter(),
+            VersionFilter::new(db.snapshots.sequences())
+                .with_range_tombstones(mem.table.range_tombstones())
+                .with_expiry_floor(super::ttl::floor_of(db, *id)),
+            db.table_options_of(*id),
+            db.options.use_direct_io_for_flush_and_compaction,
+            if *id == 0 { &mut flow } else { &mut unit_flow },
+        )?;
         let mut edit = VersionEdit {
-            blob_garbage: flow.garbage(),
-            time_samples: super::ttl::take_pending(db),
+            keyspace: *id,
             // The memtable's range deletions now live in the version.
-            range_tombstones: oldest
+            range_tombstones: mem
                 .table
                 .range_tombstones()
                 .map(|r| r.tombstones().to_vec())
                 .unwrap_or_default(),
             ..VersionEdit::default()
         };
-        Counters::add(
-            &db.counters.blob_garbage_found,
-            edit.blob_garbage.iter().map(|g| g.2).sum(),
-        );
-        let bytes = meta.as_ref().map(|m| m.file_size).unwrap_or(0);
         if let Some(m) = meta {
+            bytes += m.file_size;
             edit.add_file(0, m);
         }
-        let mut vs = db.versions.lock();
-        vs.set_last_sequence(db.last_sequence.load(Ordering::Acquire));
-        // The WAL after the flushed memtable's is the oldest one still needed.
-        let current = db.super_version();
-        let idx = current
-            .imms
+        edits.push(edit);
+    }
+    // The tables' pointers must not outlive the values they name: once
+    // the edit retires the WAL, nothing else holds those writes, so the
+    // lanes' files are made durable first (a flush makes every write it
+    // holds durable, `sync` or not).
+    if let Some(lanes) = &db.blob_lanes {
+        lanes.sync()?;
+    }
+    // A sample now covers every entry of the memtables (`db/ttl.rs`).
+    super::ttl::sample(db);
+    // The database-wide fields go in the default keyspace's edit, first.
+    if edits[0].keyspace != 0 {
+        edits.insert(0, VersionEdit::default());
+    }
+    edits[0].blob_garbage = flow.garbage();
+    edits[0].time_samples = super::ttl::take_pending(db);
+    Counters::add(
+        &db.counters.blob_garbage_found,
+        edits[0].blob_garbage.iter().map(|g| g.2).sum(),
+    );
+    let mut vs = db.versions.lock();
+    vs.set_last_sequence(db.last_sequence.load(Ordering::Acquire));
+    // The oldest WAL still needed is the oldest one any keyspace's
+    // remaining memtables came from.
+    let current = db.super_version();
+    let flushed = |id: u32, m: &super::memtables::Mem| {
+        units
             .iter()
-            .position(|m| Arc::ptr_eq(&m.table, &oldest.table));
-        let next_wal = match idx {
-            Some(0) | None => current.mem.wal,
-            Some(i) => current.imms[i - 1].wal,
-        };
-        edit.log_number = Some(next_wal.max(vs.log_number()));
-        vs.log_and_apply(edit)?;
-        db.install(&vs, |sv| SuperVersion {
-            mem: sv.mem.clone(),
-            imms: sv
-                .imms
+            .any(|(u, f)| *u == id && Arc::ptr_eq(&f.table, &m.table))
+    };
+    let next_wal = current
+        .trees()
+        .map(|(id, t)| {
+            t.imms
                 .iter()
-                .filter(|m| !Arc::ptr_eq(&m.table, &oldest.table))
-                .cloned()
-                .collect(),
-            version: vs.current(),
-        });
-        drop(vs);
-        Counters::add(&db.counters.flushes, 1);
-        Counters::add(&db.counters.flush_bytes, bytes);
-        db.info_log.log(format!(
-            "flushed memtable (WAL {}) to table {number}: {bytes} bytes",
-            oldest.wal
-        ));
-        Ok(())
+                .rev()
+                .find(|m| !flushed(id, m))
+                .map_or(t.mem.wal, |m| m.wal)
+        })
+        .min()
+        .unwrap_or(current.mem.wal);
+    // A keyspace dropped since the flush started has nothing to install.
+    edits.retain(|e| e.keyspace == 0 || vs.current_of(e.keyspace).is_some());
+    edits[0].log_number = Some(next_wal.max(vs.log_number()));
+    vs.log_and_apply_group(edits)?;
+    db.install(&vs, |sv| {
+        let mut next = sv.clone();
+        for (id, _) in units {
+            let Some(version) = vs.current_of(*id) else {
+                continue;
+            };
+            next = next.map_tree(*id, |t| SuperVersion {
+                mem: t.mem.clone(),
+                imms: t
+                    .imms
+                    .iter()
+                    .filter(|m| !flushed(*id, m))
+                    .cloned()
+                    .collect(),
+                version,
+                keyspaces: Vec::new(),
+            });
+        }
+        next
     });
-    db.pending_outputs.lock().remove(&number);
-    result?;
-    // This flush's own super version must not keep what it retired.
-    drop(sv);
-    drop(oldest);
-    super::obsolete::delete_obsolete_files(db);
+    drop(vs);
+    Counters::add(&db.counters.flushes, 1);
+    Counters::add(&db.counters.flush_bytes, bytes);
+    db.info_log.log(format!(
+        "flushed memtables (WAL {wal}) of {} keyspace(s) to tables {numbers:?}: {bytes} bytes",
+        units.len()
+    ));
     Ok(())
 }
 
@@ -306,79 +367,144 @@ pub(crate) fn blob_gc_pick(db: &DbInner, gc_turn: bool) -> Option<picker::BlobGc
         })
 }
 
-/// Picks and runs one compaction if a level is due. Returns whether it ran.
+/// What the compaction thread would pick next in keyspace `id` (`gc_turn`:
+/// blob garbage collection's turn; nothing busy when `busy` is empty).
+pub(crate) fn pick_next_in(
+    db: &DbInner,
+    vs: &crate::version::VersionSet,
+    id: u32,
+    busy: &HashSet<u64>,
+    gc_turn: bool,
+) -> Option<CompactionPlan> {
+    let v = vs.current_of(id)?;
+    let targets = match db.keyspace_state(id) {
+        Some(k) if id != 0 => k.level_targets(),
+        _ => db.level_targets(),
+    };
+    // Blob files exist in the default keyspace only.
+    let gc = if id == 0 {
+        blob_gc_pick(db, gc_turn)
+    } else {
+        None
+    };
+    picker::pick_next(&v, &targets, busy, gc, |l| {
+        vs.compact_pointer_of(id, l).map(<[u8]>::to_vec)
+    })
+}
+
+/// Picks and runs one compaction if a level of some keyspace is due,
+/// keyspaces in turn. Returns whether it ran.
 pub(crate) fn run_one_compaction(db: &DbInner) -> Result<bool> {
     let _only_one = db.bg.compaction_lock.lock();
     if drop_expired_tables(db)? {
         return Ok(true);
     }
-    let plan = {
+    let ids: Vec<u32> = db.super_version().trees().map(|(id, _)| id).collect();
+    // Start after the keyspace that compacted last, so a busy keyspace
+    // does not starve the others.
+    let start = db.bg.next_keyspace.load(Ordering::Relaxed) as usize % ids.len().max(1);
+    let order: Vec<u32> = ids[start..].iter().chain(&ids[..start]).copied().collect();
+    let mut plan = None;
+    {
         let vs = db.versions.lock();
         let busy = db.bg.being_compacted.lock().clone();
-        let gc = blob_gc_pick(db, !db.bg.last_was_gc.load(Ordering::Relaxed));
-        picker::pick_next(&vs.current(), &db.level_targets(), &busy, gc, |l| {
-            vs.compact_pointer(l).map(<[u8]>::to_vec)
-        })
-    };
+        let gc_turn = !db.bg.last_was_gc.load(Ordering::Relaxed);
+        for (i, &id) in order.iter().enumerate() {
+            if let Some(p) = pick_next_in(db, &vs, id, &busy, gc_turn) {
+                db.bg
+                    .next_keyspace
+                    .store(((start + i + 1) % ids.len()) as u64, Ordering::Relaxed);
+                plan = Some((id, p));
+                break;
+            }
+        }
+    }
     // Nothing due: tables still holding what range tombstones hide.
     let plan = plan.or_else(|| {
         let vs = db.versions.lock();
         let busy = db.bg.being_compacted.lock().clone();
-        picker::pick_range_deleted_rewrite(&vs.current(), &busy, db.snapshots.oldest())
+        order.iter().find_map(|&id| {
+            let v = vs.current_of(id)?;
+            picker::pick_range_deleted_rewrite(&v, &busy, db.snapshots.oldest()).map(|p| (id, p))
+        })
     });
     match plan {
-        Some(plan) => {
+        Some((id, plan)) => {
             db.bg.last_was_gc.store(plan.in_place, Ordering::Relaxed);
-            run_plan(db, &plan).map(|()| true)
+            run_plan(db, id, &plan).map(|()| true)
         }
         None => Ok(false),
     }
 }
 
-/// `Options::ttl`: deletes the tables whose every entry has expired (the
-/// newest is below the floor) with one version edit and no rewrite: every
-/// read hides their entries, and older versions of those keys are expired
-/// too. Tables that point into blob files are left to compaction, which
-/// counts the garbage they leave. Returns whether it deleted any. The
-/// caller holds `compaction_lock`.
+/// TTL: deletes the tables whose every entry has expired (the newest is
+/// below their keyspace's floor) with one version edit per keyspace and no
+/// rewrite: every read hides their entries, and older versions of those
+/// keys are expired too. Tables that point into blob files are left to
+/// compaction, which counts the garbage they leave. Returns whether it
+/// deleted any. The caller holds `compaction_lock`.
 fn drop_expired_tables(db: &DbInner) -> Result<bool> {
-    let floor = super::ttl::floor(db);
-    if floor == 0 {
-        return Ok(false);
-    }
-    let mut vs = db.versions.lock();
-    let v = vs.current();
-    let busy = db.bg.being_compacted.lock().clone();
-    let mut edit = VersionEdit::default();
-    for level in 0..crate::version::NUM_LEVELS {
-        for f in v.files(level) {
-            if f.largest_seq < floor && f.oldest_blob_file == 0 && !busy.contains(&f.number) {
-                edit.delete_file(level, f.number);
+    let ids: Vec<u32> = db.super_version().trees().map(|(id, _)| id).collect();
+    let mut dropped = false;
+    for id in ids {
+        let floor = super::ttl::floor_of(db, id);
+        if floor == 0 {
+            continue;
+        }
+        let mut vs = db.versions.lock();
+        let Some(v) = vs.current_of(id) else {
+            continue;
+        };
+        let busy = db.bg.being_compacted.lock().clone();
+        let mut edit = VersionEdit {
+            keyspace: id,
+            ..VersionEdit::default()
+        };
+        for level in 0..crate::version::NUM_LEVELS {
+            for f in v.files(level) {
+                if f.largest_seq < floor && f.oldest_blob_file == 0 && !busy.contains(&f.number) {
+                    edit.delete_file(level, f.number);
+                }
             }
         }
+        if edit.deleted_files.is_empty() {
+            continue;
+        }
+        let n = edit.deleted_files.len();
+        vs.log_and_apply(edit)?;
+        install_tree_version(db, &vs, id);
+        drop(vs);
+        Counters::add(&db.counters.ttl_tables_dropped, n as u64);
+        db.info_log.log(format!(
+            "ttl: deleted {n} tables of keyspace {id} whose every entry expired (below sequence \
+             {floor})"
+        ));
+        dropped = true;
     }
-    if edit.deleted_files.is_empty() {
-        return Ok(false);
+    if dropped {
+        super::obsolete::delete_obsolete_files(db);
     }
-    let n = edit.deleted_files.len();
-    vs.log_and_apply(edit)?;
-    db.install(&vs, |sv| SuperVersion {
-        version: vs.current(),
-        ..sv.clone()
-    });
-    drop(vs);
-    Counters::add(&db.counters.ttl_tables_dropped, n as u64);
-    db.info_log.log(format!(
-        "ttl: deleted {n} tables whose every entry expired (below sequence {floor})"
-    ));
-    super::obsolete::delete_obsolete_files(db);
-    Ok(true)
+    Ok(dropped)
 }
 
-/// Runs `plan` and installs its result. The caller holds `compaction_lock`.
-pub(crate) fn run_plan(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
+/// Publishes keyspace `id`'s current version (after an edit to it).
+pub(crate) fn install_tree_version(db: &DbInner, vs: &crate::version::VersionSet, id: u32) {
+    let Some(version) = vs.current_of(id) else {
+        return;
+    };
+    db.install(vs, |sv| {
+        sv.map_tree(id, |t| SuperVersion {
+            version,
+            ..t.clone()
+        })
+    });
+}
+
+/// Runs `plan` (on keyspace `id`) and installs its result. The caller
+/// holds `compaction_lock`.
+pub(crate) fn run_plan(db: &DbInner, id: u32, plan: &CompactionPlan) -> Result<()> {
     db.bg.being_compacted.lock().extend(plan.input_numbers());
-    let result = run_plan_inner(db, plan);
+    let result = run_plan_inner(db, id, plan);
     let mut busy = db.bg.being_compacted.lock();
     for n in plan.input_numbers() {
         busy.remove(&n);
@@ -389,20 +515,20 @@ pub(crate) fn run_plan(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
     Ok(())
 }
 
-fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
+fn run_plan_inner(db: &DbInner, id: u32, plan: &CompactionPlan) -> Result<()> {
     let level = plan.level;
     if plan.is_trivial_move() {
         let f = &plan.inputs[0][0];
-        let mut edit = VersionEdit::default();
+        let mut edit = VersionEdit {
+            keyspace: id,
+            ..VersionEdit::default()
+        };
         edit.delete_file(level, f.number);
         edit.add_file(level + 1, (**f).clone());
         edit.compact_pointers.push((level, f.largest.clone()));
         let mut vs = db.versions.lock();
         vs.log_and_apply(edit)?;
-        db.install(&vs, |sv| SuperVersion {
-            version: vs.current(),
-            ..sv.clone()
-        });
+        install_tree_version(db, &vs, id);
         Counters::add(&db.counters.trivial_moves, 1);
         db.info_log.log(format!(
             "moved table {} from L{level} to L{} ({})",
@@ -412,8 +538,11 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         ));
         return Ok(());
     }
-    let version = db.versions.lock().current();
-    let relocate = if !db.options.enable_blob_garbage_collection {
+    let Some(version) = db.versions.lock().current_of(id) else {
+        return Ok(()); // the keyspace was dropped
+    };
+    let ks = db.keyspace_state(id).filter(|_| id != 0);
+    let relocate = if !db.options.enable_blob_garbage_collection || id != 0 {
         HashSet::new()
     } else if plan.relocate_all {
         blob_gc::sealed_files(&version)
@@ -435,10 +564,12 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         table_cache: &db.table_cache,
         version: &version,
         snapshots: db.snapshots.sequences(),
-        table_options: db.table_options(),
-        target_file_size: db.options.target_file_size,
+        table_options: db.table_options_of(id),
+        target_file_size: ks.as_ref().map_or(db.options.target_file_size, |k| {
+            k.options().target_file_size
+        }),
         direct_writes: db.options.use_direct_io_for_flush_and_compaction,
-        relocate: Some(RelocateConfig {
+        relocate: (id == 0).then_some(RelocateConfig {
             dir: &db.dir,
             fs: db.fs.as_ref(),
             readers: &db.blobs,
@@ -448,12 +579,12 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
             direct: db.options.use_direct_io_for_flush_and_compaction,
             io_engine: db.options.io_engine,
         }),
-        expired: super::ttl::floor(db),
-        user_filter: db
-            .options
-            .compaction_filter
-            .clone()
-            .map(|f| (f, &*db.blobs)),
+        expired: super::ttl::floor_of(db, id),
+        user_filter: match &ks {
+            Some(k) => k.options().compaction_filter.clone(),
+            None => db.options.compaction_filter.clone(),
+        }
+        .map(|f| (f, &*db.blobs)),
     };
     let outputs = Mutex::new(Vec::new());
     let new_file_number = || {
@@ -464,6 +595,7 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
     };
     let ran = job::run(plan, &ctx, db.options.max_subcompactions, &new_file_number);
     let installed = ran.and_then(|(mut edit, stats)| {
+        edit.keyspace = id;
         if !plan.in_place
             && let Some(last) = plan.inputs[0].iter().map(|f| &f.largest).max()
         {
@@ -471,11 +603,11 @@ fn run_plan_inner(db: &DbInner, plan: &CompactionPlan) -> Result<()> {
         }
         let garbage: u64 = edit.blob_garbage.iter().map(|g| g.2).sum();
         let mut vs = db.versions.lock();
+        if vs.current_of(id).is_none() {
+            return Ok(()); // dropped meanwhile: its outputs are orphans
+        }
         vs.log_and_apply(edit)?;
-        db.install(&vs, |sv| SuperVersion {
-            version: vs.current(),
-            ..sv.clone()
-        });
+        install_tree_version(db, &vs, id);
         drop(vs);
         Counters::add(&db.counters.compactions, 1);
         Counters::add(&db.counters.subcompactions, stats.subcompactions as u64);

@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, wal_path};
 use crate::io::FileSystem;
 use crate::version::manifest::{self, ManifestWriter};
-use crate::version::{NUM_LEVELS, Version, VersionEdit};
+use crate::version::{Version, VersionEdit};
 
 /// Resumes obsolete-file deletion when dropped.
 struct PauseGuard<'a>(&'a DbInner);
@@ -53,7 +53,9 @@ impl Drop for PauseGuard<'_> {
 struct Recorded {
     version: Arc<Version>,
     log_number: u64,
-    compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// The whole state as snapshot edits: the default keyspace's (with
+    /// the blob files), then every other keyspace's.
+    snapshot: Vec<VersionEdit>,
 }
 
 /// Makes a checkpoint of `db` in `target` (see the module docs).
@@ -65,13 +67,10 @@ pub(crate) fn checkpoint(db: &DbInner, target: &Path) -> Result<()> {
         let vs = db.versions.lock();
         db.deletions_paused.fetch_add(1, Ordering::AcqRel);
         let guard = PauseGuard(db);
-        let compact_pointers = (0..NUM_LEVELS)
-            .filter_map(|l| vs.compact_pointer(l).map(|p| (l, p.to_vec())))
-            .collect();
         let rec = Recorded {
             version: vs.current(),
             log_number: vs.log_number(),
-            compact_pointers,
+            snapshot: vs.full_snapshot(),
         };
         (rec, guard)
     };
@@ -120,12 +119,10 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
     let fs = db.fs.as_ref();
     fs.create_dir_all(target)?;
     let mut max_seq = 0u64;
-    for level in 0..NUM_LEVELS {
-        for f in rec.version.files(level) {
-            let name = format!("{:06}.sst", f.number);
-            link_or_copy(fs, &db.dir.join(&name), &target.join(&name), f.file_size)?;
-            max_seq = max_seq.max(f.largest_seq);
-        }
+    for (_, f) in rec.snapshot.iter().flat_map(|e| &e.new_files) {
+        let name = format!("{:06}.sst", f.number);
+        link_or_copy(fs, &db.dir.join(&name), &target.join(&name), f.file_size)?;
+        max_seq = max_seq.max(f.largest_seq);
     }
     let mut wals: Vec<u64> = fs
         .list_dir(&db.dir)?
@@ -176,18 +173,14 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
         (vs.next_file_number(), vs.last_sequence())
     };
     let number = next_file.max(max_wal + 1);
-    let mut snap = VersionEdit {
-        log_number: Some(rec.log_number),
-        next_file_number: Some(number + 1),
-        last_sequence: Some(
-            max_seq
-                .max(vs_seq)
-                .max(db.writes.visible_sequence(&db.last_sequence)),
-        ),
-        compact_pointers: rec.compact_pointers.clone(),
-        ..VersionEdit::default()
-    };
-    rec.version.add_state_to(&mut snap);
+    let mut snap = rec.snapshot.clone();
+    snap[0].log_number = Some(rec.log_number);
+    snap[0].next_file_number = Some(number + 1);
+    snap[0].last_sequence = Some(
+        max_seq
+            .max(vs_seq)
+            .max(db.writes.visible_sequence(&db.last_sequence)),
+    );
     drop(ManifestWriter::create(fs, target, number, &snap)?);
     manifest::write_current(fs, target, number)?;
     fs.sync_dir(target)

@@ -95,6 +95,9 @@ pub(crate) struct DbInner {
     pub(crate) ttl_floor: AtomicU64,
     /// Time samples not yet written into a version edit (`db/ttl.rs`).
     pub(crate) time_samples: Mutex<crate::version::time_map::TimeMap>,
+    /// Every live keyspace's name, options and TTL floor, the default
+    /// keyspace's (id 0) included (`db/keyspace_state.rs`).
+    pub(crate) keyspaces: RwLock<super::keyspace_state::KeyspaceStates>,
 }
 
 /// Why writes are refused (the first failure; later ones are only logged).
@@ -204,12 +207,49 @@ impl DbInner {
     pub(crate) fn install_unordered(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
         let mut st = self.state.write();
         let next = Arc::new(f(&st));
-        if !Arc::ptr_eq(&next.version, &st.version) {
-            self.live_versions
-                .lock()
-                .push(Arc::downgrade(&next.version));
+        // Every keyspace's new version is tracked, so its files stay while
+        // a reader holds it.
+        let mut live = self.live_versions.lock();
+        for (id, tree) in next.trees() {
+            let before = if id == 0 {
+                Some(&st.version)
+            } else {
+                st.keyspace(id).map(|t| &t.version)
+            };
+            if !before.is_some_and(|v| Arc::ptr_eq(v, &tree.version)) {
+                live.push(Arc::downgrade(&tree.version));
+            }
         }
+        drop(live);
         *st = next;
+    }
+
+    /// The read state of keyspace `id` (the default keyspace's for 0).
+    pub(crate) fn tree_state(&self, id: u32) -> Result<Arc<SuperVersion>> {
+        let sv = self.super_version();
+        if id == 0 {
+            return Ok(sv);
+        }
+        sv.keyspace(id)
+            .cloned()
+            .ok_or_else(|| Error::KeyspaceNotFound(format!("keyspace {id} (dropped)")))
+    }
+
+    /// The state of live keyspace `id`.
+    pub(crate) fn keyspace_state(
+        &self,
+        id: u32,
+    ) -> Option<Arc<super::keyspace_state::KeyspaceState>> {
+        self.keyspaces.read().get(&id).cloned()
+    }
+
+    /// Table-building options of keyspace `id` (the database's if it is
+    /// gone).
+    pub(crate) fn table_options_of(&self, id: u32) -> TableBuilderOptions {
+        match self.keyspace_state(id) {
+            Some(k) if id != 0 => k.table_options(),
+            _ => self.table_options(),
+        }
     }
 
     pub(crate) fn table_options(&self) -> TableBuilderOptions {

@@ -28,7 +28,11 @@ pub(crate) struct Mem {
     pub wal: u64,
 }
 
-/// Memtables and tables of one moment.
+/// Memtables and tables of one moment, of one keyspace. The database's
+/// (the default keyspace's) also holds every other keyspace's, so one
+/// swap publishes a change to any of them, and all switch memtables at
+/// once: the memtables of every keyspace at one position of `imms` (by
+/// `wal`) came from one WAL.
 #[derive(Debug, Clone)]
 pub(crate) struct SuperVersion {
     /// The memtable receiving writes.
@@ -37,6 +41,8 @@ pub(crate) struct SuperVersion {
     pub imms: Vec<Mem>,
     /// The table files.
     pub version: Arc<Version>,
+    /// The other keyspaces' states, by id (empty in those states).
+    pub keyspaces: Vec<(u32, Arc<SuperVersion>)>,
 }
 
 /// What a point lookup found in the memtables.
@@ -109,6 +115,7 @@ impl SuperVersion {
 
     /// The same state where the current memtable became immutable and
     /// `fresh` receives writes (an empty current memtable is replaced).
+    /// Other keyspaces are left as they are.
     pub(crate) fn switched(&self, fresh: Mem) -> SuperVersion {
         let mut imms = Vec::with_capacity(self.imms.len() + 1);
         if !self.mem.table.is_empty() {
@@ -119,17 +126,111 @@ impl SuperVersion {
             mem: fresh,
             imms,
             version: Arc::clone(&self.version),
+            keyspaces: self.keyspaces.clone(),
         }
     }
 
-    /// Bytes of arena in use across all memtables.
+    /// [`switched`](Self::switched) for every keyspace: `fresh` has the new
+    /// memtable of each keyspace that lives on (a keyspace missing from
+    /// it was dropped and leaves; one new to it starts with `version_of`
+    /// its id).
+    pub(crate) fn switched_all(
+        &self,
+        fresh: Mem,
+        fresh_keyspaces: Vec<(u32, Mem)>,
+        version_of: impl Fn(u32) -> Arc<Version>,
+    ) -> SuperVersion {
+        let mut next = self.switched(fresh);
+        next.keyspaces = fresh_keyspaces
+            .into_iter()
+            .map(|(id, mem)| {
+                let sv = match self.keyspace(id) {
+                    Some(old) => old.switched(mem),
+                    None => SuperVersion {
+                        mem,
+                        imms: Vec::new(),
+                        version: version_of(id),
+                        keyspaces: Vec::new(),
+                    },
+                };
+                (id, Arc::new(sv))
+            })
+            .collect();
+        next
+    }
+
+    /// The state of keyspace `id` (`None`: no such keyspace). Not for the
+    /// default keyspace (this state is its own).
+    pub(crate) fn keyspace(&self, id: u32) -> Option<&Arc<SuperVersion>> {
+        debug_assert!(id != 0, "the default keyspace's state is the database's");
+        self.keyspaces
+            .binary_search_by_key(&id, |(k, _)| *k)
+            .ok()
+            .map(|i| &self.keyspaces[i].1)
+    }
+
+    /// Every keyspace's state with its id, the default keyspace first.
+    pub(crate) fn trees(&self) -> impl Iterator<Item = (u32, &SuperVersion)> {
+        std::iter::once((0, self)).chain(self.keyspaces.iter().map(|(id, sv)| (*id, &**sv)))
+    }
+
+    /// The same state with keyspace `id`'s replaced by `f` of it (the
+    /// default keyspace's for 0). Unchanged if there is no such keyspace.
+    pub(crate) fn map_tree(
+        &self,
+        id: u32,
+        f: impl FnOnce(&SuperVersion) -> SuperVersion,
+    ) -> SuperVersion {
+        if id == 0 {
+            let mut next = f(self);
+            next.keyspaces = self.keyspaces.clone();
+            return next;
+        }
+        let mut next = self.clone();
+        if let Some(slot) = next.keyspaces.iter_mut().find(|(k, _)| *k == id) {
+            slot.1 = Arc::new(f(&slot.1));
+        }
+        next
+    }
+
+    /// The WAL of the oldest immutable memtable of any keyspace.
+    pub(crate) fn oldest_imm_wal(&self) -> Option<u64> {
+        self.trees()
+            .filter_map(|(_, t)| t.imms.last().map(|m| m.wal))
+            .min()
+    }
+
+    /// Whether any keyspace has an immutable memtable.
+    pub(crate) fn has_imms(&self) -> bool {
+        self.trees().any(|(_, t)| !t.imms.is_empty())
+    }
+
+    /// Most immutable memtables of one keyspace.
+    pub(crate) fn max_imms(&self) -> usize {
+        self.trees().map(|(_, t)| t.imms.len()).max().unwrap_or(0)
+    }
+
+    /// Most L0 tables of one keyspace.
+    pub(crate) fn max_l0_files(&self) -> usize {
+        self.trees()
+            .map(|(_, t)| t.version.num_files(0))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Whether no keyspace's current memtable holds anything.
+    pub(crate) fn mems_empty(&self) -> bool {
+        self.trees().all(|(_, t)| t.mem.table.is_empty())
+    }
+
+    /// Bytes of arena in use across all memtables of every keyspace.
     pub(crate) fn memtable_usage(&self) -> usize {
-        self.mem.table.memory_usage()
-            + self
-                .imms
-                .iter()
-                .map(|m| m.table.memory_usage())
-                .sum::<usize>()
+        self.trees()
+            .map(|(_, t)| {
+                t.mem.table.memory_usage()
+                    + t.imms.iter().map(|m| m.table.memory_usage()).sum::<usize>()
+            })
+            .sum()
     }
 }
 
@@ -147,21 +248,35 @@ pub(super) fn batch_charge(batch: &WriteBatch) -> usize {
         .sum()
 }
 
-/// Inserts the operations of `batch` with sequence numbers from `first_seq`.
-pub(super) fn insert_batch(
-    mem: &MemTable,
+/// Inserts the operations of `batch` with sequence numbers from
+/// `first_seq`, each into the memtable `mem_of` its keyspace (the caller
+/// checked that every keyspace of the batch has one).
+pub(super) fn insert_batch<'m>(
+    mem_of: impl Fn(u32) -> Option<&'m MemTable>,
     batch: &WriteBatch,
     first_seq: SequenceNumber,
 ) -> Result<(), MemTableFull> {
-    for (seq, op) in (first_seq..).zip(batch.iter()) {
-        match op {
-            BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value)?,
-            BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[])?,
-            BatchOp::PutBlob { key, pointer } => {
-                mem.add(seq, ValueKind::BlobIndex, key, pointer)?
-            }
-            BatchOp::DeleteRange { start, end } => mem.add_range_deletion(seq, start, end),
+    if !batch.has_keyspaces() {
+        let mem = mem_of(0).ok_or(MemTableFull)?;
+        for (seq, op) in (first_seq..).zip(batch.iter()) {
+            insert_op(mem, seq, op)?;
         }
+        return Ok(());
+    }
+    for (seq, (id, op)) in (first_seq..).zip(batch.iter_in()) {
+        insert_op(mem_of(id).ok_or(MemTableFull)?, seq, op)?;
     }
     Ok(())
+}
+
+fn insert_op(mem: &MemTable, seq: SequenceNumber, op: BatchOp<'_>) -> Result<(), MemTableFull> {
+    match op {
+        BatchOp::Put { key, value } => mem.add(seq, ValueKind::Value, key, value),
+        BatchOp::Delete { key } => mem.add(seq, ValueKind::Deletion, key, &[]),
+        BatchOp::PutBlob { key, pointer } => mem.add(seq, ValueKind::BlobIndex, key, pointer),
+        BatchOp::DeleteRange { start, end } => {
+            mem.add_range_deletion(seq, start, end);
+            Ok(())
+        }
+    }
 }

@@ -17,6 +17,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::bg::Background;
 use super::info_log::InfoLog;
+use super::keyspace_state::{KeyspaceState, KeyspaceStates};
 use super::lock::take_lock;
 use super::memtables::{Mem, SuperVersion};
 use super::recovery::OpenTimes;
@@ -32,10 +33,11 @@ use crate::compaction::flush::build_table;
 use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind, LOCK, LOST_DIR, blob_file_path, wal_path};
 use crate::memtable::MemTable;
-use crate::options::Options;
 use crate::options::memory::MemoryPlan;
+use crate::options::{KeyspaceOptions, Options};
 use crate::snapshot::SnapshotList;
 use crate::sst::{BlockCache, ReaderPool};
+use crate::version::DEFAULT_KEYSPACE_NAME;
 use crate::version::TableCache;
 use crate::version::{BlobFileEdit, VersionEdit, VersionSet};
 use std::time::Instant;
@@ -113,31 +115,51 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     let (table_cache, block_cache) = caches(dir, &options, memory_plan.as_ref());
 
-    // Replayed memtables become L0 tables, oldest first.
+    // Replayed memtables become L0 tables of their keyspaces, oldest
+    // first, all installed by one manifest record.
     let t = Instant::now();
     let mut edit = VersionEdit::default();
+    let mut others: Vec<VersionEdit> = Vec::new();
     let mut flow = BlobFlow::default();
-    for mem in &recovered.memtables {
-        let number = versions.new_file_number();
-        let meta = build_table(
-            fs.as_ref(),
-            dir,
-            number,
-            &mut mem.iter(),
-            VersionFilter::new(Vec::new()).with_range_tombstones(mem.range_tombstones()),
-            table_options(&options),
-            options.use_direct_io_for_flush_and_compaction,
-            &mut flow,
-        )?;
-        if let Some(r) = mem.range_tombstones() {
-            edit.range_tombstones.extend(r.tombstones().iter().cloned());
+    let states = keyspace_states(&options, &versions);
+    for (id, mems) in &recovered.memtables {
+        let mut ks_edit = VersionEdit {
+            keyspace: *id,
+            ..VersionEdit::default()
+        };
+        let table_opts = match states.get(id) {
+            Some(k) if *id != 0 => k.table_options(),
+            _ => table_options(&options),
+        };
+        for mem in mems {
+            let number = versions.new_file_number();
+            let meta = build_table(
+                fs.as_ref(),
+                dir,
+                number,
+                &mut mem.iter(),
+                VersionFilter::new(Vec::new()).with_range_tombstones(mem.range_tombstones()),
+                table_opts.clone(),
+                options.use_direct_io_for_flush_and_compaction,
+                &mut flow,
+            )?;
+            if let Some(r) = mem.range_tombstones() {
+                ks_edit
+                    .range_tombstones
+                    .extend(r.tombstones().iter().cloned());
+            }
+            if let Some(meta) = meta {
+                info_log.log(format!(
+                    "recovery: wrote {} entries to table {number} (keyspace {id})",
+                    meta.num_entries
+                ));
+                ks_edit.add_file(0, meta);
+            }
         }
-        if let Some(meta) = meta {
-            info_log.log(format!(
-                "recovery: wrote {} entries to table {number}",
-                meta.num_entries
-            ));
-            edit.add_file(0, meta);
+        if *id == 0 {
+            edit = ks_edit;
+        } else {
+            others.push(ks_edit);
         }
     }
 
@@ -153,6 +175,11 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     };
     let log_path = wal_path(dir, log_number);
     let mem_table = Arc::new(MemTable::new(options.write_buffer_size));
+    let keyspace_mems: Vec<(u32, Arc<MemTable>)> = versions
+        .keyspaces()
+        .into_iter()
+        .map(|(id, _)| (id, Arc::new(MemTable::new(options.write_buffer_size))))
+        .collect();
     let log = WalLog::create(
         fs.as_ref(),
         &log_path,
@@ -160,11 +187,14 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         log_number,
         Arc::clone(&mem_table),
     )?
-    .with_blob_budget(options.max_memtable_blob_bytes);
+    .with_blob_budget(options.max_memtable_blob_bytes)
+    .with_keyspace_mems(keyspace_mems.clone());
     fs.sync_dir(dir)?;
     edit.log_number = Some(log_number);
     versions.set_last_sequence(recovered.last_sequence.max(versions.last_sequence()));
-    versions.log_and_apply(edit)?;
+    let mut group = vec![edit];
+    group.extend(others);
+    versions.log_and_apply_group(group)?;
     let mut report = recovered.report;
     if let Some(tail) = versions.recovered_tail() {
         // The manifest lost its tail: files it does not name may be the
@@ -185,12 +215,23 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         table: mem_table,
         wal: log_number,
     };
+    let keyspaces = keyspace_mems
+        .into_iter()
+        .map(|(id, table)| {
+            let mem = Mem {
+                table,
+                wal: log_number,
+            };
+            (id, mem, Vec::new())
+        })
+        .collect();
     let db = assemble(Assembly {
         dir,
         lock,
         versions,
         mem,
         imms: Vec::new(),
+        keyspaces,
         last_sequence,
         log,
         info_log,
@@ -221,6 +262,9 @@ struct Assembly<'a> {
     versions: VersionSet,
     mem: Mem,
     imms: Vec<Mem>,
+    /// The other keyspaces' memtables: `(id, current, immutable newest
+    /// first)`, sorted by id.
+    keyspaces: Vec<(u32, Mem, Vec<Mem>)>,
     last_sequence: u64,
     log: WalLog,
     info_log: InfoLog,
@@ -390,6 +434,18 @@ fn close_crash_open_blob_files(
     Ok(())
 }
 
+/// The in-memory state of every keyspace the version set has, with the
+/// database's settings until `Db::keyspace` gives its own.
+fn keyspace_states(options: &Options, versions: &VersionSet) -> KeyspaceStates {
+    std::iter::once((0, DEFAULT_KEYSPACE_NAME.to_string()))
+        .chain(versions.keyspaces())
+        .map(|(id, name)| {
+            let state = KeyspaceState::new(id, name, KeyspaceOptions::from(options));
+            (id, Arc::new(state))
+        })
+        .collect()
+}
+
 fn assemble(a: Assembly<'_>) -> DbInner {
     let blob_lanes = match a.options.min_blob_size {
         Some(min) if !a.read_only => Some(Arc::new(BlobWriteLanes::new(
@@ -406,6 +462,24 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         _ => None,
     };
     let version = a.versions.current();
+    let keyspace_trees: Vec<(u32, Arc<SuperVersion>)> = a
+        .keyspaces
+        .into_iter()
+        .map(|(id, mem, imms)| {
+            let version = a
+                .versions
+                .current_of(id)
+                .unwrap_or_else(|| Arc::new(crate::version::Version::new()));
+            let sv = SuperVersion {
+                mem,
+                imms,
+                version,
+                keyspaces: Vec::new(),
+            };
+            (id, Arc::new(sv))
+        })
+        .collect();
+    let live_versions = a.versions.trees().map(|(_, v)| Arc::downgrade(v)).collect();
     let reader_pool = a
         .options
         .reader_pool
@@ -419,9 +493,11 @@ fn assemble(a: Assembly<'_>) -> DbInner {
             mem: a.mem,
             imms: a.imms,
             version: Arc::clone(&version),
+            keyspaces: keyspace_trees,
         })),
+        keyspaces: RwLock::new(keyspace_states(&a.options, &a.versions)),
         versions: Mutex::new(a.versions),
-        live_versions: Mutex::new(vec![Arc::downgrade(&version)]),
+        live_versions: Mutex::new(live_versions),
         pending_outputs: Mutex::new(HashSet::new()),
         table_cache: a.table_cache,
         blobs: Arc::new(
@@ -512,25 +588,41 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         None,
     )?;
     let last_sequence = recovered.last_sequence.max(versions.last_sequence());
-    // The replayed memtables, newest first; the newest is the mutable one
-    // (no write ever reaches it).
-    let mut tables: Vec<Mem> = recovered
-        .memtables
-        .iter()
-        .rev()
-        .map(|t| Mem {
-            table: Arc::clone(t),
-            wal: 0,
+    // Each keyspace's replayed memtables, newest first; the newest is the
+    // mutable one (no write ever reaches it).
+    let trees_of = |id: u32| -> (Mem, Vec<Mem>) {
+        let mut tables: Vec<Mem> = recovered
+            .memtables
+            .iter()
+            .find(|(k, _)| *k == id)
+            .map(|(_, mems)| mems.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .rev()
+            .map(|t| Mem {
+                table: Arc::clone(t),
+                wal: 0,
+            })
+            .collect();
+        let mem = if tables.is_empty() {
+            Mem {
+                table: Arc::new(MemTable::new(64 << 10)),
+                wal: 0,
+            }
+        } else {
+            tables.remove(0)
+        };
+        (mem, tables)
+    };
+    let (mem, tables) = trees_of(0);
+    let keyspaces: Vec<(u32, Mem, Vec<Mem>)> = versions
+        .keyspaces()
+        .into_iter()
+        .map(|(id, _)| {
+            let (m, imms) = trees_of(id);
+            (id, m, imms)
         })
         .collect();
-    let mem = if tables.is_empty() {
-        Mem {
-            table: Arc::new(MemTable::new(64 << 10)),
-            wal: 0,
-        }
-    } else {
-        tables.remove(0)
-    };
     let log = WalLog::discard(dir, Arc::clone(&mem.table))?;
     let (table_cache, block_cache) = caches(dir, &options, memory_plan.as_ref());
     times.wal_replay = t.elapsed();
@@ -540,6 +632,7 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         versions,
         mem,
         imms: tables,
+        keyspaces,
         last_sequence,
         log,
         info_log,

@@ -131,8 +131,9 @@ pub(crate) type BlobSizes = HashMap<u64, (u64, bool)>;
 
 /// The state rebuilt from the WALs.
 pub(crate) struct Recovered {
-    /// Memtables holding the replayed writes, oldest first.
-    pub memtables: Vec<Arc<MemTable>>,
+    /// The memtables holding the replayed writes of each keyspace that
+    /// has any, oldest first.
+    pub memtables: Vec<(u32, Vec<Arc<MemTable>>)>,
     pub last_sequence: u64,
     pub report: RecoveryReport,
 }
@@ -166,7 +167,18 @@ pub(crate) fn recover(
     }
     logs.sort_unstable();
 
-    let mut replayed = ReplayBuffer::new(options.write_buffer_size);
+    // One buffer per live keyspace; records of a dropped keyspace are
+    // skipped (ids are never reused), one that was never created is damage.
+    let mut replayed: std::collections::BTreeMap<u32, ReplayBuffer> = std::iter::once(0)
+        .chain(versions.keyspaces().into_iter().map(|(id, _)| id))
+        .map(|id| {
+            (
+                id,
+                ReplayBuffer::for_keyspace(options.write_buffer_size, id),
+            )
+        })
+        .collect();
+    let next_keyspace_id = versions.next_keyspace_id();
     let mut last_sequence = 0u64;
     let mut report = RecoveryReport::default();
     let clean_close = versions
@@ -210,9 +222,30 @@ pub(crate) fn recover(
             if !batch.is_empty() {
                 last_sequence = last_sequence.max(batch.sequence() + batch.len() as u64 - 1);
             }
-            replayed
-                .push(batch)
-                .map_err(|reason| Error::corruption(&path, offset, reason))?;
+            let push = |buffer: &mut ReplayBuffer, batch: WriteBatch| {
+                buffer
+                    .push(batch)
+                    .map_err(|reason| Error::corruption(&path, offset, reason))
+            };
+            if batch.has_keyspaces() {
+                let mut ids: Vec<u32> = batch.iter_in().map(|(id, _)| id).collect();
+                ids.sort_unstable();
+                ids.dedup();
+                if let Some(id) = ids.iter().find(|&&id| id >= next_keyspace_id) {
+                    return Err(Error::corruption(
+                        &path,
+                        offset,
+                        format!("a record of keyspace {id}, which was never created"),
+                    ));
+                }
+                for id in ids {
+                    if let Some(buffer) = replayed.get_mut(&id) {
+                        push(buffer, batch.clone())?;
+                    }
+                }
+            } else if let Some(buffer) = replayed.get_mut(&0) {
+                push(buffer, batch)?;
+            }
             records += 1;
             Ok(())
         })?;
@@ -270,9 +303,15 @@ pub(crate) fn recover(
     }
     report.last_sequence = last_sequence;
     report.manifest_tail = versions.recovered_tail().cloned();
-    let memtables = replayed
-        .finish()
-        .map_err(|reason| Error::corruption(dir, 0, reason))?;
+    let mut memtables = Vec::new();
+    for (id, buffer) in replayed {
+        let mems = buffer
+            .finish()
+            .map_err(|reason| Error::corruption(dir, 0, reason))?;
+        if !mems.is_empty() {
+            memtables.push((id, mems));
+        }
+    }
     Ok(Recovered {
         memtables,
         last_sequence,

@@ -32,6 +32,13 @@
 //! footer's counts and the garbage the merge found, or, without a valid
 //! footer, as closed after a crash); the others are moved to `lost/`.
 //!
+//! Keyspaces: every table records its keyspace in its properties, and
+//! every WAL record names the keyspace of each operation, so each
+//! keyspace is merged on its own into its own bottom level. The names come
+//! from the readable part of the old manifest; a keyspace it does not name
+//! comes back as `recovered-<id>`, and tables of a keyspace it dropped go
+//! to `lost/`.
+//!
 //! Why merge instead of listing the old tables in L0: a point read takes
 //! the first L0 table (newest by `largest_seq`) that holds the key, which is
 //! right only when L0 tables hold disjoint sequence ranges. Tables of
@@ -47,7 +54,7 @@
 //! twice, which the merge deduplicates), or the repaired database.
 //! Single-threaded.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,6 +108,8 @@ pub struct RepairReport {
     /// unreadable part of the manifest is lost, and the keys it deleted
     /// that are still in tables come back (`docs/range-deletes.md`).
     pub range_tombstones: u64,
+    /// The keyspaces other than the default one in the repaired database.
+    pub keyspaces: Vec<String>,
 }
 
 /// Repairs the database in `dir` (see the module docs), writing tables
@@ -125,12 +134,14 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
 
     // Tables that the readable part of the old manifest retired, and the
     // range tombstones it recorded (the merge applies them).
-    let (retired, mut range_tombstones) = read_old_manifest(fs.as_ref(), dir, &names);
+    let old = read_old_manifest(fs.as_ref(), dir, &names);
+    let retired = &old.retired;
 
-    // 1 and 2: what is good, read-only.
-    let mut tables: Vec<Arc<Table>> = Vec::new();
+    // 1 and 2: what is good, read-only; tables and replayed writes by
+    // keyspace.
+    let mut tables: BTreeMap<u32, Vec<Arc<Table>>> = BTreeMap::new();
     let mut merged_tables: Vec<String> = Vec::new();
-    let mut replayed = ReplayBuffer::new(options.write_buffer_size);
+    let mut replayed: BTreeMap<u32, ReplayBuffer> = BTreeMap::new();
     let mut merged_wals: Vec<String> = Vec::new();
     let mut damaged: Vec<(String, String)> = Vec::new();
     let mut blob_names: Vec<(u64, String)> = Vec::new();
@@ -153,17 +164,30 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
                 Ok(table) if table.properties().num_entries == 0 => {
                     damaged.push((name.clone(), "empty table".into()));
                 }
+                Ok(table) if old.dropped.contains(&table.properties().keyspace) => {
+                    damaged.push((
+                        name.clone(),
+                        format!(
+                            "belongs to keyspace {}, which the manifest dropped",
+                            table.properties().keyspace
+                        ),
+                    ));
+                }
                 Ok(table) => {
                     report.last_sequence = report.last_sequence.max(table.properties().largest_seq);
                     report.tables.push(n);
-                    tables.push(table);
+                    tables
+                        .entry(table.properties().keyspace)
+                        .or_default()
+                        .push(table);
                     merged_tables.push(name.clone());
                 }
                 Err(e) => damaged.push((name.clone(), e.to_string())),
             },
             Some(FileKind::Blob(n)) => blob_names.push((n, name.clone())),
             Some(FileKind::Wal(n)) => {
-                let (records, last_seq, error) = replay_wal(fs.as_ref(), dir, n, &mut replayed)?;
+                let (records, last_seq, error) =
+                    replay_wal(fs.as_ref(), dir, n, options, &old.dropped, &mut replayed)?;
                 report.last_sequence = report.last_sequence.max(last_seq);
                 report.wals.push(n);
                 match error {
@@ -178,9 +202,13 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         }
     }
 
-    let memtables = replayed
-        .finish()
-        .map_err(|reason| Error::corruption(dir, 0, reason))?;
+    let mut memtables: BTreeMap<u32, Vec<Arc<MemTable>>> = BTreeMap::new();
+    for (id, buffer) in replayed {
+        let mems = buffer
+            .finish()
+            .map_err(|reason| Error::corruption(dir, 0, reason))?;
+        memtables.insert(id, mems);
+    }
 
     // 3: the merge, into new files numbered above everything present.
     let next = AtomicU64::new(max_number + 1);
@@ -197,30 +225,79 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         kept: HashMap::new(),
         keys_lost: Vec::new(),
     };
-    for m in &memtables {
-        if let Some(r) = m.range_tombstones() {
-            range_tombstones.extend(r.tombstones().iter().cloned());
+    // Every keyspace with tables or replayed writes, the default first.
+    let ids: BTreeSet<u32> = std::iter::once(0)
+        .chain(tables.keys().copied())
+        .chain(memtables.keys().copied())
+        .collect();
+    let mut edits: Vec<VersionEdit> = Vec::new();
+    for &id in &ids {
+        let mut range_tombstones: Vec<RangeTombstone> = old
+            .range_tombstones
+            .iter()
+            .filter(|(k, _)| *k == id)
+            .map(|(_, t)| t.clone())
+            .collect();
+        let mems = memtables.remove(&id).unwrap_or_default();
+        for m in &mems {
+            if let Some(r) = m.range_tombstones() {
+                range_tombstones.extend(r.tombstones().iter().cloned());
+            }
+        }
+        range_tombstones.sort_by_key(|t| t.seq);
+        range_tombstones.dedup_by_key(|t| t.seq);
+        report.range_tombstones += range_tombstones.len() as u64;
+        let ranges = Arc::new(RangeTombstones::new(range_tombstones));
+        let ks_tables = tables.remove(&id).unwrap_or_default();
+        let (outputs, entries) = merge(
+            dir,
+            options,
+            id,
+            (&ks_tables, &mems),
+            ranges,
+            &new_number,
+            &mut blobs,
+        )?;
+        report.outputs.extend(outputs.iter().map(|f| f.number));
+        report.entries += entries;
+        let mut edit = VersionEdit {
+            keyspace: id,
+            ..VersionEdit::default()
+        };
+        for f in outputs {
+            edit.add_file(NUM_LEVELS - 1, f);
+        }
+        edits.push(edit);
+    }
+    // The keyspaces, named as the old manifest did (or `recovered-<id>`),
+    // are created by the first edit.
+    let mut next_keyspace_id = old.next_keyspace_id;
+    for &id in ids.iter().filter(|&&id| id != 0) {
+        let name = old
+            .keyspaces
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("recovered-{id}"));
+        report.keyspaces.push(name.clone());
+        edits[0].created_keyspaces.push((id, name));
+        next_keyspace_id = next_keyspace_id.max(id.saturating_add(1));
+    }
+    // Keyspaces the old manifest names that hold nothing come back empty.
+    for (&id, name) in &old.keyspaces {
+        if !ids.contains(&id) {
+            report.keyspaces.push(name.clone());
+            edits[0].created_keyspaces.push((id, name.clone()));
+            edits.push(VersionEdit {
+                keyspace: id,
+                ..VersionEdit::default()
+            });
         }
     }
-    range_tombstones.sort_by_key(|t| t.seq);
-    range_tombstones.dedup_by_key(|t| t.seq);
-    report.range_tombstones = range_tombstones.len() as u64;
-    let ranges = Arc::new(RangeTombstones::new(range_tombstones));
-    let (outputs, entries) = merge(
-        dir,
-        options,
-        (&tables, &memtables),
-        ranges,
-        &new_number,
-        &mut blobs,
-    )?;
-    report.outputs = outputs.iter().map(|f| f.number).collect();
-    report.entries = entries;
-    report.blob_keys_lost = std::mem::take(&mut blobs.keys_lost);
-    let mut initial = VersionEdit::default();
-    for f in outputs {
-        initial.add_file(NUM_LEVELS - 1, f);
+    if next_keyspace_id > 1 {
+        edits[0].next_keyspace_id = Some(next_keyspace_id);
     }
+    report.blob_keys_lost = std::mem::take(&mut blobs.keys_lost);
+    let initial = &mut edits[0];
     for (n, name) in blob_names {
         match blobs.kept_file(fs.as_ref(), dir, n) {
             Some((file, garbage)) => {
@@ -254,7 +331,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let versions = VersionSet::create_with(
         Arc::clone(&fs),
         dir,
-        initial,
+        edits,
         Some(log_number),
         report.last_sequence,
     )?;
@@ -276,11 +353,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
 /// gone, so the merge must not see it. What the damaged part of the
 /// manifest retired cannot be known: repair is best effort there. Also
 /// every range tombstone those edits recorded.
-fn read_old_manifest(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    names: &[String],
-) -> (HashSet<u64>, Vec<RangeTombstone>) {
+fn read_old_manifest(fs: &dyn FileSystem, dir: &Path, names: &[String]) -> OldManifest {
     let newest = names
         .iter()
         .filter_map(|n| match filenames::parse(n) {
@@ -288,13 +361,28 @@ fn read_old_manifest(
             _ => None,
         })
         .max();
+    let mut old = OldManifest {
+        next_keyspace_id: 1,
+        ..OldManifest::default()
+    };
     let Some(number) = manifest::read_current(fs, dir).ok().or(newest) else {
-        return (HashSet::new(), Vec::new());
+        return old;
     };
     let (mut live, mut deleted) = (HashSet::new(), HashSet::new());
     let mut ranges = std::collections::BTreeMap::new();
     // Whatever the error, the edits before it were applied in order.
     let _ = manifest::read_manifest(fs, dir, number, |edit, _| {
+        for (id, name) in &edit.created_keyspaces {
+            old.keyspaces.insert(*id, name.clone());
+            old.next_keyspace_id = old.next_keyspace_id.max(id.saturating_add(1));
+        }
+        for id in &edit.dropped_keyspaces {
+            old.keyspaces.remove(id);
+            old.dropped.insert(*id);
+        }
+        if let Some(n) = edit.next_keyspace_id {
+            old.next_keyspace_id = old.next_keyspace_id.max(n);
+        }
         for (_, n) in &edit.deleted_files {
             live.remove(n);
             deleted.insert(*n);
@@ -305,14 +393,28 @@ fn read_old_manifest(
         // A pruned tombstone is only removed once nothing it hides is
         // left; keeping every one ever recorded is also right.
         for t in &edit.range_tombstones {
-            ranges.insert(t.seq, t.clone());
+            ranges.insert((edit.keyspace, t.seq), t.clone());
         }
         Ok(())
     });
-    (
-        deleted.difference(&live).copied().collect(),
-        ranges.into_values().collect(),
-    )
+    old.retired = deleted.difference(&live).copied().collect();
+    old.range_tombstones = ranges.into_iter().map(|((k, _), t)| (k, t)).collect();
+    old
+}
+
+/// What repair learns from the readable part of the old manifest.
+#[derive(Debug, Default)]
+struct OldManifest {
+    /// Tables retired by edits (see [`read_old_manifest`]).
+    retired: HashSet<u64>,
+    /// Every range tombstone recorded, with its keyspace.
+    range_tombstones: Vec<(u32, RangeTombstone)>,
+    /// The live keyspaces other than the default one, by id.
+    keyspaces: BTreeMap<u32, String>,
+    /// Keyspaces dropped (their tables and records are not merged).
+    dropped: HashSet<u32>,
+    /// Above every keyspace id used.
+    next_keyspace_id: u32,
 }
 
 fn file_number(kind: FileKind) -> Option<u64> {
@@ -330,6 +432,7 @@ fn file_number(kind: FileKind) -> Option<u64> {
 fn merge(
     dir: &Path,
     options: &Options,
+    keyspace: u32,
     (tables, memtables): (&[Arc<Table>], &[Arc<MemTable>]),
     ranges: Arc<RangeTombstones>,
     new_number: &(dyn Fn() -> u64 + Sync),
@@ -347,7 +450,10 @@ fn merge(
         OutputConfig {
             dir,
             fs: options.fs.as_ref(),
-            table_options: super::table_options(options),
+            table_options: crate::sst::TableBuilderOptions {
+                keyspace,
+                ..super::table_options(options)
+            },
             target_file_size: options.target_file_size,
             direct_writes: options.use_direct_io_for_flush_and_compaction,
         },
@@ -455,7 +561,9 @@ fn replay_wal(
     fs: &dyn FileSystem,
     dir: &Path,
     n: u64,
-    replayed: &mut ReplayBuffer,
+    options: &Options,
+    dropped: &HashSet<u32>,
+    replayed: &mut BTreeMap<u32, ReplayBuffer>,
 ) -> Result<(u64, u64, Option<String>)> {
     let path = wal_path(dir, n);
     let (mut records, mut last_seq) = (0u64, 0u64);
@@ -466,9 +574,16 @@ fn replay_wal(
         if !batch.is_empty() {
             last_seq = last_seq.max(batch.sequence() + batch.len() as u64 - 1);
         }
-        replayed
-            .push(batch)
-            .map_err(|reason| Error::corruption(&path, offset, reason))?;
+        let mut ids: Vec<u32> = batch.iter_in().map(|(id, _)| id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids.into_iter().filter(|id| !dropped.contains(id)) {
+            replayed
+                .entry(id)
+                .or_insert_with(|| ReplayBuffer::for_keyspace(options.write_buffer_size, id))
+                .push(batch.clone())
+                .map_err(|reason| Error::corruption(&path, offset, reason))?;
+        }
         records += 1;
         Ok(())
     });

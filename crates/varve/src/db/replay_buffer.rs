@@ -46,6 +46,8 @@ fn prefix(key: &[u8]) -> u64 {
 /// Replayed batches on their way into memtables; see the module docs.
 pub(crate) struct ReplayBuffer {
     write_buffer_size: usize,
+    /// The keyspace whose records this buffer takes (others are skipped).
+    keyspace: u32,
     /// Batches of the group being gathered, in replay order.
     batches: Vec<WriteBatch>,
     /// Their memtable charge.
@@ -57,8 +59,15 @@ pub(crate) struct ReplayBuffer {
 impl ReplayBuffer {
     /// Memtables of `write_buffer_size` bytes (larger for one batch that
     /// does not fit in that).
+    #[cfg(test)]
     pub(crate) fn new(write_buffer_size: usize) -> ReplayBuffer {
+        Self::for_keyspace(write_buffer_size, 0)
+    }
+
+    /// A buffer that takes only the records of keyspace `keyspace`.
+    pub(crate) fn for_keyspace(write_buffer_size: usize, keyspace: u32) -> ReplayBuffer {
         ReplayBuffer {
+            keyspace,
             write_buffer_size,
             batches: Vec::new(),
             charge: 0,
@@ -91,7 +100,10 @@ impl ReplayBuffer {
             Vec::with_capacity(batches.iter().map(WriteBatch::len).sum());
         let mut range_dels = Vec::new();
         for b in &batches {
-            for (seq, op) in (b.sequence()..).zip(b.iter()) {
+            for (seq, (id, op)) in (b.sequence()..).zip(b.iter_in()) {
+                if id != self.keyspace {
+                    continue;
+                }
                 let (key, kind, value) = match op {
                     BatchOp::Put { key, value } => (key, ValueKind::Value, value),
                     BatchOp::Delete { key } => (key, ValueKind::Deletion, &[][..]),

@@ -70,7 +70,7 @@ pub(crate) fn resume(db: &DbInner) -> Result<()> {
         write::restart_log(db)?;
     }
     loop {
-        if db.super_version().imms.is_empty() {
+        if !db.super_version().has_imms() {
             // The tables point into the blob files written out above now.
             if let Some(lanes) = &db.blob_lanes {
                 lanes.record_closed(&write::blobs::VersionFiles(db))?;

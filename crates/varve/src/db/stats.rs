@@ -55,11 +55,29 @@ pub struct LevelStats {
     pub score: f64,
 }
 
+/// The shape of one keyspace other than the default one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyspaceStats {
+    /// Its name.
+    pub name: String,
+    /// Its id in the files.
+    pub id: u32,
+    /// Per level L0..L6.
+    pub levels: Vec<LevelStats>,
+    /// Bytes of its memtables' arenas.
+    pub memtable_bytes: u64,
+    /// Range tombstones in its version.
+    pub range_tombstones: u64,
+}
+
 /// A copy of the engine's counters.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DbStats {
-    /// Per level L0..L6.
+    /// Per level L0..L6 (of the default keyspace).
     pub levels: Vec<LevelStats>,
+    /// The other keyspaces (`docs/keyspaces.md`); the counters are the
+    /// database's, across all keyspaces.
+    pub keyspaces: Vec<KeyspaceStats>,
     /// Bytes of keys and values written by users.
     pub user_bytes: u64,
     /// Write batches applied.
@@ -262,6 +280,7 @@ impl DbStats {
         let written = r(&c.flush_bytes) + r(&c.compaction_bytes_written);
         DbStats {
             levels: Vec::new(),
+            keyspaces: Vec::new(),
             user_bytes: user,
             user_writes: r(&c.user_writes),
             wal_bytes: r(&c.wal_bytes),
@@ -336,6 +355,20 @@ impl DbStats {
             );
         }
         let mib = |b: u64| b as f64 / 1048576.0;
+        for k in &self.keyspaces {
+            let files: usize = k.levels.iter().map(|l| l.files).sum();
+            let bytes: u64 = k.levels.iter().map(|l| l.bytes).sum();
+            let per: Vec<String> = k.levels.iter().map(|l| l.files.to_string()).collect();
+            let _ = writeln!(
+                s,
+                "Keyspace {:?} (id {}): {files} tables ({}), {:.1} MiB, memtables {:.1} MiB",
+                k.name,
+                k.id,
+                per.join("/"),
+                mib(bytes),
+                mib(k.memtable_bytes)
+            );
+        }
         let _ = writeln!(
             s,
             "User writes: {} batches, {:.1} MiB; WAL: {:.1} MiB, {} syncs",

@@ -30,7 +30,7 @@ pub(crate) fn sample_interval(ttl: Duration) -> Duration {
 
 /// Records a sample now (with a TTL only).
 pub(crate) fn sample(db: &DbInner) {
-    if db.options.ttl.is_none() {
+    if !any_ttl(db) {
         return;
     }
     let seq = db.writes.visible_sequence(&db.last_sequence);
@@ -44,26 +44,68 @@ pub(crate) fn take_pending(db: &DbInner) -> Vec<(u64, u64)> {
         .to_vec()
 }
 
-/// Recomputes the floor from the version's samples and the pending ones.
+/// Recomputes every keyspace's floor from the version's samples and the
+/// pending ones.
 pub(crate) fn refresh(db: &DbInner) {
-    let Some(ttl) = db.options.ttl else {
-        return;
-    };
     let now = unix_now();
-    let ttl = ttl.as_secs();
-    let persisted = db
-        .super_version()
-        .version
-        .time_map()
-        .expired_through(now, ttl);
-    let pending = db.time_samples.lock().expired_through(now, ttl);
-    let through = persisted.max(pending);
-    if through > 0 {
-        db.ttl_floor.fetch_max(through + 1, Ordering::AcqRel);
+    let sv = db.super_version();
+    let through = |ttl: std::time::Duration| {
+        let ttl = ttl.as_secs();
+        let persisted = sv.version.time_map().expired_through(now, ttl);
+        let pending = db.time_samples.lock().expired_through(now, ttl);
+        persisted.max(pending)
+    };
+    if let Some(ttl) = db.options.ttl {
+        let t = through(ttl);
+        if t > 0 {
+            db.ttl_floor.fetch_max(t + 1, Ordering::AcqRel);
+        }
+    }
+    let states: Vec<_> = db.keyspaces.read().values().cloned().collect();
+    for k in states.iter().filter(|k| k.id != 0) {
+        if let Some(ttl) = k.options().ttl {
+            let t = through(ttl);
+            if t > 0 {
+                k.ttl_floor.fetch_max(t + 1, Ordering::AcqRel);
+            }
+        }
     }
 }
 
 /// Entries with a sequence number below this are expired (0: none is).
 pub(crate) fn floor(db: &DbInner) -> SequenceNumber {
     db.ttl_floor.load(Ordering::Acquire)
+}
+
+/// [`floor`] of keyspace `id`'s TTL (`KeyspaceOptions::ttl`).
+pub(crate) fn floor_of(db: &DbInner, id: u32) -> SequenceNumber {
+    if id == 0 {
+        return floor(db);
+    }
+    db.keyspace_state(id).map_or(0, |k| k.ttl_floor())
+}
+
+/// Whether any keyspace has a TTL (samples are taken only then).
+fn any_ttl(db: &DbInner) -> bool {
+    db.options.ttl.is_some()
+        || db
+            .keyspaces
+            .read()
+            .iter()
+            .any(|(&id, k)| id != 0 && k.options().ttl.is_some())
+}
+
+/// The shortest TTL of any keyspace (the sampling interval follows it).
+pub(crate) fn shortest_ttl(db: &DbInner) -> Option<std::time::Duration> {
+    let others = db
+        .keyspaces
+        .read()
+        .iter()
+        .filter(|(id, _)| **id != 0)
+        .filter_map(|(_, k)| k.options().ttl)
+        .min();
+    match (db.options.ttl, others) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }

@@ -64,6 +64,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
                 block_restart_interval: 4,
                 bloom_bits_per_key: 10,
                 compression: Compression::None,
+                keyspace: 0,
             },
             0,
         ),
@@ -74,6 +75,7 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
                 block_restart_interval: 16,
                 bloom_bits_per_key: 0,
                 compression: Compression::Lz4,
+                keyspace: 5,
             },
             FLAG_CACHE | FLAG_READAHEAD,
         ),
@@ -138,8 +140,13 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     }
     let fs = MemFs::default();
     let dir = Path::new("/seed/db");
-    let mut w = crate::version::manifest::ManifestWriter::create(&fs, dir, LOG_NUMBER, &edits[0])
-        .expect("manifest");
+    let mut w = crate::version::manifest::ManifestWriter::create(
+        &fs,
+        dir,
+        LOG_NUMBER,
+        std::slice::from_ref(&edits[0]),
+    )
+    .expect("manifest");
     for e in &edits[1..4] {
         w.append(e).expect("append");
     }

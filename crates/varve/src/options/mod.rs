@@ -9,8 +9,11 @@
 //! sits just below `db/`: nothing beneath reads it (each layer takes its
 //! own small settings struct).
 
+mod keyspace;
 pub(crate) mod memory;
 mod read_write;
+
+pub use keyspace::KeyspaceOptions;
 
 use std::fmt;
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! Table properties and the encoding of the properties block (see
 //! `docs/sst-format.md`): ten varint64 fields in a fixed order, then the
-//! smallest and largest internal keys, length-prefixed. `format_version` and
+//! smallest and largest internal keys, length-prefixed, then (only for a
+//! keyspace other than the default one) its id as a varint32.
+//! `format_version` and
 //! `file_size` are not stored: they come from the footer and the file.
 //!
 //! Plain data; thread-safe. Invariant: decoding consumes the block exactly
@@ -41,6 +43,9 @@ pub struct TableProperties {
     pub largest_seq: u64,
     /// Size of the table file.
     pub file_size: u64,
+    /// The keyspace the table belongs to (0: the default keyspace), so
+    /// that repair can put it back there.
+    pub keyspace: u32,
 }
 
 impl TableProperties {
@@ -67,6 +72,9 @@ impl TableProperties {
         }
         put_length_prefixed(&mut out, &self.smallest_key);
         put_length_prefixed(&mut out, &self.largest_key);
+        if self.keyspace != 0 {
+            put_varint64(&mut out, u64::from(self.keyspace));
+        }
         out
     }
 
@@ -88,6 +96,15 @@ impl TableProperties {
         };
         let smallest_key = key()?;
         let largest_key = key()?;
+        let mut keyspace = 0;
+        if pos < src.len() {
+            let (v, n) = decode_varint64(&src[pos..]).ok_or("bad keyspace property")?;
+            keyspace = u32::try_from(v)
+                .ok()
+                .filter(|&k| k != 0)
+                .ok_or_else(|| format!("bad keyspace property {v}"))?;
+            pos += n;
+        }
         if pos != src.len() {
             return Err("trailing bytes in properties block".into());
         }
@@ -118,6 +135,7 @@ impl TableProperties {
             smallest_seq,
             largest_seq,
             file_size: 0,
+            keyspace,
         })
     }
 
@@ -146,12 +164,25 @@ mod tests {
             largest_key: b"zz".to_vec(),
             smallest_seq: 1,
             largest_seq: 1 << 50,
+            keyspace: 3,
             ..Default::default()
         };
         let enc = p.encode();
         assert_eq!(TableProperties::decode(&enc).unwrap(), p);
+        // Every cut fails, except the one that drops the whole optional
+        // keyspace field (the block's checksum guards against that).
+        let without_keyspace = TableProperties {
+            keyspace: 0,
+            ..p.clone()
+        }
+        .encode();
         for cut in 0..enc.len() {
-            assert!(TableProperties::decode(&enc[..cut]).is_err());
+            let decoded = TableProperties::decode(&enc[..cut]);
+            if cut == without_keyspace.len() {
+                assert_eq!(decoded.map(|d| d.keyspace), Ok(0));
+            } else {
+                assert!(decoded.is_err(), "cut {cut}");
+            }
         }
         let mut long = enc.clone();
         long.push(0);

@@ -35,6 +35,8 @@ pub(crate) struct TableBuilderOptions {
     pub bloom_bits_per_key: u32,
     /// Per-data-block compression (default none).
     pub compression: Compression,
+    /// The keyspace the table belongs to, recorded in its properties.
+    pub keyspace: u32,
 }
 
 impl Default for TableBuilderOptions {
@@ -44,6 +46,7 @@ impl Default for TableBuilderOptions {
             block_restart_interval: 16,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            keyspace: 0,
         }
     }
 }
@@ -81,7 +84,10 @@ impl TableBuilder {
             filter,
             pending_index: None,
             last_key: Vec::new(),
-            props: TableProperties::default(),
+            props: TableProperties {
+                keyspace: opts.keyspace,
+                ..TableProperties::default()
+            },
             scratch: Vec::new(),
             compressed: Vec::new(),
             failed: None,

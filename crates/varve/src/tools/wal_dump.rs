@@ -26,6 +26,8 @@ pub struct WalOp {
     /// For a range deletion (`put` false), the end of the range: every key
     /// in `[key, range_end)` is deleted.
     pub range_end: Option<Vec<u8>>,
+    /// The keyspace id the operation writes (0: the default keyspace).
+    pub keyspace: u32,
 }
 
 /// One WAL record: a write batch.
@@ -61,14 +63,15 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
             Error::corruption(path, offset, format!("bad write batch: {reason}"))
         })?;
         let ops = batch
-            .iter()
-            .map(|op| match op {
+            .iter_in()
+            .map(|(keyspace, op)| match op {
                 BatchOp::Put { key, value } => WalOp {
                     put: true,
                     key: key.to_vec(),
                     value: value.to_vec(),
                     in_blob_file: false,
                     range_end: None,
+                    keyspace,
                 },
                 BatchOp::PutBlob { key, pointer } => WalOp {
                     put: true,
@@ -76,6 +79,7 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
                     value: pointer.to_vec(),
                     in_blob_file: true,
                     range_end: None,
+                    keyspace,
                 },
                 BatchOp::Delete { key } => WalOp {
                     put: false,
@@ -83,6 +87,7 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
                     value: Vec::new(),
                     in_blob_file: false,
                     range_end: None,
+                    keyspace,
                 },
                 BatchOp::DeleteRange { start, end } => WalOp {
                     put: false,
@@ -90,6 +95,7 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path) -> Result<WalDump> {
                     value: Vec::new(),
                     in_blob_file: false,
                     range_end: Some(end.to_vec()),
+                    keyspace,
                 },
             })
             .collect();

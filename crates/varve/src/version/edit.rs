@@ -58,6 +58,17 @@ pub(crate) mod tag {
     /// A time sample for `Options::ttl`: sequence number and unix seconds,
     /// both varint64 (version 4).
     pub(crate) const TIME_SAMPLE: u64 = 15;
+    /// Starts the part of a record that belongs to keyspace `id`
+    /// (varint32): the file, compact-pointer and range-tombstone fields
+    /// after it, up to the next KEYSPACE tag, are that keyspace's. A
+    /// record without one is all the default keyspace's (version 5).
+    pub(crate) const KEYSPACE: u64 = 16;
+    /// A keyspace is created: id varint32, name length-prefixed (version 5).
+    pub(crate) const CREATED_KEYSPACE: u64 = 17;
+    /// A keyspace is dropped: id varint32 (version 5).
+    pub(crate) const DROPPED_KEYSPACE: u64 = 18;
+    /// The id the next created keyspace takes: varint32 (version 5).
+    pub(crate) const NEXT_KEYSPACE_ID: u64 = 19;
 }
 
 /// What an edit says about one blob file (`docs/blob-files.md`).
@@ -145,6 +156,17 @@ pub struct VersionEdit {
     /// Time samples `(sequence, unix seconds)`: every entry up to that
     /// sequence number was written by then (`Options::ttl`).
     pub time_samples: Vec<(u64, u64)>,
+    /// The keyspace the file, compact-pointer and range-tombstone fields
+    /// belong to (0: the default keyspace). The other fields are the
+    /// database's, whichever keyspace the edit names.
+    pub keyspace: u32,
+    /// Keyspaces created: `(id, name)`.
+    pub created_keyspaces: Vec<(u32, String)>,
+    /// Keyspaces dropped, by id; their files leave with them.
+    pub dropped_keyspaces: Vec<u32>,
+    /// The id the next created keyspace takes (ids are never reused, so a
+    /// WAL record of a dropped keyspace never reaches a newer one).
+    pub next_keyspace_id: Option<u32>,
 }
 
 impl VersionEdit {
@@ -161,6 +183,43 @@ impl VersionEdit {
     /// Encodes the edit as a manifest record payload.
     pub fn encode(&self) -> Vec<u8> {
         let mut dst = Vec::new();
+        self.encode_to(&mut dst);
+        dst
+    }
+
+    /// Encodes `edits` as one manifest record, applied all or nothing: a
+    /// flush of several keyspaces, or a snapshot. Each edit after the
+    /// first must name a keyspace other than the default one.
+    pub fn encode_group(edits: &[VersionEdit]) -> Vec<u8> {
+        debug_assert!(
+            edits.iter().skip(1).all(|e| e.keyspace != 0),
+            "only the first edit of a group may be the default keyspace's"
+        );
+        let mut dst = Vec::new();
+        for e in edits {
+            e.encode_to(&mut dst);
+        }
+        dst
+    }
+
+    fn encode_to(&self, dst: &mut Vec<u8>) {
+        if self.keyspace != 0 {
+            put_varint64(dst, tag::KEYSPACE);
+            put_varint64(dst, u64::from(self.keyspace));
+        }
+        for (id, name) in &self.created_keyspaces {
+            put_varint64(dst, tag::CREATED_KEYSPACE);
+            put_varint64(dst, u64::from(*id));
+            put_length_prefixed(dst, name.as_bytes());
+        }
+        for id in &self.dropped_keyspaces {
+            put_varint64(dst, tag::DROPPED_KEYSPACE);
+            put_varint64(dst, u64::from(*id));
+        }
+        if let Some(id) = self.next_keyspace_id {
+            put_varint64(dst, tag::NEXT_KEYSPACE_ID);
+            put_varint64(dst, u64::from(id));
+        }
         let scalars = [
             (tag::LOG_NUMBER, self.log_number),
             (tag::NEXT_FILE_NUMBER, self.next_file_number),
@@ -168,27 +227,27 @@ impl VersionEdit {
         ];
         for (t, v) in scalars {
             if let Some(v) = v {
-                put_varint64(&mut dst, t);
-                put_varint64(&mut dst, v);
+                put_varint64(dst, t);
+                put_varint64(dst, v);
             }
         }
         if let Some((wal, bytes)) = self.clean_close {
-            put_varint64(&mut dst, tag::CLEAN_CLOSE);
-            put_varint64(&mut dst, wal);
-            put_varint64(&mut dst, bytes);
+            put_varint64(dst, tag::CLEAN_CLOSE);
+            put_varint64(dst, wal);
+            put_varint64(dst, bytes);
         }
         for (level, key) in &self.compact_pointers {
-            put_varint64(&mut dst, tag::COMPACT_POINTER);
-            put_varint64(&mut dst, *level as u64);
-            put_length_prefixed(&mut dst, key);
+            put_varint64(dst, tag::COMPACT_POINTER);
+            put_varint64(dst, *level as u64);
+            put_length_prefixed(dst, key);
         }
         for (level, number) in &self.deleted_files {
-            put_varint64(&mut dst, tag::DELETED_FILE);
-            put_varint64(&mut dst, *level as u64);
-            put_varint64(&mut dst, *number);
+            put_varint64(dst, tag::DELETED_FILE);
+            put_varint64(dst, *level as u64);
+            put_varint64(dst, *number);
         }
         for b in &self.blob_files {
-            put_varint64(&mut dst, tag::BLOB_FILE);
+            put_varint64(dst, tag::BLOB_FILE);
             for v in [
                 b.number,
                 match (b.sealed, b.crash_closed) {
@@ -200,33 +259,33 @@ impl VersionEdit {
                 b.value_count,
                 b.value_bytes,
             ] {
-                put_varint64(&mut dst, v);
+                put_varint64(dst, v);
             }
         }
         for &(number, count, bytes) in &self.blob_garbage {
-            put_varint64(&mut dst, tag::BLOB_GARBAGE);
+            put_varint64(dst, tag::BLOB_GARBAGE);
             for v in [number, count, bytes] {
-                put_varint64(&mut dst, v);
+                put_varint64(dst, v);
             }
         }
         for &number in &self.deleted_blob_files {
-            put_varint64(&mut dst, tag::DELETED_BLOB_FILE);
-            put_varint64(&mut dst, number);
+            put_varint64(dst, tag::DELETED_BLOB_FILE);
+            put_varint64(dst, number);
         }
         for t in &self.range_tombstones {
-            put_varint64(&mut dst, tag::RANGE_TOMBSTONE);
-            put_varint64(&mut dst, t.seq);
-            put_length_prefixed(&mut dst, &t.start);
-            put_length_prefixed(&mut dst, &t.end);
+            put_varint64(dst, tag::RANGE_TOMBSTONE);
+            put_varint64(dst, t.seq);
+            put_length_prefixed(dst, &t.start);
+            put_length_prefixed(dst, &t.end);
         }
         for &seq in &self.deleted_range_tombstones {
-            put_varint64(&mut dst, tag::DELETED_RANGE_TOMBSTONE);
-            put_varint64(&mut dst, seq);
+            put_varint64(dst, tag::DELETED_RANGE_TOMBSTONE);
+            put_varint64(dst, seq);
         }
         for &(seq, secs) in &self.time_samples {
-            put_varint64(&mut dst, tag::TIME_SAMPLE);
-            put_varint64(&mut dst, seq);
-            put_varint64(&mut dst, secs);
+            put_varint64(dst, tag::TIME_SAMPLE);
+            put_varint64(dst, seq);
+            put_varint64(dst, secs);
         }
         for (level, f) in &self.new_files {
             let t = if f.range_cleared_seq != 0 {
@@ -236,34 +295,84 @@ impl VersionEdit {
             } else {
                 tag::NEW_FILE_WITH_BLOBS
             };
-            put_varint64(&mut dst, t);
-            put_varint64(&mut dst, *level as u64);
-            put_varint64(&mut dst, f.number);
-            put_varint64(&mut dst, f.file_size);
-            put_length_prefixed(&mut dst, &f.smallest);
-            put_length_prefixed(&mut dst, &f.largest);
-            put_varint64(&mut dst, f.smallest_seq);
-            put_varint64(&mut dst, f.largest_seq);
-            put_varint64(&mut dst, f.num_entries);
+            put_varint64(dst, t);
+            put_varint64(dst, *level as u64);
+            put_varint64(dst, f.number);
+            put_varint64(dst, f.file_size);
+            put_length_prefixed(dst, &f.smallest);
+            put_length_prefixed(dst, &f.largest);
+            put_varint64(dst, f.smallest_seq);
+            put_varint64(dst, f.largest_seq);
+            put_varint64(dst, f.num_entries);
             if t == tag::NEW_FILE_RANGE_CLEARED {
-                put_varint64(&mut dst, f.oldest_blob_file);
-                put_varint64(&mut dst, f.range_cleared_seq);
+                put_varint64(dst, f.oldest_blob_file);
+                put_varint64(dst, f.range_cleared_seq);
             } else if t == tag::NEW_FILE_WITH_BLOBS {
-                put_varint64(&mut dst, f.oldest_blob_file);
+                put_varint64(dst, f.oldest_blob_file);
             }
         }
-        dst
     }
 
     /// Decodes a manifest record payload; the error says what is wrong and
     /// at which byte of the payload.
     pub fn decode(data: &[u8]) -> Result<VersionEdit, String> {
+        let mut group = Self::decode_group(data)?;
+        if group.len() != 1 {
+            return Err(format!(
+                "a record of {} keyspaces where one edit was expected",
+                group.len()
+            ));
+        }
+        Ok(group.remove(0))
+    }
+
+    /// Decodes a manifest record payload that may hold edits of several
+    /// keyspaces ([`VersionEdit::encode_group`]), in order.
+    pub fn decode_group(data: &[u8]) -> Result<Vec<VersionEdit>, String> {
+        let mut group = Vec::new();
         let mut edit = VersionEdit::default();
         let mut r = Cursor { data, pos: 0 };
         while r.pos < data.len() {
             let at = r.pos;
             let t = r.varint("tag")?;
             match t {
+                tag::KEYSPACE => {
+                    let id = r.keyspace_id()?;
+                    if id == 0 {
+                        return Err(format!(
+                            "keyspace part for the default keyspace at byte {at}"
+                        ));
+                    }
+                    if at != 0 {
+                        group.push(std::mem::take(&mut edit));
+                    }
+                    edit.keyspace = id;
+                }
+                tag::CREATED_KEYSPACE => {
+                    let id = r.keyspace_id()?;
+                    let name = r.bytes("keyspace name")?;
+                    let name = String::from_utf8(name)
+                        .map_err(|_| format!("keyspace name at byte {at} is not UTF-8"))?;
+                    if id == 0 {
+                        return Err(format!("keyspace 0 created at byte {at}"));
+                    }
+                    edit.created_keyspaces.push((id, name));
+                }
+                tag::DROPPED_KEYSPACE => {
+                    let id = r.keyspace_id()?;
+                    if id == 0 {
+                        return Err(format!("the default keyspace dropped at byte {at}"));
+                    }
+                    edit.dropped_keyspaces.push(id);
+                }
+                tag::NEXT_KEYSPACE_ID => {
+                    let id = r.keyspace_id()?;
+                    if edit.next_keyspace_id.replace(id).is_some() {
+                        return Err(format!(
+                            "next keyspace id appears twice (second at byte {at})"
+                        ));
+                    }
+                }
                 tag::LOG_NUMBER => set_once(
                     &mut edit.log_number,
                     r.varint("log number")?,
@@ -377,7 +486,8 @@ impl VersionEdit {
                 other => return Err(format!("unknown field tag {other} at byte {at}")),
             }
         }
-        Ok(edit)
+        group.push(edit);
+        Ok(group)
     }
 }
 
@@ -402,6 +512,12 @@ impl Cursor<'_> {
             .ok_or_else(|| format!("bad or truncated {what} at byte {}", self.pos))?;
         self.pos += n;
         Ok(v)
+    }
+
+    fn keyspace_id(&mut self) -> Result<u32, String> {
+        let at = self.pos;
+        let v = self.varint("keyspace id")?;
+        u32::try_from(v).map_err(|_| format!("keyspace id {v} at byte {at} is not 32-bit"))
     }
 
     fn level(&mut self) -> Result<usize, String> {
@@ -512,10 +628,18 @@ mod tests {
             (
                 proptest::collection::vec(any::<u64>(), 0..3),
                 proptest::collection::vec((any::<u64>(), any::<u64>()), 0..3),
+                0u32..3,
+                proptest::collection::vec((1u32..100, "[a-z]{1,6}"), 0..3),
+                proptest::collection::vec(1u32..100, 0..3),
+                proptest::option::of(1u32..1000),
             ),
         )
             .prop_map(
-                |(l, n, s, d, f, c, cc, bf, bg, bd, rt, (rd, ts))| VersionEdit {
+                |(l, n, s, d, f, c, cc, bf, bg, bd, rt, (rd, ts, ks, ck, dk, nk))| VersionEdit {
+                    keyspace: ks,
+                    created_keyspaces: ck,
+                    dropped_keyspaces: dk,
+                    next_keyspace_id: nk,
                     log_number: l,
                     next_file_number: n,
                     last_sequence: s,
@@ -538,6 +662,17 @@ mod tests {
         fn roundtrip(edit in arb_edit()) {
             let enc = edit.encode();
             prop_assert_eq!(VersionEdit::decode(&enc), Ok(edit.clone()));
+            // A group of the default keyspace's edit and others' decodes
+            // back to the same edits.
+            let mut other = edit.clone();
+            other.keyspace = 7;
+            let mut first = edit.clone();
+            first.keyspace = 0;
+            let group = vec![first, other];
+            prop_assert_eq!(
+                VersionEdit::decode_group(&VersionEdit::encode_group(&group)),
+                Ok(group)
+            );
             // Every strict prefix either fails or decodes to something else;
             // it never panics.
             for cut in 0..enc.len() {

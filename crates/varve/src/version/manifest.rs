@@ -25,8 +25,9 @@ pub(crate) const CURRENT: &str = "CURRENT";
 /// The manifest format version this build writes and the newest it reads.
 /// Version 2 added the clean-close field (edit tag 7), version 3 the blob
 /// file fields (tags 8-11), version 4 range tombstones (tags 12-13);
+/// version 5 keyspaces (tags 16-19, and records holding several edits);
 /// older manifests are read as they are.
-pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 4;
+pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 5;
 
 /// The oldest manifest format version this build reads.
 pub(crate) const MIN_MANIFEST_FORMAT_VERSION: u32 = 1;
@@ -78,19 +79,26 @@ impl ManifestWriter {
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
-        snapshot: &VersionEdit,
+        snapshot: &[VersionEdit],
     ) -> Result<ManifestWriter> {
         let file = fs.create_writable(&manifest_path(dir, number))?;
         let mut log = LogWriter::new(file, number)?;
         log.add_record(&header_payload())?;
-        log.add_record(&snapshot.encode())?;
+        log.add_record(&VersionEdit::encode_group(snapshot))?;
         log.sync()?;
         Ok(ManifestWriter { log, number })
     }
 
     /// Appends `edit` and makes it durable (fdatasync).
+    #[cfg(any(test, feature = "fuzzing"))]
     pub(crate) fn append(&mut self, edit: &VersionEdit) -> Result<()> {
-        self.log.add_record(&edit.encode())?;
+        self.append_group(std::slice::from_ref(edit))
+    }
+
+    /// Appends `edits` as one record (all or nothing, see
+    /// [`VersionEdit::encode_group`]) and makes it durable (fdatasync).
+    pub(crate) fn append_group(&mut self, edits: &[VersionEdit]) -> Result<()> {
+        self.log.add_record(&VersionEdit::encode_group(edits))?;
         self.log.sync()
     }
 
@@ -203,9 +211,12 @@ pub(crate) fn read_manifest(
         if records == 1 {
             return check_header(&path, payload, offset);
         }
-        let edit = VersionEdit::decode(payload)
+        let edits = VersionEdit::decode_group(payload)
             .map_err(|why| Error::corruption(&path, offset, format!("bad version edit: {why}")))?;
-        f(edit, offset).map_err(|why| Error::corruption(&path, offset, why))
+        for edit in edits {
+            f(edit, offset).map_err(|why| Error::corruption(&path, offset, why))?;
+        }
+        Ok(())
     })?;
     if records < 2 {
         return Err(Error::corruption(

@@ -33,7 +33,7 @@ pub use file_meta::FileMetaData;
 pub(crate) use table_cache::{ScanOptions, TableCache};
 pub(crate) use version::Version;
 pub use version_set::ManifestTail;
-pub(crate) use version_set::VersionSet;
+pub(crate) use version_set::{DEFAULT_KEYSPACE_NAME, VersionSet};
 
 /// Number of levels of the LSM tree (L0..L6).
 pub(crate) const NUM_LEVELS: usize = 7;

@@ -13,13 +13,15 @@ use super::builder::Builder;
 use super::manifest;
 use super::version::Version;
 use super::version_set::{
-    Counters, DEFAULT_MAX_MANIFEST_SIZE, ManifestTail, VersionSet, snapshot, start_manifest,
+    Counters, DEFAULT_KEYSPACE, DEFAULT_MAX_MANIFEST_SIZE, KeyspaceTree, ManifestTail, VersionSet,
+    apply_keyspace_changes, snapshot, start_manifest,
 };
 use crate::error::{Error, Result};
 use crate::filenames::{self, FileKind};
 use crate::io::FileSystem;
 use crate::keys::MAX_SEQUENCE;
 use crate::wal::TailStatus;
+use std::collections::BTreeMap;
 
 impl VersionSet {
     /// Creates the version state of a new database in `dir`: an empty
@@ -27,19 +29,20 @@ impl VersionSet {
     /// already in `dir`), and `CURRENT` naming it. Fails with
     /// `AlreadyExists` if `dir` already has a `CURRENT`.
     pub(crate) fn create(fs: Arc<dyn FileSystem>, dir: &Path) -> Result<VersionSet> {
-        Self::create_with(fs, dir, VersionEdit::default(), None, 0)
+        Self::create_with(fs, dir, vec![VersionEdit::default()], None, 0)
     }
 
     /// Like [`VersionSet::create`], for a repaired database: the new
-    /// manifest's snapshot already holds `initial` (its tables, blob files
-    /// and their garbage), the log
+    /// manifest's snapshot already holds `initial` (the default keyspace's
+    /// tables, blob files and their garbage, and the keyspaces it creates;
+    /// then each other keyspace's tables), the log
     /// number `log_number` (a WAL the caller created; `None`: the next file
     /// number, which the caller's first WAL takes) and `last_sequence`, so
     /// `CURRENT` never names a manifest without them.
     pub(crate) fn create_with(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
-        initial: VersionEdit,
+        initial: Vec<VersionEdit>,
         log_number: Option<u64>,
         last_sequence: u64,
     ) -> Result<VersionSet> {
@@ -74,16 +77,43 @@ impl VersionSet {
                 last_sequence,
             },
         };
-        let mut builder = Builder::new(&Version::new());
-        builder
-            .apply(&initial)
-            .map_err(|why| Error::InvalidArgument(format!("initial files rejected: {why}")))?;
-        let current = builder.finish();
-        current
-            .check_invariants()
-            .map_err(|why| Error::InvalidArgument(format!("initial files rejected: {why}")))?;
+        let rejected =
+            |why: String| Error::InvalidArgument(format!("initial files rejected: {why}"));
+        let mut keyspaces = BTreeMap::new();
+        let mut next_keyspace_id = 1;
+        let mut current = Version::new();
+        for edit in &initial {
+            apply_keyspace_changes(edit, &mut keyspaces, &mut next_keyspace_id)
+                .map_err(rejected)?;
+            let base = match edit.keyspace {
+                DEFAULT_KEYSPACE => &current,
+                id => {
+                    &keyspaces
+                        .get(&id)
+                        .ok_or_else(|| rejected(format!("no keyspace {id}")))?
+                        .current
+                }
+            };
+            let mut builder = Builder::new(base);
+            builder.apply(edit).map_err(rejected)?;
+            let v = builder.finish();
+            v.check_invariants().map_err(rejected)?;
+            match edit.keyspace {
+                DEFAULT_KEYSPACE => current = v,
+                id => {
+                    if let Some(t) = keyspaces.get_mut(&id) {
+                        t.current = Arc::new(v);
+                    }
+                }
+            }
+        }
         let cps = vec![None; NUM_LEVELS];
-        let manifest = start_manifest(&*fs, dir, number, &snapshot(&current, counters, &cps))?;
+        let manifest = start_manifest(
+            &*fs,
+            dir,
+            number,
+            &snapshot(&current, counters, &cps, &keyspaces, next_keyspace_id),
+        )?;
         let set = VersionSet {
             fs,
             dir: dir.to_path_buf(),
@@ -96,6 +126,8 @@ impl VersionSet {
             failed: None,
             recovered_tail: None,
             clean_close: None,
+            keyspaces,
+            next_keyspace_id,
         };
         set.debug_check_counters();
         Ok(set)
@@ -147,8 +179,36 @@ impl VersionSet {
         let (mut log, mut next, mut last) = (None, None, None);
         let mut clean_close = None;
         let mut cps: Vec<Option<Vec<u8>>> = vec![None; NUM_LEVELS];
+        // The other keyspaces: their trees (versions filled in at the end)
+        // and builders.
+        let mut trees: BTreeMap<u32, KeyspaceTree> = BTreeMap::new();
+        let mut builders: BTreeMap<u32, Builder> = BTreeMap::new();
+        let mut next_keyspace_id = 1;
         let outcome = manifest::read_manifest(&*fs, dir, old, |edit, _offset| {
-            builder.apply(&edit)?;
+            apply_keyspace_changes(&edit, &mut trees, &mut next_keyspace_id)?;
+            builders.retain(|id, _| trees.contains_key(id));
+            for id in trees.keys() {
+                builders
+                    .entry(*id)
+                    .or_insert_with(|| Builder::new(&Version::new()));
+            }
+            let (b, cps) = if edit.keyspace == DEFAULT_KEYSPACE {
+                (&mut builder, &mut cps)
+            } else {
+                match (
+                    builders.get_mut(&edit.keyspace),
+                    trees.get_mut(&edit.keyspace),
+                ) {
+                    (Some(b), Some(t)) => (b, &mut t.compact_pointers),
+                    _ => {
+                        return Err(format!(
+                            "an edit for keyspace {}, which does not exist",
+                            edit.keyspace
+                        ));
+                    }
+                }
+            };
+            b.apply(&edit)?;
             // Only a close that is the last edit counts.
             clean_close = edit.clean_close;
             log = edit.log_number.or(log);
@@ -176,11 +236,25 @@ impl VersionSet {
         current
             .check_invariants()
             .map_err(|why| Error::corruption(&path, 0, why))?;
+        for (id, b) in builders {
+            let v = b.finish();
+            v.check_invariants()
+                .map_err(|why| Error::corruption(&path, 0, format!("keyspace {id}: {why}")))?;
+            if let Some(t) = trees.get_mut(&id) {
+                t.current = Arc::new(v);
+            }
+        }
+        let all = || std::iter::once(&current).chain(trees.values().map(|t| &*t.current));
         if check_files {
-            check_live_tables(&*fs, dir, &path, &current)?;
+            for v in all() {
+                check_live_tables(&*fs, dir, &path, v)?;
+            }
             check_log_present(&*fs, dir, &path, log_number)?;
         }
-        let max_live = current.live_file_numbers().max().unwrap_or(0);
+        let max_live = all()
+            .flat_map(|v| v.live_file_numbers().collect::<Vec<_>>())
+            .max()
+            .unwrap_or(0);
         // The new manifest takes a number past every number in use, and the
         // next file the one after it; numbers that leave no room are damage.
         let exhausted = || {
@@ -206,7 +280,7 @@ impl VersionSet {
                 &*fs,
                 dir,
                 number,
-                &snapshot(&current, counters, &cps),
+                &snapshot(&current, counters, &cps, &trees, next_keyspace_id),
             )?)
         };
         let recovered_tail = match outcome.tail {
@@ -229,6 +303,8 @@ impl VersionSet {
             failed: None,
             recovered_tail,
             clean_close,
+            keyspaces: trees,
+            next_keyspace_id,
         };
         set.debug_check_counters();
         Ok(set)

@@ -385,11 +385,11 @@ fn write_manifest_of_version(d: &Path, version: u32, snapshot: &VersionEdit) {
 fn unknown_format_version_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    write_manifest_of_version(d, 5, &VersionEdit::default());
+    write_manifest_of_version(d, 6, &VersionEdit::default());
     match VersionSet::recover(posix(), d) {
         Err(Error::UnsupportedVersion {
-            found: 5,
-            supported: 4,
+            found: 6,
+            supported: 5,
             file,
         }) => {
             assert_eq!(file, manifest::manifest_path(d, 3));
@@ -448,7 +448,8 @@ fn level_overlap_rejected() {
         last_sequence: Some(0),
         ..VersionEdit::default()
     };
-    let mut w = ManifestWriter::create(&PosixFs, d, 30, &snap).expect("manifest");
+    let mut w =
+        ManifestWriter::create(&PosixFs, d, 30, std::slice::from_ref(&snap)).expect("manifest");
     let mut ok = VersionEdit::default();
     ok.add_file(1, meta(12, "a", "k", 1));
     w.append(&ok).expect("append");
@@ -496,7 +497,7 @@ fn counters_at_the_top_of_their_range_are_corruption() {
         };
         snap.add_file(1, meta(file.min(u64::MAX - 1000), "a", "k", 1));
         snap.new_files[0].1.number = file;
-        ManifestWriter::create(&PosixFs, d, 30, &snap).expect("manifest");
+        ManifestWriter::create(&PosixFs, d, 30, std::slice::from_ref(&snap)).expect("manifest");
         manifest::write_current(&PosixFs, d, 30).expect("CURRENT");
         let what = format!("log {log} next {next} file {file} last {last}");
         match VersionSet::recover_read_only(posix(), d) {
@@ -516,7 +517,7 @@ fn counters_at_the_top_of_their_range_are_corruption() {
         last_sequence: Some(crate::keys::MAX_SEQUENCE),
         ..VersionEdit::default()
     };
-    ManifestWriter::create(&PosixFs, d, 30, &snap).expect("manifest");
+    ManifestWriter::create(&PosixFs, d, 30, std::slice::from_ref(&snap)).expect("manifest");
     manifest::write_current(&PosixFs, d, 30).expect("CURRENT");
     let vs = VersionSet::recover_read_only(posix(), d).expect("recovers");
     assert_eq!(vs.next_file_number(), u64::MAX);

@@ -14,7 +14,7 @@
 //! Nothing here deletes files: [`VersionSet::obsolete_files`] names what
 //! the DB may delete once the retiring edit is durable.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -75,18 +75,44 @@ pub(crate) struct VersionSet {
     pub(super) recovered_tail: Option<ManifestTail>,
     /// The clean close the recovered manifest ended with, if any.
     pub(super) clean_close: Option<(u64, u64)>,
+    /// The keyspaces other than the default one (whose tree is `current`
+    /// and `compact_pointers`), by id.
+    pub(super) keyspaces: BTreeMap<u32, KeyspaceTree>,
+    /// The id the next created keyspace takes; above every id ever used.
+    pub(super) next_keyspace_id: u32,
 }
 
-/// A full-state edit: counters, compact pointers and every file.
-pub(super) fn snapshot(
-    v: &Version,
-    c: Counters,
-    compact_pointers: &[Option<Vec<u8>>],
-) -> VersionEdit {
+/// The default keyspace's id; the tree of a database without keyspaces.
+pub(crate) const DEFAULT_KEYSPACE: u32 = 0;
+
+/// The default keyspace's name.
+pub(crate) const DEFAULT_KEYSPACE_NAME: &str = "default";
+
+/// One keyspace's tree in the version set.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyspaceTree {
+    /// Its name (unique among live keyspaces).
+    pub(crate) name: String,
+    /// Its current version.
+    pub(super) current: Arc<Version>,
+    /// Its round-robin compaction pointers, by level.
+    pub(super) compact_pointers: Vec<Option<Vec<u8>>>,
+}
+
+impl KeyspaceTree {
+    pub(super) fn new(name: String) -> KeyspaceTree {
+        KeyspaceTree {
+            name,
+            current: Arc::new(Version::new()),
+            compact_pointers: vec![None; NUM_LEVELS],
+        }
+    }
+}
+
+/// A full-state edit of one tree: compact pointers and every file.
+fn tree_snapshot(keyspace: u32, v: &Version, compact_pointers: &[Option<Vec<u8>>]) -> VersionEdit {
     let mut e = VersionEdit {
-        log_number: Some(c.log_number),
-        next_file_number: Some(c.next_file_number),
-        last_sequence: Some(c.last_sequence),
+        keyspace,
         ..VersionEdit::default()
     };
     for (level, p) in compact_pointers.iter().enumerate() {
@@ -98,12 +124,41 @@ pub(super) fn snapshot(
     e
 }
 
+/// The full state as one record: counters, the default tree, then every
+/// other keyspace (created in the first edit, filled by its own).
+pub(super) fn snapshot(
+    v: &Version,
+    c: Counters,
+    compact_pointers: &[Option<Vec<u8>>],
+    keyspaces: &BTreeMap<u32, KeyspaceTree>,
+    next_keyspace_id: u32,
+) -> Vec<VersionEdit> {
+    let mut first = tree_snapshot(DEFAULT_KEYSPACE, v, compact_pointers);
+    first.log_number = Some(c.log_number);
+    first.next_file_number = Some(c.next_file_number);
+    first.last_sequence = Some(c.last_sequence);
+    if next_keyspace_id > 1 {
+        first.next_keyspace_id = Some(next_keyspace_id);
+    }
+    first.created_keyspaces = keyspaces
+        .iter()
+        .map(|(&id, t)| (id, t.name.clone()))
+        .collect();
+    let mut out = vec![first];
+    out.extend(
+        keyspaces
+            .iter()
+            .map(|(&id, t)| tree_snapshot(id, &t.current, &t.compact_pointers)),
+    );
+    out
+}
+
 /// Starts manifest `number` holding `snapshot` and points `CURRENT` at it.
 pub(super) fn start_manifest(
     fs: &dyn FileSystem,
     dir: &Path,
     number: u64,
-    snapshot: &VersionEdit,
+    snapshot: &[VersionEdit],
 ) -> Result<ManifestWriter> {
     let w = ManifestWriter::create(fs, dir, number, snapshot)?;
     manifest::write_current(fs, dir, number)?;
@@ -128,7 +183,18 @@ impl VersionSet {
     /// is returned and later calls fail with `Poisoned`; the edit may or may
     /// not be durable, so the caller must keep (not delete) both its new
     /// files and the files it deletes.
-    pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+    pub(crate) fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
+        self.log_and_apply_group(vec![edit])
+    }
+
+    /// [`log_and_apply`](Self::log_and_apply) for edits of several
+    /// keyspaces at once, made durable as one manifest record: all of them
+    /// or none (a flush of every keyspace's memtable). At most one edit
+    /// per keyspace; only the first may be the default keyspace's. The
+    /// database-wide fields (counters, keyspaces created and dropped, blob
+    /// files, time samples) may be in any edit; keyspaces created by an
+    /// edit exist for the edits after it.
+    pub(crate) fn log_and_apply_group(&mut self, mut edits: Vec<VersionEdit>) -> Result<()> {
         // Refused before any work, and before the counters move.
         let Some(manifest_size) = self.manifest.as_ref().map(|w| w.file_size()) else {
             return Err(Error::ReadOnly(self.dir.clone()));
@@ -139,50 +205,71 @@ impl VersionSet {
                 f.why
             )));
         }
-        let log_number = edit.log_number.unwrap_or(self.counters.log_number);
+        if edits.is_empty() {
+            return Ok(());
+        }
+        // Only the first edit may be the default keyspace's (the group
+        // encoding), and each keyspace appears once.
+        let mut seen = HashSet::new();
+        for (i, e) in edits.iter().enumerate() {
+            if (i > 0 && e.keyspace == DEFAULT_KEYSPACE) || !seen.insert(e.keyspace) {
+                return Err(Error::InvalidArgument(format!(
+                    "version edit group names keyspace {} twice or out of place",
+                    e.keyspace
+                )));
+            }
+        }
+        let log_number = edits
+            .iter()
+            .filter_map(|e| e.log_number)
+            .max()
+            .unwrap_or(self.counters.log_number);
         if log_number < self.counters.log_number || log_number >= self.counters.next_file_number {
             return Err(Error::InvalidArgument(format!(
                 "version edit log number {log_number} outside {}..{}",
                 self.counters.log_number, self.counters.next_file_number
             )));
         }
-        edit.log_number = Some(log_number);
-        let last_sequence = edit
-            .last_sequence
+        let last_sequence = edits
+            .iter()
+            .filter_map(|e| e.last_sequence)
+            .max()
             .unwrap_or(0)
             .max(self.counters.last_sequence);
-        edit.last_sequence = Some(last_sequence);
-        if let Some((level, _)) = edit.compact_pointers.iter().find(|(l, _)| *l >= NUM_LEVELS) {
-            return Err(Error::InvalidArgument(format!(
-                "compact pointer for level {level}, levels are 0..{NUM_LEVELS}"
-            )));
+        for e in edits.iter_mut() {
+            e.log_number = None;
+            e.last_sequence = None;
+            e.next_file_number = None;
         }
-        let mut builder = Builder::new(&self.current);
-        builder
-            .apply(&edit)
-            .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
-        // Tombstones this edit leaves nothing to hide from leave with it.
-        // (One the edit itself adds is left out of it instead.)
-        let spent = builder.spent_range_tombstones();
-        builder.remove_range_tombstones(&spent);
-        for seq in spent {
-            match edit.range_tombstones.iter().position(|t| t.seq == seq) {
-                Some(i) => {
-                    edit.range_tombstones.remove(i);
-                }
-                None => edit.deleted_range_tombstones.push(seq),
+        edits[0].log_number = Some(log_number);
+        edits[0].last_sequence = Some(last_sequence);
+
+        let mut default_tree = KeyspaceTree {
+            name: DEFAULT_KEYSPACE_NAME.to_string(),
+            current: Arc::clone(&self.current),
+            compact_pointers: self.compact_pointers.clone(),
+        };
+        let mut keyspaces = self.keyspaces.clone();
+        let mut next_keyspace_id = self.next_keyspace_id;
+        for edit in edits.iter_mut() {
+            apply_keyspace_changes(edit, &mut keyspaces, &mut next_keyspace_id)
+                .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
+            let tree = if edit.keyspace == DEFAULT_KEYSPACE {
+                &mut default_tree
+            } else {
+                keyspaces.get_mut(&edit.keyspace).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "version edit for keyspace {}, which does not exist",
+                        edit.keyspace
+                    ))
+                })?
+            };
+            apply_to_tree(tree, edit)?;
+        }
+        for e in &edits {
+            for (_, f) in &e.new_files {
+                self.mark_file_number_used(f.number);
             }
-        }
-        let version = builder.finish();
-        version
-            .check_invariants()
-            .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
-        for (_, f) in &edit.new_files {
-            self.mark_file_number_used(f.number);
-        }
-        let mut cps = self.compact_pointers.clone();
-        for (level, key) in &edit.compact_pointers {
-            cps[*level] = Some(key.clone());
         }
 
         let roll = manifest_size >= self.max_manifest_size;
@@ -192,13 +279,19 @@ impl VersionSet {
             next_file_number: self.counters.next_file_number,
             last_sequence,
         };
-        edit.next_file_number = Some(counters.next_file_number);
+        edits[0].next_file_number = Some(counters.next_file_number);
         let r = if roll {
-            let snap = snapshot(&version, counters, &cps);
+            let snap = snapshot(
+                &default_tree.current,
+                counters,
+                &default_tree.compact_pointers,
+                &keyspaces,
+                next_keyspace_id,
+            );
             start_manifest(&*self.fs, &self.dir, number, &snap).map(|w| self.manifest = Some(w))
         } else {
             match self.manifest.as_mut() {
-                Some(w) => w.append(&edit),
+                Some(w) => w.append_group(&edits),
                 None => Err(Error::ReadOnly(self.dir.clone())),
             }
         };
@@ -215,9 +308,11 @@ impl VersionSet {
                 && counters.next_file_number >= self.counters.next_file_number,
             "the log number, last sequence and next file number never go back"
         );
-        self.current = Arc::new(version);
+        self.current = default_tree.current;
+        self.compact_pointers = default_tree.compact_pointers;
+        self.keyspaces = keyspaces;
+        self.next_keyspace_id = next_keyspace_id;
         self.counters = counters;
-        self.compact_pointers = cps;
         self.debug_check_counters();
         Ok(())
     }
@@ -227,9 +322,9 @@ impl VersionSet {
     /// handed out never names an existing file.
     pub(super) fn debug_check_counters(&self) {
         debug_assert!(
-            self.current
-                .live_file_numbers()
-                .all(|n| n < self.counters.next_file_number),
+            self.live_files()
+                .iter()
+                .all(|&n| n < self.counters.next_file_number),
             "a live table number is not below the next file number"
         );
         debug_assert!(
@@ -273,7 +368,13 @@ impl VersionSet {
             return Err(Error::ReadOnly(self.dir.clone()));
         }
         let number = self.new_file_number();
-        let snap = snapshot(&self.current, self.counters, &self.compact_pointers);
+        let snap = snapshot(
+            &self.current,
+            self.counters,
+            &self.compact_pointers,
+            &self.keyspaces,
+            self.next_keyspace_id,
+        );
         match start_manifest(&*self.fs, &self.dir, number, &snap) {
             Ok(w) => {
                 self.manifest = Some(w);
@@ -377,7 +478,61 @@ impl VersionSet {
 
     /// Numbers of the tables in the current version.
     pub(crate) fn live_files(&self) -> HashSet<u64> {
-        self.current.live_file_numbers().collect()
+        self.trees()
+            .flat_map(|(_, v)| v.live_file_numbers().collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// Every keyspace's current version, the default keyspace first.
+    pub(crate) fn trees(&self) -> impl Iterator<Item = (u32, &Arc<Version>)> {
+        std::iter::once((DEFAULT_KEYSPACE, &self.current))
+            .chain(self.keyspaces.iter().map(|(&id, t)| (id, &t.current)))
+    }
+
+    /// The current version of keyspace `id` (`None`: it does not exist).
+    pub(crate) fn current_of(&self, id: u32) -> Option<Arc<Version>> {
+        if id == DEFAULT_KEYSPACE {
+            return Some(self.current());
+        }
+        self.keyspaces.get(&id).map(|t| Arc::clone(&t.current))
+    }
+
+    /// The keyspaces other than the default one: `(id, name)`.
+    pub(crate) fn keyspaces(&self) -> Vec<(u32, String)> {
+        self.keyspaces
+            .iter()
+            .map(|(&id, t)| (id, t.name.clone()))
+            .collect()
+    }
+
+    /// The whole current state as one manifest snapshot: the default
+    /// keyspace's edit (with the counters and blob files) first, then
+    /// every other keyspace's.
+    pub(crate) fn full_snapshot(&self) -> Vec<VersionEdit> {
+        snapshot(
+            &self.current,
+            self.counters,
+            &self.compact_pointers,
+            &self.keyspaces,
+            self.next_keyspace_id,
+        )
+    }
+
+    /// The id the next created keyspace takes.
+    pub(crate) fn next_keyspace_id(&self) -> u32 {
+        self.next_keyspace_id
+    }
+
+    /// The round-robin compaction pointer of `level` in keyspace `id`.
+    pub(crate) fn compact_pointer_of(&self, id: u32, level: usize) -> Option<&[u8]> {
+        if id == DEFAULT_KEYSPACE {
+            return self.compact_pointer(level);
+        }
+        self.keyspaces
+            .get(&id)?
+            .compact_pointers
+            .get(level)?
+            .as_deref()
     }
 
     /// Names in `dir_listing` that the DB may delete once the edit retiring
@@ -416,6 +571,73 @@ impl VersionSet {
         out.sort_by_key(|name| (filenames::parse(name).and_then(file_number), name.clone()));
         out
     }
+}
+
+/// Applies the keyspaces `edit` creates and drops to `keyspaces`; the
+/// error says which rule it broke. Ids only grow, names are unique, and
+/// the default keyspace is neither created nor dropped.
+pub(super) fn apply_keyspace_changes(
+    edit: &VersionEdit,
+    keyspaces: &mut BTreeMap<u32, KeyspaceTree>,
+    next_keyspace_id: &mut u32,
+) -> std::result::Result<(), String> {
+    if let Some(n) = edit.next_keyspace_id {
+        *next_keyspace_id = (*next_keyspace_id).max(n);
+    }
+    for (id, name) in &edit.created_keyspaces {
+        if *id == DEFAULT_KEYSPACE || keyspaces.contains_key(id) {
+            return Err(format!("keyspace {id} created twice"));
+        }
+        if name == DEFAULT_KEYSPACE_NAME || keyspaces.values().any(|t| &t.name == name) {
+            return Err(format!("keyspace name {name:?} is taken"));
+        }
+        keyspaces.insert(*id, KeyspaceTree::new(name.clone()));
+        *next_keyspace_id = (*next_keyspace_id).max(id.saturating_add(1));
+    }
+    for id in &edit.dropped_keyspaces {
+        if keyspaces.remove(id).is_none() {
+            return Err(format!("dropped keyspace {id} does not exist"));
+        }
+    }
+    Ok(())
+}
+
+/// Applies the tree fields of `edit` to `tree`: its files, compact
+/// pointers and range tombstones (and, for the default tree, the blob
+/// files and time samples). Removes the range tombstones the result leaves
+/// nothing to hide from, recording that in `edit`. Changes nothing on
+/// error (an edit that breaks a level invariant is `InvalidArgument`).
+fn apply_to_tree(tree: &mut KeyspaceTree, edit: &mut VersionEdit) -> Result<()> {
+    if let Some((level, _)) = edit.compact_pointers.iter().find(|(l, _)| *l >= NUM_LEVELS) {
+        return Err(Error::InvalidArgument(format!(
+            "compact pointer for level {level}, levels are 0..{NUM_LEVELS}"
+        )));
+    }
+    let mut builder = Builder::new(&tree.current);
+    builder
+        .apply(edit)
+        .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
+    // Tombstones this edit leaves nothing to hide from leave with it.
+    // (One the edit itself adds is left out of it instead.)
+    let spent = builder.spent_range_tombstones();
+    builder.remove_range_tombstones(&spent);
+    for seq in spent {
+        match edit.range_tombstones.iter().position(|t| t.seq == seq) {
+            Some(i) => {
+                edit.range_tombstones.remove(i);
+            }
+            None => edit.deleted_range_tombstones.push(seq),
+        }
+    }
+    let version = builder.finish();
+    version
+        .check_invariants()
+        .map_err(|why| Error::InvalidArgument(format!("version edit rejected: {why}")))?;
+    tree.current = Arc::new(version);
+    for (level, key) in &edit.compact_pointers {
+        tree.compact_pointers[*level] = Some(key.clone());
+    }
+    Ok(())
 }
 
 pub(super) fn file_number(kind: FileKind) -> Option<u64> {

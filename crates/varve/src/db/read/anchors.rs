@@ -173,13 +173,14 @@ struct Samples {
 /// Anchors of `range` with at most `max_anchors` anchors (see module docs).
 pub(crate) fn approximate_key_anchors(
     db: &DbInner,
+    id: u32,
     range: &KeyRange,
     max_anchors: usize,
 ) -> Result<Anchors> {
     if range.is_empty() {
         return Ok(Anchors::default());
     }
-    let sv = db.super_version();
+    let sv = db.tree_state(id)?;
     let mut samples = Samples::default();
     sample_tables(db, &sv, range, &mut samples)?;
     sample_memtables(&sv, range, db.options.block_size, &mut samples);
@@ -190,17 +191,23 @@ pub(crate) fn approximate_key_anchors(
 /// each with its estimated bytes.
 pub(crate) fn split_weighted(
     db: &DbInner,
+    id: u32,
     range: &KeyRange,
     parts: usize,
 ) -> Result<Vec<(KeyRange, u64)>> {
     let parts = parts.max(1);
-    let anchors = approximate_key_anchors(db, range, parts.saturating_mul(8).max(64))?;
+    let anchors = approximate_key_anchors(db, id, range, parts.saturating_mul(8).max(64))?;
     Ok(split_anchors(&anchors, range, parts))
 }
 
 /// [`split_weighted`] without the weights.
-pub(crate) fn split_range(db: &DbInner, range: &KeyRange, parts: usize) -> Result<Vec<KeyRange>> {
-    Ok(split_weighted(db, range, parts)?
+pub(crate) fn split_range(
+    db: &DbInner,
+    id: u32,
+    range: &KeyRange,
+    parts: usize,
+) -> Result<Vec<KeyRange>> {
+    Ok(split_weighted(db, id, range, parts)?
         .into_iter()
         .map(|(r, _)| r)
         .collect())

@@ -14,6 +14,14 @@ use crate::error::{Error, Result};
 use crate::options::ReadOptions;
 
 impl Db {
+    /// The default keyspace, for the read functions.
+    fn tree(&self) -> super::Tree<'_> {
+        super::Tree {
+            db: &self.inner,
+            id: 0,
+        }
+    }
+
     /// The value of `key`, or `None`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())
@@ -21,7 +29,7 @@ impl Db {
 
     /// The value of `key` with explicit read options (e.g. a snapshot).
     pub fn get_opt(&self, key: impl AsRef<[u8]>, opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        super::get(&self.inner, key.as_ref(), opts)
+        super::get(&self.inner, 0, key.as_ref(), opts)
     }
 
     /// Looks up many keys as of one sequence number (the snapshot's, or the
@@ -54,7 +62,7 @@ impl Db {
         opts: &ReadOptions,
         keys: &[K],
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        multi_get::multi_get(&self.inner, opts, keys)
+        multi_get::multi_get(&self.inner, 0, opts, keys)
     }
 
     /// A consistent view of the database as of now, released on drop.
@@ -73,7 +81,7 @@ impl Db {
 
     /// An iterator with explicit read options (snapshot, bounds).
     pub fn iter_opt(&self, opts: &ReadOptions) -> DbIterator {
-        super::iter(&self.inner, opts)
+        super::iter(&self.inner, 0, opts)
     }
 
     /// An iterator over the keys in `range` (any Rust range of byte
@@ -100,32 +108,7 @@ impl Db {
         range: R,
         opts: &ReadOptions,
     ) -> DbIterator {
-        // The smallest key after `k` is `k` followed by a zero byte.
-        let after = |k: &K| {
-            let mut v = k.as_ref().to_vec();
-            v.push(0);
-            v
-        };
-        let lower = match range.start_bound() {
-            Bound::Included(k) => Some(k.as_ref().to_vec()),
-            Bound::Excluded(k) => Some(after(k)),
-            Bound::Unbounded => None,
-        };
-        let upper = match range.end_bound() {
-            Bound::Included(k) => Some(after(k)),
-            Bound::Excluded(k) => Some(k.as_ref().to_vec()),
-            Bound::Unbounded => None,
-        };
-        let mut opts = opts.clone();
-        opts.iterate_lower_bound = match (lower, opts.iterate_lower_bound.take()) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        opts.iterate_upper_bound = match (upper, opts.iterate_upper_bound.take()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        self.iter_opt(&opts)
+        self.iter_opt(&bounded(range, opts))
     }
 
     /// An iterator over the keys that start with `prefix`, double-ended.
@@ -150,7 +133,7 @@ impl Db {
     ///
     /// Errors: only if a table cannot be opened.
     pub fn approximate_key_anchors(&self, range: &KeyRange, max_anchors: usize) -> Result<Anchors> {
-        anchors::approximate_key_anchors(&self.inner, range, max_anchors)
+        anchors::approximate_key_anchors(&self.inner, 0, range, max_anchors)
     }
 
     /// Cuts `range` into `parts` contiguous sub-ranges of about equal bytes,
@@ -159,7 +142,7 @@ impl Db {
     /// one) when the range has too few anchors, e.g. when it is empty or
     /// small; `parts == 0` counts as 1.
     pub fn split_range(&self, range: &KeyRange, parts: usize) -> Result<Vec<KeyRange>> {
-        anchors::split_range(&self.inner, range, parts)
+        anchors::split_range(&self.inner, 0, range, parts)
     }
 
     /// Calls `f(chunk, key, value)` for every key of `range` (intersected
@@ -206,7 +189,7 @@ impl Db {
         E: From<Error> + Send,
         F: Fn(&ChunkInfo, &[u8], &[u8]) -> std::result::Result<(), E> + Sync,
     {
-        par_scan::par_scan(self, opts, range, threads, f)
+        par_scan::par_scan(self.tree(), opts, range, threads, f)
     }
 
     /// [`par_scan`](Self::par_scan) delivering every key in key order to `f`
@@ -223,7 +206,7 @@ impl Db {
         E: From<Error> + Send,
         F: FnMut(&ChunkInfo, &[u8], &[u8]) -> std::result::Result<(), E>,
     {
-        par_scan::par_scan_ordered(self, opts, range, threads, f)
+        par_scan::par_scan_ordered(self.tree(), opts, range, threads, f)
     }
 
     /// Number of keys of `range` (intersected with the bounds of `opts`)
@@ -234,16 +217,49 @@ impl Db {
     /// evicts another (on a hot 10M-key database that churn cost 40% of
     /// the count).
     pub fn par_count(&self, opts: &ReadOptions, range: &KeyRange, threads: usize) -> Result<u64> {
-        par_scan::par_count(self, opts, range, threads)
+        par_scan::par_count(self.tree(), opts, range, threads)
     }
 }
 
 /// The smallest key above every key that starts with `prefix`: the prefix
 /// with its last byte below 0xff raised by one (and the rest dropped);
 /// `None` when every byte is 0xff (no key is above them all).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     let last = prefix.iter().rposition(|&b| b != 0xff)?;
     let mut end = prefix[..=last].to_vec();
     end[last] += 1;
     Some(end)
+}
+
+/// `opts` with its bounds intersected with `range`.
+pub(crate) fn bounded<K: ?Sized + AsRef<[u8]>, R: RangeBounds<K>>(
+    range: R,
+    opts: &ReadOptions,
+) -> ReadOptions {
+    // The smallest key after `k` is `k` followed by a zero byte.
+    let after = |k: &K| {
+        let mut v = k.as_ref().to_vec();
+        v.push(0);
+        v
+    };
+    let lower = match range.start_bound() {
+        Bound::Included(k) => Some(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Some(after(k)),
+        Bound::Unbounded => None,
+    };
+    let upper = match range.end_bound() {
+        Bound::Included(k) => Some(after(k)),
+        Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+        Bound::Unbounded => None,
+    };
+    let mut opts = opts.clone();
+    opts.iterate_lower_bound = match (lower, opts.iterate_lower_bound.take()) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    opts.iterate_upper_bound = match (upper, opts.iterate_upper_bound.take()) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    opts
 }

@@ -139,6 +139,14 @@ impl DbIterator {
         }
     }
 
+    /// An iterator that fails with `error` (if any) before reading.
+    pub(crate) fn with_error(mut self, error: Option<crate::error::Error>) -> Self {
+        if error.is_some() {
+            self.error = error;
+        }
+        self
+    }
+
     /// Hides the entries below sequence number `floor` (expired by
     /// `Options::ttl`, as of the iterator's creation).
     pub(crate) fn with_expiry_floor(mut self, floor: SequenceNumber) -> Self {

@@ -13,7 +13,7 @@
 //! concurrently on fibers (`concurrent_seeks`); point reads do neither.
 
 pub(crate) mod anchors;
-mod api;
+pub(crate) mod api;
 pub(crate) mod db_iter;
 pub(crate) mod multi_get;
 pub(crate) mod multi_get_cached;
@@ -34,10 +34,23 @@ use crate::options::{ReadOptions, ScanPrefetch};
 use crate::version::ScanOptions;
 use crate::version::{NUM_LEVELS, Version};
 
-pub(crate) fn get(db: &DbInner, key: &[u8], opts: &ReadOptions) -> Result<Option<Vec<u8>>> {
+/// One keyspace of a database: what the read functions read from.
+#[derive(Clone, Copy)]
+pub(crate) struct Tree<'a> {
+    pub(crate) db: &'a Arc<DbInner>,
+    /// The keyspace id (0: the default keyspace).
+    pub(crate) id: u32,
+}
+
+pub(crate) fn get(
+    db: &DbInner,
+    id: u32,
+    key: &[u8],
+    opts: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
     let seq = read_sequence(db, opts);
-    let sv = db.super_version();
-    let floor = sv.range_floor(key, seq).max(super::ttl::floor(db));
+    let sv = db.tree_state(id)?;
+    let floor = sv.range_floor(key, seq).max(super::ttl::floor_of(db, id));
     match sv.get_from_memtables(key, seq, floor) {
         MemLookup::Value(v) => Ok(Some(v)),
         MemLookup::Pointer(p) => db.blobs.value(&p, &db.dir).map(Some),
@@ -86,12 +99,29 @@ pub(crate) fn get_from_version_after(
     Ok(None)
 }
 
-pub(crate) fn iter(db: &Arc<DbInner>, opts: &ReadOptions) -> DbIterator {
+pub(crate) fn iter(db: &Arc<DbInner>, id: u32, opts: &ReadOptions) -> DbIterator {
     let snapshot = match &opts.snapshot {
         Some(s) => s.clone(),
         None => db.snapshots.acquire(read_sequence(db, opts)),
     };
-    let sv = db.super_version();
+    let (sv, gone) = match db.tree_state(id) {
+        Ok(sv) => (sv, None),
+        // A dropped keyspace: an iterator over nothing that reports it.
+        Err(e) => {
+            let root = db.super_version();
+            let empty = Arc::new(SuperVersion {
+                mem: super::memtables::Mem {
+                    table: Arc::new(crate::memtable::MemTable::new(1 << 10)),
+                    wal: 0,
+                },
+                imms: Vec::new(),
+                version: Arc::new(Version::new()),
+                keyspaces: Vec::new(),
+            });
+            drop(root);
+            (empty, Some(e))
+        }
+    };
     let merged = merged_iterator(db, &sv, opts);
     // A second cursor over the same state, for `next_back`.
     let sibling: Sibling = {
@@ -118,7 +148,8 @@ pub(crate) fn iter(db: &Arc<DbInner>, opts: &ReadOptions) -> DbIterator {
             ),
         ),
     )
-    .with_expiry_floor(super::ttl::floor(db))
+    .with_expiry_floor(super::ttl::floor_of(db, id))
+    .with_error(gone)
 }
 
 /// Makes another merged cursor over the same memtables and version.

@@ -44,16 +44,20 @@ const PROBE: usize = 8;
 /// One result per key of `keys`, in order (see the module docs).
 pub(crate) fn multi_get<K: AsRef<[u8]>>(
     db: &DbInner,
+    id: u32,
     opts: &ReadOptions,
     keys: &[K],
 ) -> Vec<Lookup> {
     let seq = read_sequence(db, opts);
-    let sv = db.super_version();
+    let sv = match db.tree_state(id) {
+        Ok(sv) => sv,
+        Err(e) => return keys.iter().map(|_| Err(e.duplicate())).collect(),
+    };
     let mut results: Vec<Lookup> = Vec::with_capacity(keys.len());
     let mut misses = Vec::new();
     // Each key's floor: an entry older than it is deleted (a range
     // tombstone over the key, or `Options::ttl`).
-    let expired = ttl::floor(db);
+    let expired = ttl::floor_of(db, id);
     let floors: Vec<SequenceNumber> = keys
         .iter()
         .map(|k| sv.range_floor(k.as_ref(), seq).max(expired))

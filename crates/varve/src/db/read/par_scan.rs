@@ -35,8 +35,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::Tree;
 use super::anchors::{self, KeyRange};
-use crate::db::{Db, DbIterator, Snapshot};
+use crate::db::{DbIterator, Snapshot};
 use crate::error::{Error, Result};
 use crate::options::{ReadOptions, ScanPrefetch};
 
@@ -74,8 +75,13 @@ struct Plan {
 }
 
 impl Plan {
-    fn new(db: &Db, opts: &ReadOptions, range: &KeyRange, threads: usize) -> Result<Plan> {
-        let snapshot = opts.snapshot.clone().unwrap_or_else(|| db.snapshot());
+    fn new(db: Tree<'_>, opts: &ReadOptions, range: &KeyRange, threads: usize) -> Result<Plan> {
+        let snapshot = opts.snapshot.clone().unwrap_or_else(|| {
+            let inner = db.db;
+            inner
+                .snapshots
+                .acquire(inner.writes.visible_sequence(&inner.last_sequence))
+        });
         let bounds = KeyRange::from_bounds(
             opts.iterate_lower_bound.clone(),
             opts.iterate_upper_bound.clone(),
@@ -87,7 +93,7 @@ impl Plan {
             let want = threads
                 .saturating_mul(CHUNKS_PER_THREAD)
                 .clamp(1, MAX_CHUNKS);
-            let a = anchors::approximate_key_anchors(&db.inner, &range, MAX_CHUNKS * 4)?;
+            let a = anchors::approximate_key_anchors(db.db, db.id, &range, MAX_CHUNKS * 4)?;
             let by_size = a.total_bytes().div_ceil(MAX_CHUNK_BYTES);
             let parts = usize::try_from(by_size)
                 .unwrap_or(MAX_CHUNKS)
@@ -115,8 +121,8 @@ impl Plan {
     }
 
     /// An iterator over chunk `c`, positioned on its first entry.
-    fn open(&self, db: &Db, c: &ChunkInfo) -> DbIterator {
-        let mut it = db.iter_opt(&ReadOptions {
+    fn open(&self, db: Tree<'_>, c: &ChunkInfo) -> DbIterator {
+        let opts = ReadOptions {
             snapshot: Some(self.snapshot.clone()),
             iterate_lower_bound: c.range.start.clone(),
             iterate_upper_bound: c.range.end.clone(),
@@ -128,7 +134,8 @@ impl Plan {
                 ScanPrefetch::Off
             },
             ..ReadOptions::default()
-        });
+        };
+        let mut it = super::iter(db.db, db.id, &opts);
         it.seek_to_first();
         it
     }
@@ -155,7 +162,7 @@ impl Drop for StopOnPanic<'_> {
 
 /// Runs `per_chunk` on every chunk, largest first, on `threads` threads (the
 /// caller's included); the first error stops the others and is returned.
-fn run_unordered<E, F>(db: &Db, plan: &Plan, threads: usize, per_chunk: F) -> Result<(), E>
+fn run_unordered<E, F>(db: Tree<'_>, plan: &Plan, threads: usize, per_chunk: F) -> Result<(), E>
 where
     E: From<Error> + Send,
     F: Fn(&ChunkInfo, &mut DbIterator, &AtomicBool) -> Result<(), E> + Sync,
@@ -197,7 +204,7 @@ where
 
 /// See [`Db::par_scan`](crate::Db::par_scan).
 pub(crate) fn par_scan<E, F>(
-    db: &Db,
+    db: Tree<'_>,
     opts: &ReadOptions,
     range: &KeyRange,
     threads: usize,
@@ -224,7 +231,7 @@ where
 
 /// See [`Db::par_count`](crate::Db::par_count).
 pub(crate) fn par_count(
-    db: &Db,
+    db: Tree<'_>,
     opts: &ReadOptions,
     range: &KeyRange,
     threads: usize,
@@ -287,7 +294,7 @@ struct Reorder<E> {
 
 /// See [`Db::par_scan_ordered`](crate::Db::par_scan_ordered).
 pub(crate) fn par_scan_ordered<E, F>(
-    db: &Db,
+    db: Tree<'_>,
     opts: &ReadOptions,
     range: &KeyRange,
     threads: usize,

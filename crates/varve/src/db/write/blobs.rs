@@ -79,23 +79,31 @@ pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<(Write
     let Some(lanes) = &db.blob_lanes else {
         return Ok(None);
     };
-    let large =
-        |op: &BatchOp<'_>| matches!(op, BatchOp::Put { value, .. } if lanes.takes(value.len()));
-    if !batch.iter().any(|op| large(&op)) {
+    // Only the default keyspace keeps values in blob files.
+    let large = |id: u32, op: &BatchOp<'_>| {
+        id == 0 && matches!(op, BatchOp::Put { value, .. } if lanes.takes(value.len()))
+    };
+    if !batch.iter_in().any(|(id, op)| large(id, &op)) {
         return Ok(None);
     }
     let mut out = WriteBatch::new();
     let mut moved = 0u64;
-    for op in batch.iter() {
+    for (id, op) in batch.iter_in() {
         match op {
-            BatchOp::Put { key, value } if lanes.takes(value.len()) => {
+            BatchOp::Put { key, value } if large(id, &op) => {
                 out.put_blob_index(key, &stage(db, lanes, key, value)?.encode());
                 moved += value.len() as u64;
             }
-            BatchOp::Put { key, value } => out.put(key, value),
-            BatchOp::Delete { key } => out.delete(key),
-            BatchOp::PutBlob { key, pointer } => out.put_blob_index(key, pointer),
-            BatchOp::DeleteRange { start, end } => out.delete_range(start..end),
+            BatchOp::Put { key, value } => out.put_to(id, key, value),
+            BatchOp::Delete { key } => out.delete_to(id, key),
+            BatchOp::PutBlob { key, pointer } => {
+                debug_assert_eq!(
+                    id, 0,
+                    "only the engine writes pointers, in the default keyspace"
+                );
+                out.put_blob_index(key, pointer)
+            }
+            BatchOp::DeleteRange { start, end } => out.delete_range_to(id, start, end),
         }
     }
     Ok(Some((out, moved)))

@@ -61,7 +61,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
-pub(crate) use room::restart_log;
+pub(crate) use room::{restart_log, switch_keyspaces};
 pub(crate) use sequencer::Sequencer;
 pub(crate) use wal_log::WalLog;
 
@@ -159,12 +159,12 @@ impl WritePath {
         db.check_writable()?;
         {
             let _one = self.switching.lock();
-            if !db.super_version().mem.table.is_empty() {
+            if !db.super_version().mems_empty() {
                 room::switch_memtable(db, 0)?;
             }
         }
         db.bg.kick();
-        while !db.super_version().imms.is_empty() {
+        while db.super_version().has_imms() {
             db.check_writable()?;
             db.bg.wait_progress(Duration::from_millis(50));
         }
@@ -310,6 +310,15 @@ fn apply(
         drop(gate);
         room::make_room(db, charge, blob_bytes)?;
     };
+    // Every keyspace the batch writes must have a memtable in this log (a
+    // keyspace dropped since the caller took its handle has none).
+    if batch.has_keyspaces()
+        && let Some((id, _)) = batch.iter_in().find(|(id, _)| log.mem_of(*id).is_none())
+    {
+        log.release(charge, blob_bytes);
+        drop(gate);
+        return Err(Error::KeyspaceNotFound(format!("keyspace {id} (dropped)")));
+    }
     // Inside the gate: sequence, log placement, memtable insert.
     let first = wp.seq.assign(&db.last_sequence, count)?;
     let last = first + count - 1;
@@ -327,7 +336,7 @@ fn apply(
             }
         }
     };
-    let inserted = insert_batch(&log.mem, &batch, first);
+    let inserted = insert_batch(|id| log.mem_of(id), &batch, first);
     wp.seq.complete(&db.last_sequence, first, last);
     drop(gate);
     if inserted.is_err() {

@@ -37,9 +37,9 @@ const LOST_REPORT_WAIT: Duration = Duration::from_secs(10);
 pub(super) fn slowdown(db: &DbInner) {
     let o = &db.options;
     let sv = db.super_version();
-    let counter = if sv.version.num_files(0) >= o.l0_slowdown_writes_trigger {
+    let counter = if sv.max_l0_files() >= o.l0_slowdown_writes_trigger {
         &db.counters.stall_slowdowns_l0
-    } else if o.max_immutable_memtables >= 2 && sv.imms.len() + 1 >= o.max_immutable_memtables {
+    } else if o.max_immutable_memtables >= 2 && sv.max_imms() + 1 >= o.max_immutable_memtables {
         &db.counters.stall_slowdowns_memtables
     } else {
         return;
@@ -62,8 +62,8 @@ pub(super) fn make_room(db: &DbInner, charge: usize, blob: u64) -> Result<()> {
             return Ok(());
         }
         let sv = db.super_version();
-        let l0 = sv.version.num_files(0);
-        let stop = if sv.imms.len() >= o.max_immutable_memtables {
+        let l0 = sv.max_l0_files();
+        let stop = if sv.max_imms() >= o.max_immutable_memtables {
             Some(&db.counters.stall_stops_memtables)
         } else if l0 >= o.l0_stop_writes_trigger {
             Some(&db.counters.stall_stops_l0)
@@ -127,6 +127,22 @@ fn blob_garbage_outran_gc(db: &DbInner, v: &crate::version::Version) -> bool {
 /// bytes) and a fresh WAL for it, and wakes the flush thread. Call with
 /// `switching` held.
 pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
+    switch_keyspaces(db, need, None)
+}
+
+/// The keyspaces the next WAL has memtables for (besides the default
+/// keyspace), and the version of each one new to the read state.
+pub(crate) type KeyspaceSet<'a> = (Vec<u32>, &'a dyn Fn(u32) -> Arc<crate::version::Version>);
+
+/// [`switch_memtable`] for every keyspace at once; with `keyspaces`, the
+/// new log has memtables for exactly those ids (besides the default
+/// keyspace's): a keyspace just created (whose version `version_of`
+/// gives) or just dropped switches this way. Call with `switching` held.
+pub(crate) fn switch_keyspaces(
+    db: &DbInner,
+    need: usize,
+    keyspaces: Option<KeyspaceSet<'_>>,
+) -> Result<()> {
     let mut gate = db.writes.gate.write();
     let old = Arc::clone(&gate);
     let old_blob_bytes = old.blob_bytes();
@@ -138,7 +154,11 @@ pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
             return Err(e);
         }
     }
-    let (log, mem) = match create_log(db, need) {
+    let ids: Vec<u32> = match &keyspaces {
+        Some((ids, _)) => ids.clone(),
+        None => old.keyspace_mems.iter().map(|(id, _)| *id).collect(),
+    };
+    let (log, mem) = match create_log(db, need, &ids) {
         Ok(created) => created,
         Err(e) => {
             db.poison_err("creating a WAL failed", &e);
@@ -146,11 +166,33 @@ pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
         }
     };
     let (number, path) = (log.number, log.path().to_path_buf());
-    db.install_unordered(|sv| {
-        sv.switched(Mem {
-            table: mem,
-            wal: number,
+    let fresh: Vec<(u32, Mem)> = log
+        .keyspace_mems
+        .iter()
+        .map(|(id, table)| {
+            (
+                *id,
+                Mem {
+                    table: Arc::clone(table),
+                    wal: number,
+                },
+            )
         })
+        .collect();
+    let empty = |_: u32| Arc::new(crate::version::Version::new());
+    let version_of: &dyn Fn(u32) -> Arc<crate::version::Version> = match &keyspaces {
+        Some((_, f)) => *f,
+        None => &empty,
+    };
+    db.install_unordered(|sv| {
+        sv.switched_all(
+            Mem {
+                table: mem,
+                wal: number,
+            },
+            fresh,
+            version_of,
+        )
     });
     *gate = Arc::new(log);
     drop(gate);
@@ -169,14 +211,20 @@ pub(super) fn switch_memtable(db: &DbInner, need: usize) -> Result<()> {
     Ok(())
 }
 
-/// Creates the next WAL (a fresh memtable of at least `need` bytes behind
-/// it) and makes its directory entry durable. On failure the file is
-/// removed: a stray log newer than the current one would be replayed, and
-/// one with a torn header followed by newer logs is corruption.
-fn create_log(db: &DbInner, need: usize) -> Result<(WalLog, Arc<MemTable>)> {
+/// Creates the next WAL (fresh memtables of at least `need` bytes behind
+/// it: the default keyspace's and one for each of `keyspaces`) and makes
+/// its directory entry durable. On failure the file is removed: a stray
+/// log newer than the current one would be replayed, and one with a torn
+/// header followed by newer logs is corruption.
+fn create_log(db: &DbInner, need: usize, keyspaces: &[u32]) -> Result<(WalLog, Arc<MemTable>)> {
     let number = db.versions.lock().new_file_number();
     let path = wal_path(&db.dir, number);
-    let mem = Arc::new(MemTable::new(db.options.write_buffer_size.max(need)));
+    let size = db.options.write_buffer_size.max(need);
+    let mem = Arc::new(MemTable::new(size));
+    let others: Vec<(u32, Arc<MemTable>)> = keyspaces
+        .iter()
+        .map(|&id| (id, Arc::new(MemTable::new(size))))
+        .collect();
     let log = WalLog::create(
         db.fs.as_ref(),
         &path,
@@ -184,7 +232,10 @@ fn create_log(db: &DbInner, need: usize) -> Result<(WalLog, Arc<MemTable>)> {
         number,
         Arc::clone(&mem),
     )
-    .map(|log| log.with_blob_budget(db.options.max_memtable_blob_bytes))
+    .map(|log| {
+        log.with_blob_budget(db.options.max_memtable_blob_bytes)
+            .with_keyspace_mems(others)
+    })
     .and_then(|log| db.fs.sync_dir(&db.dir).map(|()| log));
     match log {
         Ok(log) => Ok((log, mem)),
@@ -253,53 +304,90 @@ pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
     // In memory only: done before the new log exists, so a failure here
     // leaves no file behind.
     let failed = db.writes.failed_writes.lock().clone();
-    let kept = if survivors.is_some() || !failed.is_empty() {
+    // Each keyspace's memtable of the old log, copied without the failed
+    // writes' entries (`None`: nothing to drop).
+    let kept: Option<Vec<(u32, Vec<Arc<MemTable>>)>> = if survivors.is_some() || !failed.is_empty()
+    {
         let mut dropped: Vec<(u64, u64)> = failed.clone();
         if let Some((_, lost)) = &survivors {
             dropped.extend_from_slice(lost);
         }
-        let (kept, count) = without_sequences(&old.mem, &dropped, db.options.write_buffer_size)?;
+        let mut count = 0;
+        let mut kept = Vec::new();
+        let mems =
+            std::iter::once((0, &old.mem)).chain(old.keyspace_mems.iter().map(|(id, m)| (*id, m)));
+        for (id, mem) in mems {
+            let (copies, n) = without_sequences(mem, &dropped, db.options.write_buffer_size)?;
+            count += n;
+            kept.push((id, copies));
+        }
         let expected: u64 = dropped.iter().map(|&(first, last)| last - first + 1).sum();
         if count != expected {
             return Err(Error::Poisoned(format!(
                 "of {expected} entries of failed writes only {count} are in the current \
-                 memtable (the others went to an older one): resume cannot take them out, \
-                 reopen the database"
+                     memtables (the others went to an older one): resume cannot take them out, \
+                     reopen the database"
             )));
         }
         Some(kept)
     } else {
         None
     };
-    let (log, mem) = create_log(db, 0)?;
+    let ids: Vec<u32> = old.keyspace_mems.iter().map(|(id, _)| *id).collect();
+    let (log, mem) = create_log(db, 0, &ids)?;
     let (number, path) = (log.number, log.path().to_path_buf());
-    let fresh = Mem {
-        table: mem,
-        wal: number,
-    };
+    let fresh_of = |table: Arc<MemTable>| Mem { table, wal: number };
+    let fresh = fresh_of(mem);
+    let fresh_keyspaces: Vec<(u32, Mem)> = log
+        .keyspace_mems
+        .iter()
+        .map(|(id, t)| (*id, fresh_of(Arc::clone(t))))
+        .collect();
     match kept {
-        None => db.install_unordered(|sv| sv.switched(fresh)),
+        None => db.install_unordered(|sv| {
+            sv.switched_all(fresh, fresh_keyspaces, |_| {
+                Arc::new(crate::version::Version::new())
+            })
+        }),
         Some(kept) => {
             db.install_unordered(|sv| {
                 debug_assert!(
                     Arc::ptr_eq(&sv.mem.table, &old.mem),
                     "the gate's log feeds sv.mem"
                 );
-                let mut imms: Vec<Mem> = kept
-                    .into_iter()
-                    .rev()
-                    .filter(|m| !m.is_empty())
-                    .map(|table| Mem {
-                        table,
-                        wal: old.number,
-                    })
-                    .collect();
-                imms.extend(sv.imms.iter().cloned());
-                SuperVersion {
-                    mem: fresh,
-                    imms,
-                    version: Arc::clone(&sv.version),
+                // The copies replace the old log's memtables, which are
+                // each tree's current memtable.
+                let replace = |t: &SuperVersion, copies: &[Arc<MemTable>], fresh: Mem| {
+                    let mut imms: Vec<Mem> = copies
+                        .iter()
+                        .rev()
+                        .filter(|m| !m.is_empty())
+                        .map(|table| Mem {
+                            table: Arc::clone(table),
+                            wal: old.number,
+                        })
+                        .collect();
+                    imms.extend(t.imms.iter().cloned());
+                    SuperVersion {
+                        mem: fresh,
+                        imms,
+                        version: Arc::clone(&t.version),
+                        keyspaces: Vec::new(),
+                    }
+                };
+                let mut next = sv.clone();
+                for (id, copies) in &kept {
+                    let fresh = if *id == 0 {
+                        fresh.clone()
+                    } else {
+                        match fresh_keyspaces.iter().find(|(k, _)| k == id) {
+                            Some((_, m)) => m.clone(),
+                            None => continue,
+                        }
+                    };
+                    next = next.map_tree(*id, |t| replace(t, copies, fresh));
                 }
+                next
             });
         }
     }

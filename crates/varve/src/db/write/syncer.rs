@@ -187,7 +187,7 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
         let Some(db) = weak.upgrade() else { return };
         let log = db.writes.current();
         let now = Instant::now();
-        if let Some(ttl) = db.options.ttl
+        if let Some(ttl) = crate::db::ttl::shortest_ttl(&db)
             && now.duration_since(last_sample) >= crate::db::ttl::sample_interval(ttl)
         {
             last_sample = now;

@@ -83,11 +83,15 @@ pub(crate) struct Placed<'a> {
 pub(crate) struct WalLog {
     /// The log's file number.
     pub(crate) number: u64,
-    /// The memtable this log's records go to.
+    /// The memtable this log's records of the default keyspace go to.
     pub(crate) mem: Arc<MemTable>,
-    /// Memtable bytes writers may reserve (entry charges are upper bounds,
-    /// so reserved inserts never fail). The memtable is always fresh when
-    /// its log is created.
+    /// The memtables of the other keyspaces, by id; each as large as
+    /// `mem`, all fresh when the log is created (a keyspace created or
+    /// dropped switches logs).
+    pub(crate) keyspace_mems: Vec<(u32, Arc<MemTable>)>,
+    /// Memtable bytes writers may reserve, across all keyspaces (entry
+    /// charges are upper bounds, so reserved inserts never fail). The
+    /// memtables are always fresh when their log is created.
     pub(super) budget: usize,
     pub(super) reserved: AtomicUsize,
     /// Blob value bytes the memtable's pointers may reference
@@ -152,6 +156,7 @@ impl WalLog {
             // memtable accepts entries whose charges sum to its capacity.
             budget: mem.capacity(),
             mem,
+            keyspace_mems: Vec::new(),
             reserved: AtomicUsize::new(0),
             blob_budget: u64::MAX,
             blob_reserved: AtomicU64::new(0),
@@ -175,6 +180,32 @@ impl WalLog {
             lost_cv: Condvar::new(),
             retired: AtomicBool::new(false),
         })
+    }
+
+    /// This log with memtables for the keyspaces other than the default
+    /// one (sorted by id, each of `mem`'s capacity).
+    pub(crate) fn with_keyspace_mems(mut self, mems: Vec<(u32, Arc<MemTable>)>) -> WalLog {
+        debug_assert!(
+            mems.windows(2).all(|w| w[0].0 < w[1].0) && mems.iter().all(|(id, _)| *id != 0),
+            "keyspace memtables sorted by id, without the default keyspace"
+        );
+        debug_assert!(
+            mems.iter().all(|(_, m)| m.capacity() >= self.budget),
+            "every keyspace's memtable can take the whole budget"
+        );
+        self.keyspace_mems = mems;
+        self
+    }
+
+    /// The memtable of keyspace `id` in this log (`None`: no such keyspace).
+    pub(crate) fn mem_of(&self, id: u32) -> Option<&MemTable> {
+        if id == 0 {
+            return Some(&self.mem);
+        }
+        self.keyspace_mems
+            .binary_search_by_key(&id, |(k, _)| *k)
+            .ok()
+            .map(|i| &*self.keyspace_mems[i].1)
     }
 
     /// This log with its memtable's pointers limited to `bytes` of blob
@@ -206,6 +237,12 @@ impl WalLog {
             }
         }
         true
+    }
+
+    /// Gives back a reservation whose write did not happen.
+    pub(crate) fn release(&self, charge: usize, blob: u64) {
+        self.reserved.fetch_sub(charge, Ordering::Relaxed);
+        self.blob_reserved.fetch_sub(blob, Ordering::Relaxed);
     }
 
     /// Whether `charge` more memtable bytes and `blob` more referenced blob

@@ -96,6 +96,8 @@ fn flip_every_byte(compression: Compression) {
         block_restart_interval: 4,
         bloom_bits_per_key: 10,
         compression,
+        // A keyspace's table: its properties carry the optional field.
+        keyspace: 9,
     };
     let (path, props) = write_table(dir.path(), "c.sst", &entries, opts);
     assert!(props.num_data_blocks >= 4, "{}", props.num_data_blocks);

@@ -22,6 +22,7 @@ fn small_blocks(compression: Compression, bloom_bits_per_key: u32) -> TableBuild
         block_restart_interval: 4,
         bloom_bits_per_key,
         compression,
+        keyspace: 0,
     }
 }
 

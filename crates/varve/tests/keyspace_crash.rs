@@ -1,0 +1,272 @@
+//! Crash tests for keyspaces: a child process writes batches that span
+//! three keyspaces (the default one, `a` and `b`) from several threads,
+//! recording each key in a side file only after the write returned, while
+//! another thread creates a keyspace, fills it with one batch and drops it
+//! again, over and over. The parent `SIGKILL`s the child at random moments
+//! and reopens the database (tiny memtables and tables, so kills land in
+//! flushes and compactions too), then checks:
+//! - every acknowledged key is in all three keyspaces with its value;
+//! - every key is in all three keyspaces or in none (a batch is atomic
+//!   across keyspaces), and a range delete across them left no half;
+//! - the scratch keyspace, if it survived, holds its batch whole or not at
+//!   all.
+//!
+//! `VARVE_CRASH_KILLS=N` sets the number of kills (default 20).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Rng, value_for};
+use varve::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
+
+const CHILD_ENV: &str = "VARVE_KS_CRASH_CHILD_DIR";
+const THREADS: usize = 3;
+const SCRATCH: &str = "scratch";
+const SCRATCH_KEYS: usize = 10;
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        block_size: 1024,
+        target_file_size: 32 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        max_bytes_for_level_multiplier: 4,
+        l0_compaction_trigger: 2,
+        l0_slowdown_writes_trigger: 6,
+        l0_stop_writes_trigger: 10,
+        ..Options::default()
+    }
+}
+
+fn child_main(dir: &Path, run: u64) {
+    let db = Arc::new(Db::open(dir.join("db"), options()).expect("child open"));
+    let ks = [
+        db.default_keyspace(),
+        db.keyspace("a", KeyspaceOptions::default()).expect("a"),
+        db.keyspace("b", KeyspaceOptions::default()).expect("b"),
+    ];
+    // A scratch keyspace left by an earlier run goes first.
+    if db.keyspaces().iter().any(|n| n == SCRATCH) {
+        db.drop_keyspace(SCRATCH).expect("drop old scratch");
+    }
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let ks = ks.clone();
+            let db = Arc::clone(&db);
+            s.spawn(move || {
+                let mut side = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(dir.join(format!("acked-{run}-{t}")))
+                    .expect("side file");
+                let opts = WriteOptions {
+                    sync: t == 0,
+                    disable_wal: false,
+                };
+                let mut rng = Rng(run * 1000 + t as u64 + 1);
+                for i in 0u64.. {
+                    let key = format!("r{run:03}-t{t}-{i:08}");
+                    let mut b = WriteBatch::new();
+                    for k in &ks {
+                        b.put_in(k, &key, value_for(key.as_bytes()));
+                    }
+                    if rng.below(6) == 0 {
+                        // A group in every keyspace, then one batch that
+                        // range-deletes it everywhere.
+                        let mut g = WriteBatch::new();
+                        for k in &ks {
+                            for j in 0..3 {
+                                g.put_in(k, format!("{key}-g{j}"), b"doomed");
+                            }
+                        }
+                        db.write_opt(g, &opts).expect("write group");
+                        for k in &ks {
+                            b.delete_range_in(k, format!("{key}-g0")..format!("{key}-g9"));
+                        }
+                    }
+                    db.write_opt(b, &opts).expect("write");
+                    writeln!(side, "{key}").expect("side write");
+                }
+            });
+        }
+        // Create, fill with one batch, drop: again and again.
+        let db = Arc::clone(&db);
+        s.spawn(move || {
+            for i in 0u64.. {
+                let scratch = db
+                    .keyspace(SCRATCH, KeyspaceOptions::default())
+                    .expect("create scratch");
+                let mut b = WriteBatch::new();
+                for j in 0..SCRATCH_KEYS {
+                    b.put_in(&scratch, format!("s{i}-{j}"), b"scratch");
+                }
+                db.write(b).expect("fill scratch");
+                std::thread::sleep(Duration::from_millis(3));
+                db.drop_keyspace(SCRATCH).expect("drop scratch");
+            }
+        });
+    });
+}
+
+#[test]
+#[ignore = "child-process entry point: the keyspace crash test runs it in the processes it kills"]
+fn keyspace_crash_child_entry() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let run: u64 = std::env::var("VARVE_KS_CRASH_RUN")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    child_main(Path::new(&dir), run);
+}
+
+fn acknowledged(dir: &Path) -> Vec<String> {
+    let mut keys = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read_dir") {
+        let p = e.expect("entry").path();
+        if !p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("acked-"))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).expect("side file");
+        let complete = match text.rfind('\n') {
+            Some(i) => &text[..i],
+            None => "",
+        };
+        keys.extend(complete.lines().filter(|l| !l.is_empty()).map(String::from));
+    }
+    keys
+}
+
+fn keys_of(it: varve::DbIterator) -> BTreeSet<String> {
+    it.map(|e| String::from_utf8_lossy(&e.expect("scan after recovery").0).into_owned())
+        .collect()
+}
+
+#[test]
+fn kill9_with_batches_across_keyspaces_is_all_or_nothing() {
+    let kills: u64 = std::env::var("VARVE_CRASH_KILLS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let root = tempfile::tempdir().expect("tempdir");
+    let dir = root.path();
+    let mut rng = Rng(5);
+    let (mut lost, mut torn, mut acked_total) = (0usize, 0usize, 0usize);
+    let mut first_failure: Option<String> = None;
+    for run in 0..kills {
+        let mut child = Command::new(std::env::current_exe().expect("current exe"))
+            .args([
+                "--exact",
+                "--ignored",
+                "keyspace_crash_child_entry",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, dir)
+            .env("VARVE_KS_CRASH_RUN", run.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn child");
+        std::thread::sleep(Duration::from_millis(if rng.below(5) == 0 {
+            rng.below(40)
+        } else {
+            40 + rng.below(300)
+        }));
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("child exited on its own with {status}");
+        }
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reap");
+
+        let db = Db::open(dir.join("db"), options())
+            .unwrap_or_else(|e| panic!("open after kill {run} failed: {e}"));
+        let names = db.keyspaces();
+        let mut failures = Vec::new();
+        if names.len() >= 3 {
+            assert_eq!(&names[..3], &["default", "a", "b"], "{names:?}");
+        }
+        let ks: Vec<_> = ["a", "b"]
+            .iter()
+            .filter(|n| names.iter().any(|m| m == *n))
+            .map(|n| {
+                db.keyspace(n, KeyspaceOptions::default())
+                    .expect("keyspace")
+            })
+            .collect();
+        let acked = acknowledged(dir);
+        if !acked.is_empty() && ks.len() != 2 {
+            failures.push(format!("keyspaces lost: {names:?}"));
+        }
+        let mut missing = BTreeMap::new();
+        for key in &acked {
+            let want = value_for(key.as_bytes());
+            let found = [
+                db.get(key.as_bytes()).expect("get"),
+                ks.first().and_then(|k| k.get(key.as_bytes()).expect("get")),
+                ks.get(1).and_then(|k| k.get(key.as_bytes()).expect("get")),
+            ];
+            if found.iter().any(|v| v.as_deref() != Some(want.as_slice())) {
+                missing.insert(key.clone(), found.map(|v| v.is_some()));
+            }
+        }
+        // All or nothing across the keyspaces, and range-deleted groups
+        // gone wherever their key is.
+        let sets: Vec<BTreeSet<String>> = std::iter::once(keys_of(db.iter()))
+            .chain(ks.iter().map(|k| keys_of(k.iter())))
+            .collect();
+        for (i, set) in sets.iter().enumerate().skip(1) {
+            for k in set.symmetric_difference(&sets[0]) {
+                failures.push(format!("{k} in keyspace {i} or the default, not both"));
+            }
+        }
+        for k in &sets[0] {
+            if let Some(base) = k.strip_suffix("-g0") {
+                let group = (0..3)
+                    .filter(|j| sets[0].contains(&format!("{base}-g{j}")))
+                    .count();
+                if group != 3 || sets[0].contains(base) {
+                    failures.push(format!("{base}: group {group} of 3 left"));
+                }
+            }
+        }
+        if names.iter().any(|n| n == SCRATCH) {
+            let s = db.keyspace(SCRATCH, KeyspaceOptions::default()).expect("s");
+            let n = s.iter().count();
+            if n != 0 && n != SCRATCH_KEYS {
+                failures.push(format!("scratch keyspace holds {n} of its batch's keys"));
+            }
+        }
+        if (!missing.is_empty() || !failures.is_empty()) && first_failure.is_none() {
+            first_failure = Some(format!(
+                "after kill {run}: {} of {} acknowledged keys missing, e.g. {:?}; {:?}",
+                missing.len(),
+                acked.len(),
+                missing.iter().take(5).collect::<Vec<_>>(),
+                &failures[..failures.len().min(5)]
+            ));
+        }
+        lost += missing.len();
+        torn += failures.len();
+        acked_total += acked.len();
+        db.close().expect("close");
+    }
+    println!(
+        "keyspace crash loop: kills {kills}, acknowledged keys checked {acked_total}, lost \
+         {lost}, torn {torn}"
+    );
+    if let Some(f) = first_failure {
+        panic!("{f}");
+    }
+    assert!(acked_total > 0, "the children never acknowledged a write");
+}
