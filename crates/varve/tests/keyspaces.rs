@@ -388,3 +388,57 @@ fn repair_puts_data_back_in_its_keyspaces() {
         db.close().expect("close");
     }
 }
+
+/// A keyspace's own write buffer switches (and so flushes) the memtables
+/// when that keyspace alone fills it, long before the database's.
+#[test]
+fn a_keyspace_write_buffer_switches_memtables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Db::open(
+        dir.path(),
+        Options {
+            write_buffer_size: 64 << 20,
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    let log = db
+        .keyspace(
+            "log",
+            KeyspaceOptions {
+                write_buffer_size: Some(64 << 10),
+                ..KeyspaceOptions::default()
+            },
+        )
+        .expect("log");
+    let bulk = db
+        .keyspace("bulk", KeyspaceOptions::default())
+        .expect("bulk");
+    for i in 0..200u32 {
+        bulk.put(format!("b{i:05}"), [2u8; 100]).expect("put");
+    }
+    let before = db.stats().flushes;
+    for i in 0..4000u32 {
+        log.put(format!("l{i:05}"), [1u8; 100]).expect("put");
+    }
+    db.flush().expect("flush");
+    let flushes = db.stats().flushes - before;
+    // ~450 KiB of entries in 64 KiB memtables: several switches.
+    assert!(flushes >= 4, "{flushes} flushes");
+    assert!(
+        matches!(
+            db.keyspace(
+                "bad",
+                KeyspaceOptions {
+                    write_buffer_size: Some(10),
+                    ..KeyspaceOptions::default()
+                }
+            ),
+            Err(Error::InvalidArgument(_))
+        ),
+        "a tiny write buffer is refused"
+    );
+    assert_eq!(all(log.iter()).len(), 4000);
+    assert_eq!(all(bulk.iter()).len(), 200);
+    db.close().expect("close");
+}

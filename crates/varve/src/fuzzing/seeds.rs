@@ -150,6 +150,9 @@ pub fn seeds() -> Vec<(&'static str, String, Vec<u8>)> {
     for e in &edits[1..4] {
         w.append(e).expect("append");
     }
+    // A group record: a keyspace created by its first part and filled by
+    // its second (manifest format 5).
+    w.append_group(&edits[6..8]).expect("append group");
     let bytes = fs
         .get(&crate::version::manifest::manifest_path(dir, LOG_NUMBER))
         .expect("written");
@@ -187,7 +190,15 @@ pub(super) fn sample_batches() -> Vec<WriteBatch> {
     e.delete_range(b"k0".as_slice()..b"k5".as_slice());
     e.delete_range(b"".as_slice()..b"".as_slice()); // empty: deletes nothing
     e.set_sequence(9);
-    vec![a, b, c, d, e]
+    // Records of several keyspaces (batch format 3: keyspace markers).
+    let mut f = WriteBatch::new();
+    f.put(b"k", b"default");
+    f.put_to(3, b"k", b"keyspace 3");
+    f.delete_range_to(3, b"a", b"c");
+    f.delete_to(1, b"x");
+    f.put(b"z", b"default again");
+    f.set_sequence(20);
+    vec![a, b, c, d, e, f]
 }
 
 /// Sorted internal keys: 60 user keys, some with two versions, some
@@ -270,6 +281,21 @@ pub(super) fn sample_edits() -> Vec<VersionEdit> {
     base_move.delete_file(2, 5);
     base_move.add_file(3, file_meta(5, "b", "y", 5));
     base_move.add_file(0, file_meta(17, "0", "9", 8));
+    // Keyspaces (manifest format 5): one created, a part of its own.
+    let created = VersionEdit {
+        created_keyspaces: vec![(1, "users".to_string())],
+        next_keyspace_id: Some(2),
+        ..VersionEdit::default()
+    };
+    let mut keyspace_part = VersionEdit {
+        keyspace: 1,
+        ..VersionEdit::default()
+    };
+    keyspace_part.add_file(0, file_meta(18, "a", "z", 130));
+    let dropped = VersionEdit {
+        dropped_keyspaces: vec![1],
+        ..VersionEdit::default()
+    };
     vec![
         snapshot,
         flush,
@@ -277,5 +303,8 @@ pub(super) fn sample_edits() -> Vec<VersionEdit> {
         moved,
         base_compaction,
         base_move,
+        created,
+        keyspace_part,
+        dropped,
     ]
 }

@@ -28,6 +28,12 @@ use crate::sst::Compression;
 /// ```
 #[derive(Clone)]
 pub struct KeyspaceOptions {
+    /// Memtable bytes of this keyspace at which every keyspace's memtable
+    /// is switched and flushed (flushes are atomic across keyspaces,
+    /// `docs/keyspaces.md`); `None`: only the database's
+    /// `Options::write_buffer_size`, which bounds all keyspaces' memtables
+    /// together, switches. Takes effect from the next memtable on.
+    pub write_buffer_size: Option<usize>,
     /// Uncompressed bytes per data block of this keyspace's tables.
     pub block_size: usize,
     /// Bloom filter bits per key in its tables (0: no filter).
@@ -55,6 +61,7 @@ pub struct KeyspaceOptions {
 impl std::fmt::Debug for KeyspaceOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeyspaceOptions")
+            .field("write_buffer_size", &self.write_buffer_size)
             .field("block_size", &self.block_size)
             .field("bloom_bits_per_key", &self.bloom_bits_per_key)
             .field("compression", &self.compression)
@@ -81,6 +88,7 @@ impl Default for KeyspaceOptions {
 impl From<&Options> for KeyspaceOptions {
     fn from(o: &Options) -> Self {
         KeyspaceOptions {
+            write_buffer_size: None,
             block_size: o.block_size,
             bloom_bits_per_key: o.bloom_bits_per_key,
             compression: o.compression,
@@ -99,6 +107,9 @@ impl KeyspaceOptions {
     /// naming the field).
     pub fn validate(&self) -> Result<()> {
         let bad = |what: &str| Err(Error::InvalidArgument(format!("KeyspaceOptions: {what}")));
+        if self.write_buffer_size.is_some_and(|w| w < 4096) {
+            return bad("write_buffer_size must be at least 4 KiB");
+        }
         if !(256..=64 << 20).contains(&self.block_size) {
             return bad("block_size must be within 256 B..=64 MiB");
         }

@@ -337,6 +337,9 @@ fn apply(
         }
     };
     let inserted = insert_batch(|id| log.mem_of(id), &batch, first);
+    if batch.has_keyspaces() {
+        log.check_keyspace_limits();
+    }
     wp.seq.complete(&db.last_sequence, first, last);
     drop(gate);
     if inserted.is_err() {

@@ -225,6 +225,15 @@ fn create_log(db: &DbInner, need: usize, keyspaces: &[u32]) -> Result<(WalLog, A
         .iter()
         .map(|&id| (id, Arc::new(MemTable::new(size))))
         .collect();
+    // Each keyspace's own write buffer (below the database's, if set).
+    let limits: Vec<usize> = keyspaces
+        .iter()
+        .map(|&id| {
+            db.keyspace_state(id)
+                .and_then(|k| k.options().write_buffer_size)
+                .unwrap_or(usize::MAX)
+        })
+        .collect();
     let log = WalLog::create(
         db.fs.as_ref(),
         &path,
@@ -235,6 +244,7 @@ fn create_log(db: &DbInner, need: usize, keyspaces: &[u32]) -> Result<(WalLog, A
     .map(|log| {
         log.with_blob_budget(db.options.max_memtable_blob_bytes)
             .with_keyspace_mems(others)
+            .with_keyspace_limits(limits)
     })
     .and_then(|log| db.fs.sync_dir(&db.dir).map(|()| log));
     match log {

@@ -89,6 +89,10 @@ pub(crate) struct WalLog {
     /// `mem`, all fresh when the log is created (a keyspace created or
     /// dropped switches logs).
     pub(crate) keyspace_mems: Vec<(u32, Arc<MemTable>)>,
+    /// For each of `keyspace_mems`, the arena bytes at which that
+    /// keyspace's memtable asks for a switch
+    /// (`KeyspaceOptions::write_buffer_size`; `usize::MAX`: none of its own).
+    pub(crate) keyspace_limits: Vec<usize>,
     /// Memtable bytes writers may reserve, across all keyspaces (entry
     /// charges are upper bounds, so reserved inserts never fail). The
     /// memtables are always fresh when their log is created.
@@ -157,6 +161,7 @@ impl WalLog {
             budget: mem.capacity(),
             mem,
             keyspace_mems: Vec::new(),
+            keyspace_limits: Vec::new(),
             reserved: AtomicUsize::new(0),
             blob_budget: u64::MAX,
             blob_reserved: AtomicU64::new(0),
@@ -193,8 +198,30 @@ impl WalLog {
             mems.iter().all(|(_, m)| m.capacity() >= self.budget),
             "every keyspace's memtable can take the whole budget"
         );
+        self.keyspace_limits = vec![usize::MAX; mems.len()];
         self.keyspace_mems = mems;
         self
+    }
+
+    /// This log with `limits[i]` the write buffer of `keyspace_mems[i]`.
+    pub(crate) fn with_keyspace_limits(mut self, limits: Vec<usize>) -> WalLog {
+        debug_assert_eq!(limits.len(), self.keyspace_mems.len());
+        self.keyspace_limits = limits;
+        self
+    }
+
+    /// Makes the next reservation fail (so the next writer switches
+    /// memtables) once a keyspace's memtable has reached its own write
+    /// buffer. Called after a write to a keyspace other than the default.
+    pub(crate) fn check_keyspace_limits(&self) {
+        let full = self
+            .keyspace_mems
+            .iter()
+            .zip(&self.keyspace_limits)
+            .any(|((_, m), &limit)| limit != usize::MAX && m.memory_usage() >= limit);
+        if full {
+            self.reserved.fetch_max(self.budget, Ordering::Relaxed);
+        }
     }
 
     /// The memtable of keyspace `id` in this log (`None`: no such keyspace).
