@@ -163,7 +163,9 @@ impl Engine for Varve {
             sync: opts.sync,
             disable_wal: opts.disable_wal,
         };
-        if !self.spread.is_empty() {
+        if let ([(k, v)], false) = (batch, self.spread.is_empty()) {
+            self.ks(k).put_opt(k, v, &wo)?;
+        } else if !self.spread.is_empty() {
             // One atomic batch across the keyspaces its keys go to.
             let mut b = varve::WriteBatch::new();
             for (k, v) in batch {

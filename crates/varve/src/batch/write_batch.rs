@@ -120,8 +120,9 @@ impl WriteBatch {
     /// `value_len`-byte value, so that adding it allocates once (a single
     /// `put` is on every write's path).
     pub(crate) fn for_one(key_len: usize, value_len: usize) -> Self {
-        // Kind byte, two varint32 lengths (at most 5 bytes each).
-        let mut rep = Vec::with_capacity(HEADER_LEN + 1 + 5 + key_len + 5 + value_len);
+        // A keyspace marker (kind byte and a varint32), kind byte, two
+        // varint32 lengths (at most 5 bytes each).
+        let mut rep = Vec::with_capacity(HEADER_LEN + 6 + 1 + 5 + key_len + 5 + value_len);
         rep.resize(HEADER_LEN, 0);
         WriteBatch {
             rep,

@@ -306,11 +306,12 @@ impl Keyspace {
         opts: &WriteOptions,
     ) -> Result<()> {
         self.live()?;
+        let (key, value) = (key.as_ref(), value.as_ref());
         if self.state.id == 0 {
-            return write::put(&self.db, key.as_ref(), value.as_ref(), opts);
+            return write::put(&self.db, key, value, opts);
         }
-        let mut batch = WriteBatch::new();
-        batch.put_in(self, key, value);
+        let mut batch = WriteBatch::for_one(key.len(), value.len());
+        batch.put_to(self.state.id, key, value);
         write::write(&self.db, batch, opts)
     }
 
@@ -322,8 +323,9 @@ impl Keyspace {
     /// [`delete`](Self::delete) with write options.
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, opts: &WriteOptions) -> Result<()> {
         self.live()?;
-        let mut batch = WriteBatch::new();
-        batch.delete_in(self, key);
+        let key = key.as_ref();
+        let mut batch = WriteBatch::for_one(key.len(), 0);
+        batch.delete_to(self.state.id, key);
         write::write(&self.db, batch, opts)
     }
 
