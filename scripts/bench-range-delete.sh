@@ -5,12 +5,16 @@
 #   scripts/bench-range-delete.sh
 #   REPS=5 NUM=1000000 DB_DIR=/data scripts/bench-range-delete.sh
 #
-# Each rep, per engine, one process runs on a fresh database:
-#   fillrandom (NUM keys, 16-byte keys, 100-byte values), compact,
+# Each rep, per engine, on a fresh database, each line its own process
+# (so no phase inherits another's caches or allocator state):
+#   fillrandom (NUM keys, 16-byte keys, 100-byte values), compact
 #   readrandom, readseq x SEQ                 <- "before": no tombstone
 #   deleterange (the middle tenth of the key numbers, one range delete),
 #   readrandom, readseq x SEQ                 <- "tombstone": not compacted
-#   compact, readrandom, readseq x SEQ        <- "compacted"
+#   compact
+#   readrandom, readseq x SEQ                 <- "compacted"
+# With KS=N (default 1) the keys are spread over N keyspaces (varve) or
+# column families (RocksDB), and the range delete covers the tenth in each.
 # readrandom does NUM reads; each readseq reads the whole database (a
 # pass takes a fraction of a second, so SEQ passes, default 5, each count;
 # the median is over every pass of every rep). The
@@ -18,7 +22,7 @@
 # to "before", after checking that both engines found the same keys in
 # every phase (same seed, same keys read: a difference is a wrong answer).
 #
-# Environment: NUM (1000000), REPS (3), SEQ (5), DB_DIR (/work/rdb), BIN (a
+# Environment: NUM (1000000), REPS (3), SEQ (5), KS (1), DB_DIR (/work/rdb), BIN (a
 # varve-bench built with --features rocksdb; default: build it into
 # CARGO_TARGET_DIR).
 set -euo pipefail
@@ -27,6 +31,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 NUM="${NUM:-1000000}"
 REPS="${REPS:-3}"
 SEQ="${SEQ:-5}"
+KS="${KS:-1}"
 DB_DIR="${DB_DIR:-/work/rdb}"
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 if [ -z "${BIN:-}" ]; then
@@ -38,26 +43,32 @@ OUT="$(mktemp)"
 trap 'rm -f "$OUT"; rm -rf "$DB_DIR/rd"' EXIT
 
 SEQS=$(printf ',readseq%.0s' $(seq "$SEQ"))
-BENCHES="fillrandom,compact,readrandom${SEQS},deleterange,readrandom${SEQS},compact,readrandom${SEQS}"
+READS="readrandom${SEQS}"
 for rep in $(seq "$REPS"); do
     for engine in varve rocksdb; do
         rm -rf "$DB_DIR/rd"
-        echo "== rep $rep $engine: $BIN --engine=$engine --benchmarks=$BENCHES --num=$NUM --reads=$NUM ..."
-        run_out=$("$BIN" --engine="$engine" --benchmarks="$BENCHES" --num="$NUM" --reads="$NUM" \
-            --key_size=16 --value_size=100 --compression_type=none --histogram=0 \
-            --seed="$rep" --db="$DB_DIR/rd" 2>&1)
-        echo "$run_out"
-        echo "$run_out" | grep -E '^(readrandom|readseq) +:' |
-            awk -v e="$engine" -v r="$rep" -v seq="$SEQ" '
-                { n[$1]++; k = ($1 == "readseq" ? int((n[$1] - 1) / seq) + 1 : n[$1])
-                  phase = (k == 1 ? "before" : (k == 2 ? "tombstone" : "compacted"))
-                  found = ""
-                  for (i = 1; i <= NF; i++) {
-                      if ($i == "ops/sec") ops = $(i - 1)
-                      if ($i == "operations;") found = $(i - 1)
-                      if ($i == "of" && substr($(i - 1), 1, 1) == "(") found = substr($(i - 1), 2)
-                  }
-                  print e, r, $1, phase, ops, found }' >>"$OUT"
+        for step in "fill:fillrandom,compact" "before:$READS" "tombstone:deleterange,$READS" \
+            "compact:compact" "compacted:$READS"; do
+            phase="${step%%:*}"
+            benches="${step#*:}"
+            existing=true
+            [ "$phase" = fill ] && existing=false
+            echo "== rep $rep $engine $phase: $BIN --engine=$engine --keyspaces=$KS --benchmarks=$benches --use_existing_db=$existing --num=$NUM --reads=$NUM ..."
+            run_out=$("$BIN" --engine="$engine" --keyspaces="$KS" --benchmarks="$benches" \
+                --use_existing_db="$existing" --num="$NUM" --reads="$NUM" \
+                --key_size=16 --value_size=100 --compression_type=none --histogram=0 \
+                --seed="$rep" --db="$DB_DIR/rd" 2>&1)
+            echo "$run_out"
+            echo "$run_out" | grep -E '^(readrandom|readseq) +:' |
+                awk -v e="$engine" -v r="$rep" -v phase="$phase" '
+                    { found = ""
+                      for (i = 1; i <= NF; i++) {
+                          if ($i == "ops/sec") ops = $(i - 1)
+                          if ($i == "operations;") found = $(i - 1)
+                          if ($i == "of" && substr($(i - 1), 1, 1) == "(") found = substr($(i - 1), 2)
+                      }
+                      print e, r, $1, phase, ops, found }' >>"$OUT" || true
+        done
     done
 done
 echo

@@ -221,6 +221,10 @@ impl Db {
         if self.inner.closed.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
+        // Writers through `Keyspace` handles on other threads: those inside
+        // the gate finish placing their records (synced below), later ones
+        // fail with `Closed`.
+        self.inner.writes.drain_writers();
         bg::stop(&self.inner);
         self.inner.writes.stop();
         let result = if self.inner.is_poisoned.load(Ordering::Acquire) {

@@ -132,6 +132,14 @@ impl WritePath {
             .start(weak, o.wal_idle_flush_interval, o.wal_sync_interval)
     }
 
+    /// Waits until no writer is between taking the write gate and leaving
+    /// it. Called by close after `closed` is set: a writer inside has
+    /// placed its record (the close's WAL sync then covers it), and every
+    /// later one sees `closed` once it has the gate, and fails.
+    pub(crate) fn drain_writers(&self) {
+        drop(self.gate.write());
+    }
+
     /// Stops the syncing thread.
     pub(crate) fn stop(&self) {
         self.syncer.stop();
@@ -310,6 +318,14 @@ fn apply(
         drop(gate);
         room::make_room(db, charge, blob_bytes)?;
     };
+    // A close that began since the check (a `Keyspace` handle may write
+    // from another thread) drains the gate and then syncs the log: a
+    // record placed now would never be synced.
+    if db.closed.load(std::sync::atomic::Ordering::Acquire) {
+        log.release(charge, blob_bytes);
+        drop(gate);
+        return Err(Error::Closed);
+    }
     // Every keyspace the batch writes must have a memtable in this log (a
     // keyspace dropped since the caller took its handle has none).
     if batch.has_keyspaces()
