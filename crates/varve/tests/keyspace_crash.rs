@@ -11,7 +11,12 @@
 //! - the scratch keyspace, if it survived, holds its batch whole or not at
 //!   all.
 //!
-//! `VARVE_CRASH_KILLS=N` sets the number of kills (default 20).
+//! A second test does the same on the fault-injecting file system with
+//! simulated power losses: every write acknowledged with `sync = true`
+//! survives in all three keyspaces, and every batch is whole or gone.
+//!
+//! `VARVE_CRASH_KILLS=N` sets the number of kills (default 20),
+//! `VARVE_POWER_LOSS_ROUNDS=N` the power losses (default 20).
 
 mod common;
 
@@ -269,4 +274,142 @@ fn kill9_with_batches_across_keyspaces_is_all_or_nothing() {
         panic!("{f}");
     }
     assert!(acked_total > 0, "the children never acknowledged a write");
+}
+
+#[test]
+fn power_loss_with_batches_across_keyspaces() {
+    use varve::fs::PosixFs;
+    use varve::testing::FaultInjectingFs;
+
+    let rounds: u64 = std::env::var("VARVE_POWER_LOSS_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let root = common::fast_tempdir();
+    let mut rng = Rng(0x6b73);
+    let (mut lost, mut torn, mut checked) = (0usize, 0usize, 0usize);
+    let mut synced: Vec<String> = Vec::new();
+    let mut first_failure: Option<String> = None;
+    let dir = root.path().join("db");
+    for round in 0..rounds {
+        let fs = FaultInjectingFs::new(Arc::new(PosixFs));
+        let opts = Options {
+            fs: Arc::new(fs.clone()),
+            ..options()
+        };
+        let db = Arc::new(Db::open(&dir, opts).unwrap_or_else(|e| panic!("open {round}: {e}")));
+        let ks = [
+            db.default_keyspace(),
+            db.keyspace("a", KeyspaceOptions::default()).expect("a"),
+            db.keyspace("b", KeyspaceOptions::default()).expect("b"),
+        ];
+        let acked = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let delay = Duration::from_micros(rng.below(40_000));
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let (ks, acked) = (ks.clone(), Arc::clone(&acked));
+                let db = Arc::clone(&db);
+                s.spawn(move || {
+                    for i in 0u64.. {
+                        let key = format!("p{round:03}-t{t}-{i:06}");
+                        let sync = !(t + i as usize).is_multiple_of(3);
+                        let mut b = WriteBatch::new();
+                        for k in &ks {
+                            b.put_in(k, &key, value_for(key.as_bytes()));
+                        }
+                        let opts = WriteOptions {
+                            sync,
+                            disable_wal: false,
+                        };
+                        if db.write_opt(b, &opts).is_err() {
+                            return; // the machine is down
+                        }
+                        if sync {
+                            acked.lock().push(key);
+                        }
+                    }
+                });
+            }
+            // Create, fill, drop, while the power may go.
+            let db = Arc::clone(&db);
+            s.spawn(move || {
+                for i in 0u64.. {
+                    let Ok(scratch) = db.keyspace(SCRATCH, KeyspaceOptions::default()) else {
+                        return;
+                    };
+                    let mut b = WriteBatch::new();
+                    for j in 0..SCRATCH_KEYS {
+                        b.put_in(&scratch, format!("s{i}-{j}"), b"scratch");
+                    }
+                    if db.write(b).is_err() || db.drop_keyspace(SCRATCH).is_err() {
+                        return;
+                    }
+                }
+            });
+            std::thread::sleep(delay);
+            fs.crash();
+        });
+        drop(ks);
+        drop(Arc::into_inner(db).expect("sole owner"));
+        fs.apply_power_loss(rng.next()).expect("apply power loss");
+        synced.extend(acked.lock().drain(..));
+
+        let db = Db::open(&dir, options())
+            .unwrap_or_else(|e| panic!("recovery after power loss {round} failed: {e}"));
+        let names = db.keyspaces();
+        assert!(
+            names.iter().any(|n| n == "a") && names.iter().any(|n| n == "b"),
+            "after power loss {round}: keyspaces {names:?}"
+        );
+        let ks = [
+            db.default_keyspace(),
+            db.keyspace("a", KeyspaceOptions::default()).expect("a"),
+            db.keyspace("b", KeyspaceOptions::default()).expect("b"),
+        ];
+        let mut failures = Vec::new();
+        for key in &synced {
+            let want = value_for(key.as_bytes());
+            for (i, k) in ks.iter().enumerate() {
+                if k.get(key.as_bytes()).expect("get").as_deref() != Some(want.as_slice()) {
+                    failures.push(format!("synced {key} missing in keyspace {i}"));
+                    lost += 1;
+                }
+            }
+        }
+        let sets: Vec<BTreeSet<String>> = ks.iter().map(|k| keys_of(k.iter())).collect();
+        for (i, set) in sets.iter().enumerate().skip(1) {
+            for k in set.symmetric_difference(&sets[0]) {
+                failures.push(format!("{k} in keyspace {i} or the default, not both"));
+                torn += 1;
+            }
+        }
+        if names.iter().any(|n| n == SCRATCH) {
+            let n = db
+                .keyspace(SCRATCH, KeyspaceOptions::default())
+                .expect("scratch")
+                .iter()
+                .count();
+            if n != 0 && n != SCRATCH_KEYS {
+                failures.push(format!("scratch keyspace holds {n} keys"));
+                torn += 1;
+            }
+            db.drop_keyspace(SCRATCH).expect("drop scratch");
+        }
+        if !failures.is_empty() && first_failure.is_none() {
+            first_failure = Some(format!(
+                "after power loss {round}: {:?}",
+                &failures[..failures.len().min(5)]
+            ));
+        }
+        checked += synced.len();
+        db.close().expect("close");
+    }
+    println!(
+        "keyspace power loop: power losses {rounds}, synced writes checked {checked}, lost \
+         {lost}, torn {torn}"
+    );
+    if let Some(f) = first_failure {
+        panic!("{f}");
+    }
+    assert!(checked > 0, "no synced write was ever acknowledged");
 }

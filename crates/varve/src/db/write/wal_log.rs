@@ -138,6 +138,13 @@ impl WalLog {
     ) -> Result<WalLog> {
         let file = crate::wal::create_log_file(fs, path, io)?;
         file.write_at(0, &format::file_header_record(WAL_FORMAT_V2, number))?;
+        // The header is durable from the start (`durable` begins after it):
+        // a log that is switched away from before any record reaches it
+        // (a keyspace created or dropped right after the switch that made
+        // it) is never synced again, and a power loss must not leave it
+        // torn with newer logs after it, which recovery rightly calls
+        // corruption.
+        file.sync_data()?;
         Self::with_file(file, number, mem)
     }
 
