@@ -561,3 +561,47 @@ fn ttl_and_filter_are_per_keyspace() {
     assert_eq!(all(filtered.iter()).len(), 50);
     db.close().expect("close");
 }
+
+/// A database written before keyspaces existed (manifest format 4, write
+/// batches of format 2, by the build of `c13bbe1`: 2000 `fillseq` keys,
+/// a range delete of the middle tenth, a flush, then 50 overwrites and the
+/// same range delete in the WAL) opens as one default keyspace, and takes
+/// keyspaces afterwards.
+#[test]
+fn a_database_from_before_keyspaces_opens_as_the_default_keyspace() {
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/manifest-v4-db");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("db");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for e in std::fs::read_dir(&fixture).expect("fixture") {
+        let p = e.expect("entry").path();
+        std::fs::copy(&p, dir.join(p.file_name().expect("name"))).expect("copy");
+    }
+    // The keys of varve-bench: the number (8 bytes, big-endian) padded.
+    let key = |n: u64| {
+        let mut k = n.to_be_bytes().to_vec();
+        k.extend_from_slice(b"00000000");
+        k
+    };
+    let check = |db: &Db| {
+        assert_eq!(db.keyspaces(), vec!["default"]);
+        assert_eq!(all(db.iter()).len(), 1800);
+        assert_eq!(db.get(key(1000)).expect("get"), None, "range-deleted");
+        assert_eq!(db.get(key(5)).expect("get").map(|v| v.len()), Some(20));
+    };
+    let db = Db::open_read_only(&dir, Options::default()).expect("read-only open");
+    check(&db);
+    db.close().expect("close");
+    let db = Db::open(&dir, Options::default()).expect("open");
+    check(&db);
+    let ks = db.keyspace("new", KeyspaceOptions::default()).expect("new");
+    ks.put(b"k", b"v").expect("put");
+    db.close().expect("close");
+    let db = Db::open(&dir, Options::default()).expect("reopen");
+    assert_eq!(db.keyspaces(), vec!["default", "new"]);
+    assert_eq!(all(db.iter()).len(), 1800);
+    let ks = db.keyspace("new", KeyspaceOptions::default()).expect("new");
+    assert_eq!(ks.get(b"k").expect("get"), Some(b"v".to_vec()));
+    db.close().expect("close");
+}
