@@ -605,3 +605,53 @@ fn a_database_from_before_keyspaces_opens_as_the_default_keyspace() {
     assert_eq!(ks.get(b"k").expect("get"), Some(b"v".to_vec()));
     db.close().expect("close");
 }
+
+/// After a reopen, a keyspace that has not been named yet runs without the
+/// default keyspace's TTL (or filter): it must not expire on someone
+/// else's setting while it waits for `Db::keyspace`.
+#[test]
+fn an_unnamed_keyspace_does_not_take_the_default_ttl() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let with_ttl = Options {
+        ttl: Some(Duration::from_secs(1)),
+        ..small()
+    };
+    {
+        let db = Db::open(dir.path(), with_ttl.clone()).expect("open");
+        let k = db
+            .keyspace(
+                "k",
+                KeyspaceOptions {
+                    ttl: None,
+                    ..KeyspaceOptions::default()
+                },
+            )
+            .expect("k");
+        for i in 0..100u32 {
+            k.put(format!("k{i:03}"), b"v").expect("put");
+            db.put(format!("d{i:03}"), b"v").expect("put");
+        }
+        db.flush().expect("flush");
+        db.close().expect("close");
+    }
+    let db = Db::open(dir.path(), with_ttl).expect("reopen");
+    // The default keyspace's entries expire; the other keyspace's stay.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while db.get(b"d001").expect("get").is_some() {
+        assert!(std::time::Instant::now() < deadline, "the TTL never hid");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    db.wait_for_compactions().expect("wait");
+    let k = db
+        .keyspace(
+            "k",
+            KeyspaceOptions {
+                ttl: None,
+                ..KeyspaceOptions::default()
+            },
+        )
+        .expect("k");
+    assert_eq!(all(k.iter()).len(), 100);
+    db.close().expect("close");
+}

@@ -440,8 +440,16 @@ fn keyspace_states(options: &Options, versions: &VersionSet) -> KeyspaceStates {
     std::iter::once((0, DEFAULT_KEYSPACE_NAME.to_string()))
         .chain(versions.keyspaces())
         .map(|(id, name)| {
-            let state = KeyspaceState::new(id, name, KeyspaceOptions::from(options));
-            (id, Arc::new(state))
+            // Until `Db::keyspace` gives a keyspace its options, it runs
+            // with the database's table and level settings, but never with
+            // the default keyspace's TTL or filter: those only remove data,
+            // and must not remove another keyspace's.
+            let mut o = KeyspaceOptions::from(options);
+            if id != 0 {
+                o.ttl = None;
+                o.compaction_filter = None;
+            }
+            (id, Arc::new(KeyspaceState::new(id, name, o)))
         })
         .collect()
 }
