@@ -4,7 +4,9 @@
 #   sync      4 writer threads, sync = true, one write in four a 3-key batch;
 #   lsm       tiny memtables and tables, so most kills land in flushes and
 #             compactions (sync = false: a write that reached the OS must
-#             survive kill -9).
+#             survive kill -9);
+#   keyspaces batches and range deletes across three keyspaces while a
+#             fourth is created, filled and dropped (docs/keyspaces.md).
 # Prints, per mode, the kills, the acknowledged keys checked, the keys lost
 # and the torn batches (all must be 0); exits non-zero if any was lost.
 # A fresh database every 50 kills keeps each check bounded.
@@ -25,5 +27,12 @@ for test in kill9_with_sync_writes_loses_nothing_acknowledged \
         status=1
     fi
 done
+echo "== kill9_with_batches_across_keyspaces_is_all_or_nothing ($KILLS kills)"
+cargo test -q --release -p varve --test keyspace_crash -- --exact \
+    kill9_with_batches_across_keyspaces_is_all_or_nothing --nocapture --test-threads=1 2>&1 \
+    | tee /tmp/crash-loop.$$.log | grep -A1 -E "^keyspace crash loop|panicked|FAILED" || true
+if ! grep -qE "^keyspace crash loop: .* lost 0, torn 0$" /tmp/crash-loop.$$.log; then
+    status=1
+fi
 rm -f /tmp/crash-loop.$$.log
 exit $status

@@ -35,6 +35,11 @@ const THREADS: usize = 3;
 const SCRATCH: &str = "scratch";
 const SCRATCH_KEYS: usize = 10;
 
+/// Kills (or power losses) per database: a fresh directory every this many
+/// keeps the check after each one bounded in long loops
+/// (`scripts/crash-loop.sh`, `scripts/power-loop.sh`).
+const RUNS_PER_DB: u64 = 50;
+
 fn options() -> Options {
     Options {
         write_buffer_size: 64 << 10,
@@ -164,11 +169,19 @@ fn kill9_with_batches_across_keyspaces_is_all_or_nothing() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
     let root = tempfile::tempdir().expect("tempdir");
-    let dir = root.path();
     let mut rng = Rng(5);
     let (mut lost, mut torn, mut acked_total) = (0usize, 0usize, 0usize);
     let mut first_failure: Option<String> = None;
     for run in 0..kills {
+        let dir_buf = root.path().join(format!("d{}", run / RUNS_PER_DB));
+        if run % RUNS_PER_DB == 0 {
+            if run > 0 {
+                let old = root.path().join(format!("d{}", run / RUNS_PER_DB - 1));
+                std::fs::remove_dir_all(old).expect("remove the previous database");
+            }
+            std::fs::create_dir_all(&dir_buf).expect("mkdir");
+        }
+        let dir = dir_buf.as_path();
         let mut child = Command::new(std::env::current_exe().expect("current exe"))
             .args([
                 "--exact",
@@ -290,8 +303,15 @@ fn power_loss_with_batches_across_keyspaces() {
     let (mut lost, mut torn, mut checked) = (0usize, 0usize, 0usize);
     let mut synced: Vec<String> = Vec::new();
     let mut first_failure: Option<String> = None;
-    let dir = root.path().join("db");
     for round in 0..rounds {
+        let dir = root.path().join(format!("db-{}", round / RUNS_PER_DB));
+        if round % RUNS_PER_DB == 0 {
+            if round > 0 {
+                let old = root.path().join(format!("db-{}", round / RUNS_PER_DB - 1));
+                std::fs::remove_dir_all(old).expect("remove the previous database");
+            }
+            synced.clear();
+        }
         let fs = FaultInjectingFs::new(Arc::new(PosixFs));
         let opts = Options {
             fs: Arc::new(fs.clone()),
