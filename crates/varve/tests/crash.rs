@@ -29,7 +29,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Rng, value_for};
+use common::{Rng, acknowledged, value_for};
 use varve::{Db, Options, WriteBatch, WriteOptions};
 
 const CHILD_ENV: &str = "VARVE_CRASH_CHILD_DIR";
@@ -177,28 +177,6 @@ fn spawn_child(dir: &Path, sync: bool, run: u64, lsm_stress: bool) -> Child {
         .stderr(Stdio::inherit())
         .spawn()
         .expect("spawn child")
-}
-
-/// Every complete line of every side file (a line cut by the kill is not
-/// an acknowledgement: the put returned but the record of it did not finish).
-fn acknowledged(dir: &Path) -> Vec<String> {
-    let mut keys = Vec::new();
-    for e in std::fs::read_dir(dir).expect("read_dir") {
-        let p = e.expect("entry").path();
-        if !p
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("acked-"))
-        {
-            continue;
-        }
-        let text = std::fs::read_to_string(&p).expect("side file");
-        let complete = match text.rfind('\n') {
-            Some(i) => &text[..i],
-            None => "",
-        };
-        keys.extend(complete.lines().filter(|l| !l.is_empty()).map(String::from));
-    }
-    keys
 }
 
 /// Kills per database: a fresh directory every this many kills keeps the

@@ -27,7 +27,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Rng, value_for};
+use common::{Rng, acknowledged, value_for};
 use varve::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
 
 const CHILD_ENV: &str = "VARVE_KS_CRASH_CHILD_DIR";
@@ -135,26 +135,6 @@ fn keyspace_crash_child_entry() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     child_main(Path::new(&dir), run);
-}
-
-fn acknowledged(dir: &Path) -> Vec<String> {
-    let mut keys = Vec::new();
-    for e in std::fs::read_dir(dir).expect("read_dir") {
-        let p = e.expect("entry").path();
-        if !p
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("acked-"))
-        {
-            continue;
-        }
-        let text = std::fs::read_to_string(&p).expect("side file");
-        let complete = match text.rfind('\n') {
-            Some(i) => &text[..i],
-            None => "",
-        };
-        keys.extend(complete.lines().filter(|l| !l.is_empty()).map(String::from));
-    }
-    keys
 }
 
 fn keys_of(it: varve::DbIterator) -> BTreeSet<String> {

@@ -10,8 +10,9 @@
 
 mod common;
 
+use common::remove_range;
+
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 use proptest::prelude::*;
 use varve::{Db, Error, Keyspace, KeyspaceOptions, Options, ReadOptions, Snapshot, WriteBatch};
@@ -52,16 +53,6 @@ fn end_key(k: u8) -> Vec<u8> {
 
 fn value(slot: usize, v: u16) -> Vec<u8> {
     format!("s{slot}-v{v}-{}", "x".repeat(usize::from(v % 40))).into_bytes()
-}
-
-fn remove_range(model: &mut Model, start: &[u8], end: &[u8]) {
-    let doomed: Vec<Vec<u8>> = model
-        .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in doomed {
-        model.remove(&k);
-    }
 }
 
 fn op() -> impl Strategy<Value = Op> {

@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::remove_range;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
@@ -67,17 +69,6 @@ fn key(k: u8) -> Vec<u8> {
 /// The end of a range delete: past every key for `k >= KEYS`.
 fn end_key(k: u8) -> Vec<u8> {
     if k >= KEYS { b"key~".to_vec() } else { key(k) }
-}
-
-/// The model of `delete_range(start..end)`.
-fn remove_range(model: &mut Model, start: &[u8], end: &[u8]) {
-    let doomed: Vec<Vec<u8>> = model
-        .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in doomed {
-        model.remove(&k);
-    }
 }
 
 /// Values are mostly small; one seed in 16 makes a ~20 KiB value so the

@@ -30,7 +30,7 @@ pub(crate) fn sample_interval(ttl: Duration) -> Duration {
 
 /// Records a sample now (with a TTL only).
 pub(crate) fn sample(db: &DbInner) {
-    if !any_ttl(db) {
+    if shortest_ttl(db).is_none() {
         return;
     }
     let seq = db.writes.visible_sequence(&db.last_sequence);
@@ -83,16 +83,6 @@ pub(crate) fn floor_of(db: &DbInner, id: u32) -> SequenceNumber {
         return floor(db);
     }
     db.keyspace_state(id).map_or(0, |k| k.ttl_floor())
-}
-
-/// Whether any keyspace has a TTL (samples are taken only then).
-fn any_ttl(db: &DbInner) -> bool {
-    db.options.ttl.is_some()
-        || db
-            .keyspaces
-            .read()
-            .iter()
-            .any(|(&id, k)| id != 0 && k.options().ttl.is_some())
 }
 
 /// The shortest TTL of any keyspace (the sampling interval follows it).

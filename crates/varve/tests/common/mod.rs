@@ -189,3 +189,44 @@ pub fn multi_level_db(
     assert!(used >= 2, "want several levels: {levels:?}");
     (db, model)
 }
+
+/// Every complete line of every `acked-*` side file in `dir`: the keys a
+/// crash test's child acknowledged (a line cut by the kill is not an
+/// acknowledgement: the write returned but the record of it did not finish).
+pub fn acknowledged(dir: &Path) -> Vec<String> {
+    let mut keys = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read_dir") {
+        let p = e.expect("entry").path();
+        if !p
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("acked-"))
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).expect("side file");
+        let complete = match text.rfind('\n') {
+            Some(i) => &text[..i],
+            None => "",
+        };
+        keys.extend(complete.lines().filter(|l| !l.is_empty()).map(String::from));
+    }
+    keys
+}
+
+/// The model of `delete_range(start..end)` on a `BTreeMap`.
+pub fn remove_range(
+    model: &mut std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    start: &[u8],
+    end: &[u8],
+) {
+    let doomed: Vec<Vec<u8>> = model
+        .range::<[u8], _>((
+            std::ops::Bound::Included(start),
+            std::ops::Bound::Excluded(end),
+        ))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in doomed {
+        model.remove(&k);
+    }
+}
