@@ -11,6 +11,10 @@
 //! - the scratch keyspace, if it survived, holds its batch whole or not at
 //!   all.
 //!
+//! Keyspace `a` and the scratch keyspace keep their values in blob files
+//! of their own (`ks_options`), so kills also land in their lanes' writes,
+//! seals and drops.
+//!
 //! A second test does the same on the fault-injecting file system with
 //! simulated power losses: every write acknowledged with `sync = true`
 //! survives in all three keyspaces, and every batch is whole or gone.
@@ -54,12 +58,27 @@ fn options() -> Options {
     }
 }
 
+/// Keyspace `a` keeps most of its values (`value_for`: 0 to 299 bytes) in
+/// blob files of its own, and so does the scratch keyspace (all of them),
+/// whose drops then race its lanes; `b` and the default keyspace keep
+/// values inline.
+fn ks_options(name: &str) -> KeyspaceOptions {
+    KeyspaceOptions {
+        min_blob_size: match name {
+            "a" => Some(100),
+            SCRATCH => Some(4),
+            _ => None,
+        },
+        ..KeyspaceOptions::default()
+    }
+}
+
 fn child_main(dir: &Path, run: u64) {
     let db = Arc::new(Db::open(dir.join("db"), options()).expect("child open"));
     let ks = [
         db.default_keyspace(),
-        db.keyspace("a", KeyspaceOptions::default()).expect("a"),
-        db.keyspace("b", KeyspaceOptions::default()).expect("b"),
+        db.keyspace("a", ks_options("a")).expect("a"),
+        db.keyspace("b", ks_options("b")).expect("b"),
     ];
     // A scratch keyspace left by an earlier run goes first.
     if db.keyspaces().iter().any(|n| n == SCRATCH) {
@@ -110,7 +129,7 @@ fn child_main(dir: &Path, run: u64) {
         s.spawn(move || {
             for i in 0u64.. {
                 let scratch = db
-                    .keyspace(SCRATCH, KeyspaceOptions::default())
+                    .keyspace(SCRATCH, ks_options(SCRATCH))
                     .expect("create scratch");
                 let mut b = WriteBatch::new();
                 for j in 0..SCRATCH_KEYS {
@@ -197,10 +216,7 @@ fn kill9_with_batches_across_keyspaces_is_all_or_nothing() {
         let ks: Vec<_> = ["a", "b"]
             .iter()
             .filter(|n| names.iter().any(|m| m == *n))
-            .map(|n| {
-                db.keyspace(n, KeyspaceOptions::default())
-                    .expect("keyspace")
-            })
+            .map(|n| db.keyspace(n, ks_options(n)).expect("keyspace"))
             .collect();
         let acked = acknowledged(dir);
         if !acked.is_empty() && ks.len() != 2 {
@@ -239,7 +255,7 @@ fn kill9_with_batches_across_keyspaces_is_all_or_nothing() {
             }
         }
         if names.iter().any(|n| n == SCRATCH) {
-            let s = db.keyspace(SCRATCH, KeyspaceOptions::default()).expect("s");
+            let s = db.keyspace(SCRATCH, ks_options(SCRATCH)).expect("s");
             let n = s.iter().count();
             if n != 0 && n != SCRATCH_KEYS {
                 failures.push(format!("scratch keyspace holds {n} of its batch's keys"));
@@ -300,8 +316,8 @@ fn power_loss_with_batches_across_keyspaces() {
         let db = Arc::new(Db::open(&dir, opts).unwrap_or_else(|e| panic!("open {round}: {e}")));
         let ks = [
             db.default_keyspace(),
-            db.keyspace("a", KeyspaceOptions::default()).expect("a"),
-            db.keyspace("b", KeyspaceOptions::default()).expect("b"),
+            db.keyspace("a", ks_options("a")).expect("a"),
+            db.keyspace("b", ks_options("b")).expect("b"),
         ];
         let acked = Arc::new(parking_lot::Mutex::new(Vec::new()));
         let delay = Duration::from_micros(rng.below(40_000));
@@ -334,7 +350,7 @@ fn power_loss_with_batches_across_keyspaces() {
             let db = Arc::clone(&db);
             s.spawn(move || {
                 for i in 0u64.. {
-                    let Ok(scratch) = db.keyspace(SCRATCH, KeyspaceOptions::default()) else {
+                    let Ok(scratch) = db.keyspace(SCRATCH, ks_options(SCRATCH)) else {
                         return;
                     };
                     let mut b = WriteBatch::new();
@@ -363,8 +379,8 @@ fn power_loss_with_batches_across_keyspaces() {
         );
         let ks = [
             db.default_keyspace(),
-            db.keyspace("a", KeyspaceOptions::default()).expect("a"),
-            db.keyspace("b", KeyspaceOptions::default()).expect("b"),
+            db.keyspace("a", ks_options("a")).expect("a"),
+            db.keyspace("b", ks_options("b")).expect("b"),
         ];
         let mut failures = Vec::new();
         for key in &synced {
@@ -385,7 +401,7 @@ fn power_loss_with_batches_across_keyspaces() {
         }
         if names.iter().any(|n| n == SCRATCH) {
             let n = db
-                .keyspace(SCRATCH, KeyspaceOptions::default())
+                .keyspace(SCRATCH, ks_options(SCRATCH))
                 .expect("scratch")
                 .iter()
                 .count();

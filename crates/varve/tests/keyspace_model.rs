@@ -3,8 +3,13 @@
 //! point reads, `multi_get`, scans both ways, snapshots, flushes,
 //! compactions, drops and re-creations of the named keyspaces and reopens,
 //! checked against one `BTreeMap` per keyspace (snapshots against copies).
-//! Tables and levels are tiny (and values up to 40 bytes), so the
-//! explicit flushes and compactions build trees of several levels. proptest shrinks a failing sequence.
+//! Tables and levels are tiny (and values up to 50 bytes), so the
+//! explicit flushes and compactions build trees of several levels.
+//! Keyspace `ks1` keeps values of 16 bytes and more in blob files of its
+//! own (most of its values), so its reads resolve pointers, its
+//! compactions count and collect garbage in its blob files, and its drop
+//! lets them go; `ks2` and the default keyspace keep every value inline.
+//! proptest shrinks a failing sequence.
 //!
 //! `PROPTEST_CASES=N` runs more cases (default 32).
 
@@ -86,6 +91,14 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn options() -> Options {
     common::tiny_lsm_options()
+}
+
+/// The options of named slot `slot`: blob files in `ks1` only.
+fn ks_options(slot: usize) -> KeyspaceOptions {
+    KeyspaceOptions {
+        min_blob_size: (slot == 1).then_some(16),
+        ..KeyspaceOptions::from(&options())
+    }
 }
 
 /// One keyspace slot as the model sees it: its data, or `None` while it
@@ -292,7 +305,7 @@ impl Harness {
                 if self.slots[*s].data.is_none() {
                     let h = self
                         .db()
-                        .keyspace(&format!("ks{s}"), KeyspaceOptions::default())
+                        .keyspace(&format!("ks{s}"), ks_options(*s))
                         .expect("create");
                     self.handles[*s] = Some(h);
                     self.slots[*s] = Slot {
@@ -322,7 +335,7 @@ impl Harness {
                 for s in 1..SLOTS {
                     if self.slots[s].data.is_some() {
                         let h = db
-                            .keyspace(&format!("ks{s}"), KeyspaceOptions::default())
+                            .keyspace(&format!("ks{s}"), ks_options(s))
                             .expect("open keyspace");
                         self.handles[s] = Some(h);
                     }

@@ -181,8 +181,14 @@ impl WriteBatch {
 
     /// Adds `key` with a value kept in a blob file (`pointer` is the
     /// encoded [`crate::blob::format::BlobPointer`]).
+    #[cfg(test)]
     pub(crate) fn put_blob_index(&mut self, key: &[u8], pointer: &[u8]) {
-        self.select_keyspace(0);
+        self.put_blob_index_to(0, key, pointer);
+    }
+
+    /// [`put_blob_index`](Self::put_blob_index) in keyspace `id`.
+    pub(crate) fn put_blob_index_to(&mut self, id: u32, key: &[u8], pointer: &[u8]) {
+        self.select_keyspace(id);
         self.rep.push(ValueKind::BlobIndex as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, pointer);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::format::{BlobPointer, value_from_span};
-use super::lane::BlobWriteLanes;
+use super::lane_set::BlobLaneSet;
 use super::reader::BlobReader;
 use super::shared_chunks::SharedChunks;
 use crate::error::{Error, Result};
@@ -29,9 +29,9 @@ pub(crate) struct BlobReaders {
     dir: PathBuf,
     direct: bool,
     open: Mutex<HashMap<u64, Arc<BlobReader>>>,
-    /// The database's write lanes: a value still staged in one is read
+    /// Every keyspace's write lanes: a value still staged in one is read
     /// from its staging area.
-    lanes: Option<Arc<BlobWriteLanes>>,
+    lanes: Arc<BlobLaneSet>,
     /// Chunks that long scans share (`Options::shared_scan_bytes`).
     shared: Option<Arc<SharedChunks>>,
     /// Where the shared chunks are read ahead.
@@ -45,7 +45,7 @@ impl BlobReaders {
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         direct: bool,
-        lanes: Option<Arc<BlobWriteLanes>>,
+        lanes: Arc<BlobLaneSet>,
     ) -> BlobReaders {
         BlobReaders {
             fs,
@@ -108,7 +108,7 @@ impl BlobReaders {
     /// The value `p` names (one aligned read, checked), or its bytes from
     /// the staging area of the lane that still holds them.
     pub(crate) fn value_of(&self, p: &BlobPointer) -> Result<Vec<u8>> {
-        if let Some(v) = self.lanes.as_ref().and_then(|l| l.staged_value(p)) {
+        if let Some(v) = self.lanes.staged_value(p) {
             // The same check as a read of the file (the bytes are the
             // value's own: the span starts at its offset).
             value_from_span(p, &v, p.offset, &self.path_of(p.file_number))?;
@@ -121,7 +121,7 @@ impl BlobReaders {
     /// up after a failure (either way its bytes may not all be in the file:
     /// [`value_of`](Self::value_of) reads them from the staging area).
     pub(crate) fn is_being_written(&self, number: u64) -> bool {
-        self.lanes.as_ref().is_some_and(|l| l.is_open(number))
+        self.lanes.is_open(number)
     }
 
     /// The path of blob file `number`.

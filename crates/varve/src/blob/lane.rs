@@ -613,7 +613,9 @@ impl BlobLane {
 #[derive(Debug)]
 pub(crate) struct BlobWriteLanes {
     lanes: Vec<BlobLane>,
-    min_size: usize,
+    /// Values of at least this many bytes go to blob files (`usize::MAX`:
+    /// none); a keyspace's options may change it while it is open.
+    min_size: std::sync::atomic::AtomicUsize,
     /// Lanes split the key space (`LaneOptions::by_key`).
     by_key: bool,
     /// Files [`close_failed`](BlobWriteLanes::close_failed) wrote out,
@@ -646,7 +648,7 @@ impl BlobWriteLanes {
             lanes: (0..count.max(1))
                 .map(|_| BlobLane::new(Arc::clone(fs), dir, opts))
                 .collect(),
-            min_size,
+            min_size: std::sync::atomic::AtomicUsize::new(min_size),
             by_key: opts.by_key,
             closed: Mutex::new(Vec::new()),
         }
@@ -654,7 +656,14 @@ impl BlobWriteLanes {
 
     /// True if a value of `len` bytes goes to a blob file.
     pub(crate) fn takes(&self, len: usize) -> bool {
-        len >= self.min_size
+        len >= self.min_size.load(Ordering::Relaxed)
+    }
+
+    /// From now on values of at least `min_size` bytes go to blob files
+    /// (`None`: no value does; the open files stay until sealed).
+    pub(crate) fn set_min_size(&self, min_size: Option<usize>) {
+        self.min_size
+            .store(min_size.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
 
     /// Appends `value` through the calling thread's lane.
@@ -750,6 +759,22 @@ impl BlobWriteLanes {
             lane.seal(files)?;
         }
         Ok(())
+    }
+
+    /// Lets go of every file a lane still has open or gave up, without
+    /// writing it out: for the lanes of a dropped keyspace, whose files
+    /// nothing will read again (their staging files go too).
+    pub(crate) fn abandon(&self) {
+        for lane in &self.lanes {
+            let mut open = lane.open.lock();
+            lane.publish(None);
+            let failed = std::mem::take(&mut *lane.failed.lock());
+            lane.has_failed.store(false, Ordering::Release);
+            for f in open.take().into_iter().chain(failed) {
+                // A staging file left behind is removed by the next open.
+                let _ = f.discard();
+            }
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! `format` is the on-disk format (pure encoding and checking),
 //! `file_writer` writes a blob file front to back (compaction outputs),
 //! `lane` appends writers' values (the write path) through `stage` (a
-//! mapped staging chunk, written to the blob file with direct IO),
+//! mapped staging chunk, written to the blob file with direct IO) and
+//! `lane_set` keeps each keyspace's lanes,
 //! `reader` reads values by pointer and walks a file's chunks,
 //! `readahead` reads windows of a file for a scan (or takes values from
 //! `shared_chunks`, the chunks concurrent scans share, through
@@ -18,6 +19,7 @@ pub(crate) mod file_writer;
 pub(crate) mod format;
 pub(crate) mod held_chunks;
 pub(crate) mod lane;
+pub(crate) mod lane_set;
 pub(crate) mod pins;
 pub(crate) mod readahead;
 pub(crate) mod reader;

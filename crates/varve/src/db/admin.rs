@@ -103,7 +103,9 @@ impl Db {
             .filter_map(|m| m.table.range_tombstones())
             .map(|r| r.tombstones().len() as u64)
             .sum();
-        s.add_blob_files(&sv.version);
+        for (_, t) in sv.trees() {
+            s.add_blob_files(&t.version);
+        }
         for (id, t) in sv.trees().skip(1) {
             let Some(k) = db.keyspace_state(id) else {
                 continue;
@@ -119,6 +121,14 @@ impl Db {
                     + t.imms.iter().map(|m| m.table.memory_usage()).sum::<usize>())
                     as u64,
                 range_tombstones: t.version.range_tombstones().tombstones().len() as u64,
+                blob_files: t.version.blob_files().len() as u64,
+                blob_file_bytes: t.version.blob_files().values().map(|b| b.size).sum(),
+                blob_garbage_bytes: t
+                    .version
+                    .blob_files()
+                    .values()
+                    .map(|b| b.garbage_bytes)
+                    .sum(),
             });
         }
         s.memory = memory_stats(db, &s);
@@ -212,9 +222,9 @@ fn memory_stats(db: &super::DbInner, s: &DbStats) -> super::MemoryStats {
         table_metadata_limit: db.table_cache.metadata_budget().unwrap_or(0) as u64,
         shared_scan: s.shared_scan_bytes,
         shared_scan_limit: s.shared_scan_budget,
-        blob_staging: db.blob_lanes.as_ref().map_or(0, |l| l.staging_bytes()) as u64,
+        blob_staging: db.blob_lanes.staging_bytes() as u64,
         // With a budget, the plan counted the same (`LaneOptions::staging_bytes`).
-        blob_staging_limit: db.blob_lanes.as_ref().map_or(0, |l| l.staging_limit()) as u64,
+        blob_staging_limit: db.blob_lanes.staging_limit() as u64,
         reserve: plan.map_or(0, |p| p.reserve) as u64,
         ..super::MemoryStats::default()
     };
@@ -237,11 +247,10 @@ pub(crate) fn compact_range_in(
     // The lanes' open files are sealed first (the next writes open new
     // ones), so that the last step can relocate every value of the
     // range into key order, not only those in sealed files.
-    if let Some(lanes) = &db.blob_lanes
+    if let Some(lanes) = db.blob_lanes.of(id)
         && db.options.enable_blob_garbage_collection
-        && id == 0
     {
-        lanes.seal(&super::write::blobs::VersionFiles(db))?;
+        lanes.seal(&super::write::blobs::VersionFiles::of(db, id))?;
     }
     let _only_one = db.bg.compaction_lock.lock();
     let deepest = {
@@ -301,11 +310,13 @@ pub(crate) fn compact_range_in(
     // rewrites its tables in place and copies every value they point
     // to into new blob files in key order, so a scan of the range reads
     // blob files front to back afterwards.
-    if db.options.enable_blob_garbage_collection && id == 0 {
+    if db.options.enable_blob_garbage_collection {
         db.check_writable()?;
         let plan = {
             let vs = db.versions.lock();
-            let v = vs.current();
+            let Some(v) = vs.current_of(id) else {
+                return Ok(());
+            };
             let busy = db.bg.being_compacted.lock().clone();
             v.blob_files()
                 .values()

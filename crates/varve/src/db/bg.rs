@@ -209,14 +209,15 @@ fn flush_units(
     numbers: &mut Vec<u64>,
 ) -> Result<()> {
     let wal = units[0].1.wal;
-    let mut flow = BlobFlow::default();
     let mut edits: Vec<VersionEdit> = Vec::with_capacity(units.len() + 1);
     let mut bytes = 0;
     for (id, mem) in units {
         let number = db.versions.lock().new_file_number();
         db.pending_outputs.lock().insert(number);
         numbers.push(number);
-        let mut unit_flow = BlobFlow::default();
+        // Garbage a flush finds (a value overwritten inside the memtable)
+        // is in the keyspace's own blob files.
+        let mut flow = BlobFlow::default();
         let meta = build_table(
             db.fs.as_ref(),
             &db.dir,
@@ -227,7 +228,7 @@ fn flush_units(
                 .with_expiry_floor(super::ttl::floor_of(db, *id)),
             db.table_options_of(*id),
             db.options.use_direct_io_for_flush_and_compaction,
-            if *id == 0 { &mut flow } else { &mut unit_flow },
+            &mut flow,
         )?;
         let mut edit = VersionEdit {
             keyspace: *id,
@@ -237,8 +238,13 @@ fn flush_units(
                 .range_tombstones()
                 .map(|r| r.tombstones().to_vec())
                 .unwrap_or_default(),
+            blob_garbage: flow.garbage(),
             ..VersionEdit::default()
         };
+        Counters::add(
+            &db.counters.blob_garbage_found,
+            edit.blob_garbage.iter().map(|g| g.2).sum(),
+        );
         if let Some(m) = meta {
             bytes += m.file_size;
             edit.add_file(0, m);
@@ -249,21 +255,14 @@ fn flush_units(
     // the edit retires the WAL, nothing else holds those writes, so the
     // lanes' files are made durable first (a flush makes every write it
     // holds durable, `sync` or not).
-    if let Some(lanes) = &db.blob_lanes {
-        lanes.sync()?;
-    }
+    super::write::blobs::sync_all(db)?;
     // A sample now covers every entry of the memtables (`db/ttl.rs`).
     super::ttl::sample(db);
     // The database-wide fields go in the default keyspace's edit, first.
     if edits[0].keyspace != 0 {
         edits.insert(0, VersionEdit::default());
     }
-    edits[0].blob_garbage = flow.garbage();
     edits[0].time_samples = super::ttl::take_pending(db);
-    Counters::add(
-        &db.counters.blob_garbage_found,
-        edits[0].blob_garbage.iter().map(|g| g.2).sum(),
-    );
     let mut vs = db.versions.lock();
     vs.set_last_sequence(db.last_sequence.load(Ordering::Acquire));
     // The oldest WAL still needed is the oldest one any keyspace's
@@ -381,13 +380,7 @@ pub(crate) fn pick_next_in(
         Some(k) if id != 0 => k.level_targets(),
         _ => db.level_targets(),
     };
-    // Blob files exist in the default keyspace only.
-    let gc = if id == 0 {
-        blob_gc_pick(db, gc_turn)
-    } else {
-        None
-    };
-    picker::pick_next(&v, &targets, busy, gc, |l| {
+    picker::pick_next(&v, &targets, busy, blob_gc_pick(db, gc_turn), |l| {
         vs.compact_pointer_of(id, l).map(<[u8]>::to_vec)
     })
 }
@@ -542,7 +535,7 @@ fn run_plan_inner(db: &DbInner, id: u32, plan: &CompactionPlan) -> Result<()> {
         return Ok(()); // the keyspace was dropped
     };
     let ks = db.keyspace_state(id).filter(|_| id != 0);
-    let relocate = if !db.options.enable_blob_garbage_collection || id != 0 {
+    let relocate = if !db.options.enable_blob_garbage_collection {
         HashSet::new()
     } else if plan.relocate_all {
         blob_gc::sealed_files(&version)
@@ -569,7 +562,7 @@ fn run_plan_inner(db: &DbInner, id: u32, plan: &CompactionPlan) -> Result<()> {
             k.options().target_file_size
         }),
         direct_writes: db.options.use_direct_io_for_flush_and_compaction,
-        relocate: (id == 0).then_some(RelocateConfig {
+        relocate: Some(RelocateConfig {
             dir: &db.dir,
             fs: db.fs.as_ref(),
             readers: &db.blobs,

@@ -51,10 +51,11 @@ impl Drop for PauseGuard<'_> {
 
 /// What was recorded under the version-set lock.
 struct Recorded {
-    version: Arc<Version>,
+    /// Every keyspace's version (each keyspace has its own blob files).
+    versions: Vec<Arc<Version>>,
     log_number: u64,
-    /// The whole state as snapshot edits: the default keyspace's (with
-    /// the blob files), then every other keyspace's.
+    /// The whole state as snapshot edits: the default keyspace's, then
+    /// every other keyspace's.
     snapshot: Vec<VersionEdit>,
 }
 
@@ -68,7 +69,7 @@ pub(crate) fn checkpoint(db: &DbInner, target: &Path) -> Result<()> {
         db.deletions_paused.fetch_add(1, Ordering::AcqRel);
         let guard = PauseGuard(db);
         let rec = Recorded {
-            version: vs.current(),
+            versions: vs.trees().map(|(_, v)| Arc::clone(v)).collect(),
             log_number: vs.log_number(),
             snapshot: vs.full_snapshot(),
         };
@@ -154,10 +155,8 @@ fn copy_files(db: &DbInner, target: &Path, rec: &Recorded, max_wal: u64) -> Resu
     // file is linked (or copied) at its size; a lane's open file is copied
     // as it is now (a link would share the lane's later writes, and the
     // copy's open closes it at the length it has).
-    if let Some(lanes) = &db.blob_lanes {
-        lanes.sync()?;
-    }
-    for (&n, b) in rec.version.blob_files() {
+    super::write::blobs::sync_all(db)?;
+    for (&n, b) in rec.versions.iter().flat_map(|v| v.blob_files()) {
         let name = format!("{n:06}.blob");
         let (src, dst) = (db.dir.join(&name), target.join(&name));
         if b.sealed {

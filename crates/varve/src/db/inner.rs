@@ -24,7 +24,7 @@ use super::recovery::RecoveryReport;
 use super::stats::Counters;
 use super::write::{WalLog, WritePath};
 use crate::blob::cache::BlobReaders;
-use crate::blob::lane::BlobWriteLanes;
+use crate::blob::lane_set::BlobLaneSet;
 use crate::compaction::picker::LevelTargets;
 use crate::error::{Error, Result};
 use crate::io::{FileLock, FileSystem};
@@ -63,9 +63,10 @@ pub(crate) struct DbInner {
     pub(crate) table_cache: Arc<TableCache>,
     /// The blob files values are read from (`docs/blob-files.md`).
     pub(crate) blobs: Arc<BlobReaders>,
-    /// The write lanes large values are written through; `None` when
-    /// `Options::min_blob_size` is `None` or the database is read-only.
-    pub(crate) blob_lanes: Option<Arc<BlobWriteLanes>>,
+    /// The write lanes large values are written through, per keyspace
+    /// (none for a keyspace whose `min_blob_size` is `None`, or in a
+    /// read-only database).
+    pub(crate) blob_lanes: Arc<BlobLaneSet>,
     pub(crate) block_cache: Option<Arc<BlockCache>>,
     /// Reads scans' read-ahead chunks in the background (the database's
     /// own, or the one `Options::reader_pool` shares).

@@ -166,12 +166,14 @@ fn open_keyspace(db: &Arc<DbInner>, name: &str, options: KeyspaceOptions) -> Res
         state,
     };
     if let Some(k) = find(db, name) {
+        configure_blob_lanes(db, k.id, options.min_blob_size);
         k.set_options(options);
         return Ok(handle(k));
     }
     db.check_writable()?;
     let _one = db.writes.switching();
     if let Some(k) = find(db, name) {
+        configure_blob_lanes(db, k.id, options.min_blob_size);
         k.set_options(options);
         return Ok(handle(k));
     }
@@ -193,6 +195,7 @@ fn open_keyspace(db: &Arc<DbInner>, name: &str, options: KeyspaceOptions) -> Res
             .ok_or_else(|| Error::Poisoned("a created keyspace has no version".into()))?;
         (id, version)
     };
+    configure_blob_lanes(db, id, options.min_blob_size);
     let state = Arc::new(KeyspaceState::new(id, name.to_string(), options));
     db.keyspaces.write().insert(id, Arc::clone(&state));
     // Its memtable comes with a new WAL (every keyspace has one in each).
@@ -205,6 +208,24 @@ fn open_keyspace(db: &Arc<DbInner>, name: &str, options: KeyspaceOptions) -> Res
     db.info_log
         .log(format!("created keyspace {name:?} (id {id})"));
     Ok(handle(state))
+}
+
+/// Gives keyspace `id` write lanes for values of at least `min` bytes, or
+/// sets the threshold of the lanes it has (`None`: every value from now on
+/// stays inline; its lanes keep their open files until sealed). A
+/// read-only database has no lanes.
+fn configure_blob_lanes(db: &DbInner, id: u32, min: Option<usize>) {
+    if db.read_only {
+        return;
+    }
+    match (db.blob_lanes.of(id), min) {
+        (Some(lanes), min) => lanes.set_min_size(min),
+        (None, Some(min)) => db
+            .blob_lanes
+            .get_or_insert(id, || super::open::blob_lanes(&db.options, &db.dir, min))
+            .set_min_size(Some(min)),
+        (None, None) => {}
+    }
 }
 
 /// The ids of the keyspaces other than the default one in the current
@@ -223,6 +244,11 @@ fn drop_keyspace(db: &DbInner, name: &str) -> Result<()> {
     let _one = db.writes.switching();
     let state = find(db, name).ok_or_else(|| Error::KeyspaceNotFound(name.to_string()))?;
     let id = state.id;
+    // Its lanes' open files are sealed while it exists, so that an
+    // iterator opened before the drop reads their values from the files.
+    if let Some(lanes) = db.blob_lanes.of(id) {
+        lanes.seal(&write::blobs::VersionFiles::of(db, id))?;
+    }
     db.versions
         .lock()
         .log_and_apply(VersionEdit {
@@ -232,6 +258,12 @@ fn drop_keyspace(db: &DbInner, name: &str) -> Result<()> {
         .inspect_err(|e| db.poison_err("manifest write failed", e))?;
     state.dropped.store(true, Ordering::Release);
     db.keyspaces.write().remove(&id);
+    // A file a writer racing the drop opened since is let go: its write
+    // fails (the keyspace is gone), and its file left the version with
+    // the keyspace.
+    if let Some(lanes) = db.blob_lanes.remove(id) {
+        lanes.abandon();
+    }
     let ids: Vec<u32> = live_ids(db).into_iter().filter(|&k| k != id).collect();
     let empty = |_: u32| Arc::new(crate::version::Version::new());
     write::switch_keyspaces(db, 0, Some((ids, &empty)))?;
@@ -307,12 +339,7 @@ impl Keyspace {
     ) -> Result<()> {
         self.live()?;
         let (key, value) = (key.as_ref(), value.as_ref());
-        if self.state.id == 0 {
-            return write::put(&self.db, key, value, opts);
-        }
-        let mut batch = WriteBatch::for_one(key.len(), value.len());
-        batch.put_to(self.state.id, key, value);
-        write::write(&self.db, batch, opts)
+        write::put(&self.db, self.state.id, key, value, opts)
     }
 
     /// Deletes `key`.

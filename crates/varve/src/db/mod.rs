@@ -150,7 +150,7 @@ impl Db {
         value: impl AsRef<[u8]>,
         opts: &WriteOptions,
     ) -> Result<()> {
-        write::put(&self.inner, key.as_ref(), value.as_ref(), opts)
+        write::put(&self.inner, 0, key.as_ref(), value.as_ref(), opts)
     }
 
     /// Deletes `key` (not an error if it is absent).
@@ -238,10 +238,7 @@ impl Db {
             obsolete::delete_obsolete_files(&self.inner);
             // Blob files first: the clean-close mark vouches for the WAL,
             // whose pointers name their values.
-            let sealed = match &self.inner.blob_lanes {
-                Some(lanes) => lanes.seal(&write::blobs::VersionFiles(&self.inner)),
-                None => Ok(()),
-            };
+            let sealed = write::blobs::seal_all(&self.inner);
             sealed
                 .and_then(|()| self.inner.writes.sync_wal(&self.inner))
                 .and_then(|()| self.record_clean_close())

@@ -8,7 +8,7 @@
 //! tables of a crashed flush or compaction). A crash anywhere in between
 //! leaves a database that opens the same way again.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -26,6 +26,7 @@ use super::write::{WalLog, WritePath};
 use super::{DbInner, recovery, table_options};
 use crate::blob::cache::BlobReaders;
 use crate::blob::lane::{BlobWriteLanes, LaneOptions};
+use crate::blob::lane_set::BlobLaneSet;
 use crate::blob::stage::{StageOutcome, apply_stage, is_stage_file_name};
 use crate::compaction::blob_gc::BlobFlow;
 use crate::compaction::filter::VersionFilter;
@@ -118,15 +119,26 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // Replayed memtables become L0 tables of their keyspaces, oldest
     // first, all installed by one manifest record.
     let t = Instant::now();
-    let mut edit = VersionEdit::default();
-    let mut others: Vec<VersionEdit> = Vec::new();
-    let mut flow = BlobFlow::default();
+    // One edit per keyspace (the default keyspace's first): its
+    // recovered tables, the garbage they found in its blob files, and its
+    // blob files a crash left open, closed.
+    let mut tree_edits: BTreeMap<u32, VersionEdit> = versions
+        .trees()
+        .map(|(id, _)| {
+            let edit = VersionEdit {
+                keyspace: id,
+                ..VersionEdit::default()
+            };
+            (id, edit)
+        })
+        .collect();
     let states = keyspace_states(&options, &versions);
     for (id, mems) in &recovered.memtables {
         let mut ks_edit = VersionEdit {
             keyspace: *id,
             ..VersionEdit::default()
         };
+        let mut flow = BlobFlow::default();
         let table_opts = match states.get(id) {
             Some(k) if *id != 0 => k.table_options(),
             _ => table_options(&options),
@@ -156,16 +168,25 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 ks_edit.add_file(0, meta);
             }
         }
-        if *id == 0 {
-            edit = ks_edit;
-        } else {
-            others.push(ks_edit);
-        }
+        ks_edit.blob_garbage = flow.garbage();
+        tree_edits.insert(*id, ks_edit);
     }
 
     times.recovery_tables = t.elapsed();
-    edit.blob_garbage = flow.garbage();
-    close_crash_open_blob_files(fs.as_ref(), dir, &versions, &info_log, &mut edit)?;
+    close_crash_open_blob_files(fs.as_ref(), dir, &versions, &info_log, &mut tree_edits)?;
+    // Only edits that change something go in (and the default keyspace's,
+    // which carries the log number).
+    let mut group: Vec<VersionEdit> = tree_edits
+        .into_values()
+        .filter(|e| {
+            e.keyspace == 0
+                || *e
+                    != VersionEdit {
+                        keyspace: e.keyspace,
+                        ..VersionEdit::default()
+                    }
+        })
+        .collect();
 
     // A new database's first WAL takes the number its manifest reserved.
     let log_number = if exists {
@@ -190,10 +211,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     .with_blob_budget(options.max_memtable_blob_bytes)
     .with_keyspace_mems(keyspace_mems.clone());
     fs.sync_dir(dir)?;
-    edit.log_number = Some(log_number);
+    group[0].log_number = Some(log_number);
     versions.set_last_sequence(recovered.last_sequence.max(versions.last_sequence()));
-    let mut group = vec![edit];
-    group.extend(others);
     versions.log_and_apply_group(group)?;
     let mut report = recovered.report;
     if let Some(tail) = versions.recovered_tail() {
@@ -289,7 +308,9 @@ fn apply_staged_blob_bytes(
 ) -> Result<recovery::BlobSizes> {
     let mut sizes = recovery::BlobSizes::new();
     let mut open = Vec::new();
-    for (&number, b) in versions.current().blob_files() {
+    let trees: Vec<Arc<crate::version::Version>> =
+        versions.trees().map(|(_, v)| Arc::clone(v)).collect();
+    for (&number, b) in trees.iter().flat_map(|v| v.blob_files()) {
         if b.sealed {
             sizes.insert(number, (b.size, true));
         } else {
@@ -394,12 +415,20 @@ fn close_crash_open_blob_files(
     dir: &Path,
     versions: &VersionSet,
     info_log: &InfoLog,
-    edit: &mut VersionEdit,
+    edits: &mut BTreeMap<u32, VersionEdit>,
 ) -> Result<()> {
-    for (&number, b) in versions.current().blob_files() {
-        if b.sealed {
+    let files = versions
+        .trees()
+        .flat_map(|(id, v)| v.blob_files().iter().map(move |(&n, b)| (id, n, b.sealed)))
+        .collect::<Vec<_>>();
+    for (id, number, sealed) in files {
+        if sealed {
             continue;
         }
+        let Some(edit) = edits.get_mut(&id) else {
+            debug_assert!(false, "every tree has an edit");
+            continue;
+        };
         let size = match fs.file_size(&blob_file_path(dir, number)) {
             Ok(size) => size,
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -454,21 +483,27 @@ fn keyspace_states(options: &Options, versions: &VersionSet) -> KeyspaceStates {
         .collect()
 }
 
+/// Write lanes for a keyspace whose values of at least `min` bytes go to
+/// blob files in `dir`, sized by the database's options.
+pub(crate) fn blob_lanes(options: &Options, dir: &Path, min: usize) -> BlobWriteLanes {
+    BlobWriteLanes::new(
+        &options.fs,
+        dir,
+        options.blob_write_lanes,
+        min,
+        LaneOptions {
+            file_size: options.blob_file_size,
+            by_key: options.blob_lanes_by_key,
+            ..LaneOptions::default()
+        },
+    )
+}
+
 fn assemble(a: Assembly<'_>) -> DbInner {
-    let blob_lanes = match a.options.min_blob_size {
-        Some(min) if !a.read_only => Some(Arc::new(BlobWriteLanes::new(
-            &a.options.fs,
-            a.dir,
-            a.options.blob_write_lanes,
-            min,
-            LaneOptions {
-                file_size: a.options.blob_file_size,
-                by_key: a.options.blob_lanes_by_key,
-                ..LaneOptions::default()
-            },
-        ))),
+    let blob_lanes = Arc::new(BlobLaneSet::new(match a.options.min_blob_size {
+        Some(min) if !a.read_only => Some(Arc::new(blob_lanes(&a.options, a.dir, min))),
         _ => None,
-    };
+    }));
     let version = a.versions.current();
     let keyspace_trees: Vec<(u32, Arc<SuperVersion>)> = a
         .keyspaces
@@ -513,7 +548,7 @@ fn assemble(a: Assembly<'_>) -> DbInner {
                 Arc::clone(&a.options.fs),
                 a.dir,
                 a.options.use_direct_reads,
-                blob_lanes.clone(),
+                Arc::clone(&blob_lanes),
             )
             .with_shared_chunks(a.options.shared_scan_bytes, Some(Arc::clone(&reader_pool))),
         ),

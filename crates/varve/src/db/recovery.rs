@@ -214,7 +214,13 @@ pub(crate) fn recover(
                 Error::corruption(&path, offset, format!("bad write batch: {reason}"))
             })?;
             if let Some(sizes) = blob_sizes
-                && let Some(why) = lost_blob_value(&batch, sizes, &path, offset)?
+                && let Some(why) = lost_blob_value(
+                    &batch,
+                    |id| replayed.contains_key(&id),
+                    sizes,
+                    &path,
+                    offset,
+                )?
             {
                 cut_here = Some((offset, why));
                 return Ok(());
@@ -322,16 +328,22 @@ pub(crate) fn recover(
 /// Why `batch` (the record at `offset` of log `path`) cannot be replayed:
 /// it points past the end of a blob file that was still open (a power loss
 /// took the value). `Corruption` for a pointer that no crash explains.
+/// Pointers of keyspaces that are not `live` (dropped: their records are
+/// skipped, and their blob files left with them) are not checked.
 fn lost_blob_value(
     batch: &WriteBatch,
+    live: impl Fn(u32) -> bool,
     sizes: &BlobSizes,
     path: &Path,
     offset: u64,
 ) -> Result<Option<String>> {
-    for op in batch.iter() {
+    for (id, op) in batch.iter_in() {
         let BatchOp::PutBlob { pointer, .. } = op else {
             continue;
         };
+        if !live(id) {
+            continue;
+        }
         let p = BlobPointer::decode(pointer)
             .ok_or_else(|| Error::corruption(path, offset, "malformed blob pointer"))?;
         let end = p
@@ -419,7 +431,7 @@ mod tests {
     fn replayed_pointers_are_checked_against_the_blob_files() {
         let sizes: BlobSizes = [(7, (8192, false)), (8, (8192, true))].into();
         let wal = Path::new("000009.log");
-        let check = |b: WriteBatch| lost_blob_value(&b, &sizes, wal, 100);
+        let check = |b: WriteBatch| lost_blob_value(&b, |id| id != 5, &sizes, wal, 100);
         assert!(matches!(check(batch_pointing_to(7, 4096, 4096)), Ok(None)));
         assert!(matches!(
             check(batch_pointing_to(7, 4096, 4097)),
@@ -428,5 +440,15 @@ mod tests {
         assert!(check(batch_pointing_to(8, 4096, 4097)).is_err());
         assert!(check(batch_pointing_to(9, 4096, 1)).is_err());
         assert!(check(batch_pointing_to(7, u64::MAX - 1, 10)).is_err());
+        // A dropped keyspace's pointers are skipped with its records.
+        let mut dropped = WriteBatch::new();
+        let p = BlobPointer {
+            file_number: 9,
+            offset: 4096,
+            length: 1,
+            crc: 0,
+        };
+        dropped.put_blob_index_to(5, b"k", &p.encode());
+        assert!(matches!(check(dropped), Ok(None)));
     }
 }

@@ -223,6 +223,7 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let mut blobs = RepairBlobs {
         pointers: PointerCheck::new(fs.as_ref(), dir),
         kept: HashMap::new(),
+        owner: HashMap::new(),
         keys_lost: Vec::new(),
     };
     // Every keyspace with tables or replayed writes, the default first.
@@ -297,13 +298,18 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
         edits[0].next_keyspace_id = Some(next_keyspace_id);
     }
     report.blob_keys_lost = std::mem::take(&mut blobs.keys_lost);
-    let initial = &mut edits[0];
     for (n, name) in blob_names {
         match blobs.kept_file(fs.as_ref(), dir, n) {
             Some((file, garbage)) => {
                 report.blob_files.push(n);
-                initial.blob_files.push(file);
-                initial.blob_garbage.extend(garbage);
+                // Listed in the version of the keyspace that points into it.
+                let owner = blobs.owner.get(&n).copied().unwrap_or(0);
+                let Some(edit) = edits.iter_mut().find(|e| e.keyspace == owner) else {
+                    debug_assert!(false, "a keyspace with pointers has an edit");
+                    continue;
+                };
+                edit.blob_files.push(file);
+                edit.blob_garbage.extend(garbage);
             }
             None => damaged.push((name, "no surviving key points into it".into())),
         }
@@ -469,7 +475,9 @@ fn merge(
     while input.valid() {
         let keep = filter.keep(input.key(), |_| true)
             && match keys::parse_internal_key(input.key()) {
-                Some(p) if p.kind == ValueKind::BlobIndex => blobs.check(p.user_key, input.value()),
+                Some(p) if p.kind == ValueKind::BlobIndex => {
+                    blobs.check(keyspace, p.user_key, input.value())
+                }
                 _ => true,
             };
         if keep {
@@ -492,14 +500,29 @@ struct RepairBlobs<'a> {
     pointers: PointerCheck<'a>,
     /// Pointers kept per file: (count, bytes).
     kept: HashMap<u64, (u64, u64)>,
+    /// The keyspace whose tables point into each file: the one whose
+    /// version lists it (a blob file belongs to one keyspace).
+    owner: HashMap<u64, u32>,
     keys_lost: Vec<(Vec<u8>, String)>,
 }
 
 impl RepairBlobs<'_> {
-    /// Whether the newest entry of `key`, the pointer `value`, names a
-    /// value that reads back with its CRC; a key that fails is recorded.
-    fn check(&mut self, key: &[u8], value: &[u8]) -> bool {
+    /// Whether the newest entry of `key` in keyspace `keyspace`, the
+    /// pointer `value`, names a value that reads back with its CRC, in a
+    /// blob file no other keyspace points into; a key that fails is
+    /// recorded.
+    fn check(&mut self, keyspace: u32, key: &[u8], value: &[u8]) -> bool {
         match self.pointers.check(value) {
+            Ok(p) if *self.owner.entry(p.file_number).or_insert(keyspace) != keyspace => {
+                self.keys_lost.push((
+                    key.to_vec(),
+                    format!(
+                        "points into blob file {}, which keyspace {} points into",
+                        p.file_number, self.owner[&p.file_number]
+                    ),
+                ));
+                false
+            }
             Ok(p) => {
                 let e = self.kept.entry(p.file_number).or_default();
                 e.0 += 1;

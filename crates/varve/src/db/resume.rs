@@ -56,24 +56,25 @@ pub(crate) fn resume(db: &DbInner) -> Result<()> {
         db.info_log.log(format!("resume: after \"{}\"", poison.why));
         db.versions.lock().restart_manifest()?;
         let _no_lane_syncs = db.writes.no_lane_syncs();
-        if let Some(lanes) = &db.blob_lanes {
+        for (id, lanes) in db.blob_lanes.all() {
             let closed = lanes.close_failed()?;
             if closed > 0 {
                 db.info_log.log(format!(
-                    "resume: wrote out {closed} blob files given up after failures"
+                    "resume: wrote out {closed} blob files of keyspace {id} given up after \
+                     failures"
                 ));
             }
             // A lane whose put failed (perhaps creating its next file, with
             // nothing to write out) must have room for that file now.
-            lanes.reopen_after_failure(&write::blobs::VersionFiles(db))?;
+            lanes.reopen_after_failure(&write::blobs::VersionFiles::of(db, id))?;
         }
         write::restart_log(db)?;
     }
     loop {
         if !db.super_version().has_imms() {
             // The tables point into the blob files written out above now.
-            if let Some(lanes) = &db.blob_lanes {
-                lanes.record_closed(&write::blobs::VersionFiles(db))?;
+            for (id, lanes) in db.blob_lanes.all() {
+                lanes.record_closed(&write::blobs::VersionFiles::of(db, id))?;
             }
             // The flush thread deletes what its last edit retired right
             // after installing it; do it here too, so the old logs (and a

@@ -68,6 +68,12 @@ pub struct KeyspaceStats {
     pub memtable_bytes: u64,
     /// Range tombstones in its version.
     pub range_tombstones: u64,
+    /// Its live blob files (`KeyspaceOptions::min_blob_size`).
+    pub blob_files: u64,
+    /// Their bytes on disk (sealed files).
+    pub blob_file_bytes: u64,
+    /// Of their value bytes, garbage.
+    pub blob_garbage_bytes: u64,
 }
 
 /// A copy of the engine's counters.
@@ -147,7 +153,9 @@ pub struct DbStats {
     pub range_tombstones: u64,
     /// Range tombstones in the memtables (not yet flushed).
     pub memtable_range_tombstones: u64,
-    /// Blob files live in the current version.
+    /// Blob files live in the current version, of every keyspace (the
+    /// blob totals below are the database's; `keyspaces` has each other
+    /// keyspace's part).
     pub blob_files: u64,
     /// Bytes of live blob files on disk (sealed files' sizes; open files
     /// count what the version knows: nothing until sealed).
@@ -361,12 +369,16 @@ impl DbStats {
             let per: Vec<String> = k.levels.iter().map(|l| l.files.to_string()).collect();
             let _ = writeln!(
                 s,
-                "Keyspace {:?} (id {}): {files} tables ({}), {:.1} MiB, memtables {:.1} MiB",
+                "Keyspace {:?} (id {}): {files} tables ({}), {:.1} MiB, memtables {:.1} MiB, \
+                 {} blob files {:.1} MiB ({:.1} MiB garbage)",
                 k.name,
                 k.id,
                 per.join("/"),
                 mib(bytes),
-                mib(k.memtable_bytes)
+                mib(k.memtable_bytes),
+                k.blob_files,
+                mib(k.blob_file_bytes),
+                mib(k.blob_garbage_bytes)
             );
         }
         let _ = writeln!(

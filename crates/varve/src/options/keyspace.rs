@@ -1,7 +1,7 @@
 //! [`KeyspaceOptions`]: what may differ between the keyspaces of one
 //! database (`docs/keyspaces.md`). Everything else (the WAL, the write
-//! buffer, blob files, caches, threads) is the database's, from
-//! [`Options`].
+//! buffer, the sizes of blob files and their garbage collection, caches,
+//! threads) is the database's, from [`Options`].
 //!
 //! Plain data; `Send + Sync`. Invariant: [`KeyspaceOptions::validate`]
 //! accepts only settings the engine can run with, the same rules as the
@@ -49,6 +49,15 @@ pub struct KeyspaceOptions {
     pub max_bytes_for_level_multiplier: u64,
     /// Target size of the tables its compactions write.
     pub target_file_size: u64,
+    /// Values of at least this many bytes written to this keyspace go to
+    /// blob files of its own, and its tables keep pointers
+    /// (`docs/blob-files.md`); `None`: every value stays inline. Takes
+    /// effect from the next write on; values already written stay where
+    /// they are. Default: the database's `Options::min_blob_size` (4096).
+    /// Each keyspace that keeps blob files has its own
+    /// `Options::blob_write_lanes` write lanes (their staging slots count
+    /// in `DbStats::blob_staging`).
+    pub min_blob_size: Option<usize>,
     /// Entries older than this are expired: hidden from reads, snapshots
     /// included, and dropped by compaction (`None`: never). At least 1 s.
     pub ttl: Option<Duration>,
@@ -72,6 +81,7 @@ impl std::fmt::Debug for KeyspaceOptions {
                 &self.max_bytes_for_level_multiplier,
             )
             .field("target_file_size", &self.target_file_size)
+            .field("min_blob_size", &self.min_blob_size)
             .field("ttl", &self.ttl)
             .field("compaction_filter", &self.compaction_filter.is_some())
             .finish()
@@ -96,6 +106,7 @@ impl From<&Options> for KeyspaceOptions {
             max_bytes_for_level_base: o.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: o.max_bytes_for_level_multiplier,
             target_file_size: o.target_file_size,
+            min_blob_size: o.min_blob_size,
             ttl: o.ttl,
             compaction_filter: o.compaction_filter.clone(),
         }
@@ -121,6 +132,9 @@ impl KeyspaceOptions {
         }
         if self.max_bytes_for_level_multiplier < 2 {
             return bad("max_bytes_for_level_multiplier must be at least 2");
+        }
+        if self.min_blob_size == Some(0) {
+            return bad("min_blob_size must be positive (None keeps every value inline)");
         }
         if self.ttl.is_some_and(|t| t < Duration::from_secs(1)) {
             return bad("ttl must be at least 1 second");

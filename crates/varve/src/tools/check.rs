@@ -127,8 +127,9 @@ pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> Chec
 fn check_live_table(
     fs: &dyn FileSystem,
     path: &Path,
-    want: u64,
+    (want, keyspace): (u64, u32),
     blobs: &mut PointerCheck<'_>,
+    blob_owner: &HashMap<u64, u32>,
 ) -> Result<Option<Problem>> {
     let verified = super::file_number(path, super::table, "nnnnnn.sst").and_then(|_| {
         verify_table_with(
@@ -136,10 +137,29 @@ fn check_live_table(
             path,
             |key, value| match crate::keys::parse_internal_key(key) {
                 Some(p) if p.kind == crate::keys::ValueKind::BlobIndex => {
-                    blobs.check(value).map(|_| ()).map_err(|why| {
-                        let key = String::from_utf8_lossy(p.user_key);
-                        Error::corruption(path, 0, format!("key {key:?} {why}"))
-                    })
+                    let key = || String::from_utf8_lossy(p.user_key).into_owned();
+                    let bp = blobs.check(value).map_err(|why| {
+                        Error::corruption(path, 0, format!("key {:?} {why}", key()))
+                    })?;
+                    // A keyspace's tables point only into its own blob
+                    // files (the ones its compactions collect).
+                    match blob_owner.get(&bp.file_number) {
+                        Some(&k) if k == keyspace => Ok(()),
+                        owner => Err(Error::corruption(
+                            path,
+                            0,
+                            format!(
+                                "key {:?} of keyspace {keyspace} points into blob file {}, \
+                                 which {}",
+                                key(),
+                                bp.file_number,
+                                match owner {
+                                    Some(k) => format!("belongs to keyspace {k}"),
+                                    None => "the live manifest does not list".to_string(),
+                                }
+                            ),
+                        )),
+                    }
                 }
                 _ => Ok(()),
             },
@@ -179,8 +199,10 @@ pub fn check_db(
     };
     out.push(cur);
 
-    // Live tables (number -> size) according to the manifest.
-    let mut live: HashMap<u64, u64> = HashMap::new();
+    // Live tables (number -> size, keyspace) and blob files (number ->
+    // keyspace) according to the manifest.
+    let mut live: HashMap<u64, (u64, u32)> = HashMap::new();
+    let mut blob_owner: HashMap<u64, u32> = HashMap::new();
     if let Some(m) = live_manifest {
         let path = manifest_path(dir, m);
         progress(&path);
@@ -189,7 +211,18 @@ pub fn check_db(
                 live.remove(n);
             }
             for (_, f) in &edit.new_files {
-                live.insert(f.number, f.file_size);
+                live.insert(f.number, (f.file_size, edit.keyspace));
+            }
+            for n in &edit.deleted_blob_files {
+                blob_owner.remove(n);
+            }
+            for b in &edit.blob_files {
+                blob_owner.insert(b.number, edit.keyspace);
+            }
+            // A dropped keyspace's files leave with it.
+            for k in &edit.dropped_keyspaces {
+                live.retain(|_, (_, ks)| ks != k);
+                blob_owner.retain(|_, ks| ks != k);
             }
             Ok(())
         });
@@ -218,7 +251,7 @@ pub fn check_db(
         };
         let c = match live_size {
             Some(want) => CheckedFile {
-                problem: check_live_table(fs, &path, want, &mut blobs)?,
+                problem: check_live_table(fs, &path, want, &mut blobs, &blob_owner)?,
                 path,
                 kind,
             },

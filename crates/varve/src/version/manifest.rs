@@ -26,8 +26,11 @@ pub(crate) const CURRENT: &str = "CURRENT";
 /// Version 2 added the clean-close field (edit tag 7), version 3 the blob
 /// file fields (tags 8-11), version 4 range tombstones (tags 12-13);
 /// version 5 keyspaces (tags 16-19, and records holding several edits);
-/// older manifests are read as they are.
-pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 5;
+/// version 6 blob files of keyspaces other than the default one (blob
+/// fields in a keyspace's part are that keyspace's: a build that knew
+/// only version 5 would not look for them there); older manifests are
+/// read as they are.
+pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 6;
 
 /// The oldest manifest format version this build reads.
 pub(crate) const MIN_MANIFEST_FORMAT_VERSION: u32 = 1;

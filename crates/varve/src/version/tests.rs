@@ -385,11 +385,11 @@ fn write_manifest_of_version(d: &Path, version: u32, snapshot: &VersionEdit) {
 fn unknown_format_version_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    write_manifest_of_version(d, 6, &VersionEdit::default());
+    write_manifest_of_version(d, 7, &VersionEdit::default());
     match VersionSet::recover(posix(), d) {
         Err(Error::UnsupportedVersion {
-            found: 6,
-            supported: 5,
+            found: 7,
+            supported: 6,
             file,
         }) => {
             assert_eq!(file, manifest::manifest_path(d, 3));

@@ -1,7 +1,8 @@
 //! Key-value separation on the write path (`docs/blob-files.md`): before a
-//! batch takes its sequence numbers, every put whose value is at least
-//! `Options::min_blob_size` bytes is written to a blob file through the
-//! write lanes, and the batch carries the value's pointer instead.
+//! batch takes its sequence numbers, every put whose value is at least its
+//! keyspace's `min_blob_size` bytes is written to a blob file through that
+//! keyspace's write lanes, and the batch carries the value's pointer
+//! instead.
 //!
 //! Thread-safe: lanes serialize per lane; the version set is locked only to
 //! register a new blob file or record a sealed one. Invariant: a pointer
@@ -9,38 +10,59 @@
 //! the manifest lists, so a `kill -9` at any point leaves no pointer to
 //! bytes that are not there.
 
+use std::sync::Arc;
+
 use super::super::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::file_writer::BlobFileMeta;
 use crate::blob::format::BlobPointer;
 use crate::blob::lane::{BlobFiles, BlobWriteLanes};
-use crate::db::memtables::SuperVersion;
 use crate::db::stats::Counters;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::version::{BlobFileEdit, VersionEdit};
 
-/// Blob file numbers and records through the database's version set.
-pub(crate) struct VersionFiles<'a>(pub(crate) &'a DbInner);
+/// Blob file numbers and records through the database's version set, in
+/// keyspace `id`'s tree (the blob files a keyspace's lanes write belong to
+/// it).
+pub(crate) struct VersionFiles<'a> {
+    db: &'a DbInner,
+    id: u32,
+}
 
-impl BlobFiles for VersionFiles<'_> {
-    fn open_blob_file(&self) -> Result<u64> {
-        let mut vs = self.0.versions.lock();
-        let number = vs.new_file_number();
+impl<'a> VersionFiles<'a> {
+    /// The blob files of keyspace `id` of `db`.
+    pub(crate) fn of(db: &'a DbInner, id: u32) -> VersionFiles<'a> {
+        VersionFiles { db, id }
+    }
+
+    /// Logs `edit` and installs the version that has it; a dropped
+    /// keyspace's lanes get `KeyspaceNotFound` (and no manifest write).
+    fn record(&self, edit: BlobFileEdit) -> Result<()> {
+        let mut vs = self.db.versions.lock();
+        if vs.current_of(self.id).is_none() {
+            return Err(Error::KeyspaceNotFound(format!("(id {})", self.id)));
+        }
         vs.log_and_apply(VersionEdit {
-            blob_files: vec![BlobFileEdit {
-                number,
-                ..BlobFileEdit::default()
-            }],
+            keyspace: self.id,
+            blob_files: vec![edit],
             ..VersionEdit::default()
         })?;
         // Readers take their sequence before their super version: one that
-        // can see a pointer into this file (written after this returns)
+        // can see a pointer into a new file (written after this returns)
         // holds a version that lists it, so the obsolete-file pass keeps
         // the file while that reader lives.
-        self.0.install(&vs, |sv| SuperVersion {
-            version: vs.current(),
-            ..sv.clone()
-        });
+        super::super::bg::install_tree_version(self.db, &vs, self.id);
+        Ok(())
+    }
+}
+
+impl BlobFiles for VersionFiles<'_> {
+    fn open_blob_file(&self) -> Result<u64> {
+        let number = self.db.versions.lock().new_file_number();
+        self.record(BlobFileEdit {
+            number,
+            ..BlobFileEdit::default()
+        })?;
         Ok(number)
     }
 
@@ -49,26 +71,57 @@ impl BlobFiles for VersionFiles<'_> {
     }
 
     fn closed_failed_blob_file(&self, number: u64, size: u64) -> Result<()> {
-        self.0.info_log.log(format!(
-            "resume: closed blob file {number} ({size} bytes), given up after a failed write"
+        self.db.info_log.log(format!(
+            "resume: closed blob file {number} ({size} bytes) of keyspace {}, given up after a \
+             failed write",
+            self.id
         ));
         self.record(BlobFileEdit::crash_closed(number, size))
     }
 }
 
-impl VersionFiles<'_> {
-    /// Logs `edit` and installs the version that has it.
-    fn record(&self, edit: BlobFileEdit) -> Result<()> {
-        let mut vs = self.0.versions.lock();
-        vs.log_and_apply(VersionEdit {
-            blob_files: vec![edit],
-            ..VersionEdit::default()
-        })?;
-        self.0.install(&vs, |sv| SuperVersion {
-            version: vs.current(),
-            ..sv.clone()
-        });
-        Ok(())
+/// Makes every value every keyspace's lanes appended so far durable.
+pub(crate) fn sync_all(db: &DbInner) -> Result<()> {
+    db.blob_lanes
+        .all()
+        .iter()
+        .try_for_each(|(_, lanes)| lanes.sync())
+}
+
+/// Seals every keyspace's lanes' open files (at close).
+pub(crate) fn seal_all(db: &DbInner) -> Result<()> {
+    db.blob_lanes
+        .all()
+        .iter()
+        .try_for_each(|(id, lanes)| lanes.seal(&VersionFiles::of(db, *id)))
+}
+
+/// The lanes of each keyspace a batch writes to, looked up once per run of
+/// operations in one keyspace.
+struct LanesOf<'a> {
+    db: &'a DbInner,
+    last: Option<(u32, Option<Arc<BlobWriteLanes>>)>,
+}
+
+impl LanesOf<'_> {
+    fn get(&mut self, id: u32) -> Option<Arc<BlobWriteLanes>> {
+        match &self.last {
+            Some((last, lanes)) if *last == id => lanes.clone(),
+            _ => {
+                let lanes = self.db.blob_lanes.of(id);
+                self.last = Some((id, lanes.clone()));
+                lanes
+            }
+        }
+    }
+
+    /// Whether `op` (in keyspace `id`) is a put whose value goes to a blob
+    /// file.
+    fn large(&mut self, id: u32, op: &BatchOp<'_>) -> bool {
+        match op {
+            BatchOp::Put { value, .. } => self.get(id).is_some_and(|l| l.takes(value.len())),
+            _ => false,
+        }
     }
 }
 
@@ -76,64 +129,75 @@ impl VersionFiles<'_> {
 /// moved; `None` when it has none (or blob files are off), and the batch
 /// stays as it is.
 pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<(WriteBatch, u64)>> {
-    let Some(lanes) = &db.blob_lanes else {
+    if db.blob_lanes.is_empty() {
         return Ok(None);
-    };
-    // Only the default keyspace keeps values in blob files.
-    let large = |id: u32, op: &BatchOp<'_>| {
-        id == 0 && matches!(op, BatchOp::Put { value, .. } if lanes.takes(value.len()))
-    };
-    if !batch.iter_in().any(|(id, op)| large(id, &op)) {
+    }
+    // Each keyspace's values go to its own lanes (its own blob files);
+    // a keyspace without lanes keeps them inline.
+    let mut lanes = LanesOf { db, last: None };
+    if !batch.iter_in().any(|(id, op)| lanes.large(id, &op)) {
         return Ok(None);
     }
     let mut out = WriteBatch::new();
     let mut moved = 0u64;
     for (id, op) in batch.iter_in() {
         match op {
-            BatchOp::Put { key, value } if large(id, &op) => {
-                out.put_blob_index(key, &stage(db, lanes, key, value)?.encode());
+            BatchOp::Put { key, value } if lanes.large(id, &op) => {
+                let Some(l) = lanes.get(id) else {
+                    unreachable!("large() found lanes")
+                };
+                let pointer = stage(db, id, &l, key, value)?.encode();
+                out.put_blob_index_to(id, key, &pointer);
                 moved += value.len() as u64;
             }
             BatchOp::Put { key, value } => out.put_to(id, key, value),
             BatchOp::Delete { key } => out.delete_to(id, key),
-            BatchOp::PutBlob { key, pointer } => {
-                debug_assert_eq!(
-                    id, 0,
-                    "only the engine writes pointers, in the default keyspace"
-                );
-                out.put_blob_index(key, pointer)
-            }
+            BatchOp::PutBlob { key, pointer } => out.put_blob_index_to(id, key, pointer),
             BatchOp::DeleteRange { start, end } => out.delete_range_to(id, start, end),
         }
     }
     Ok(Some((out, moved)))
 }
 
-/// The batch of a single put of `value` (which `lanes` take): the value is
+/// The batch of a single put of `value` in keyspace `id` (whose `lanes`
+/// take it): the value is
 /// staged straight from the caller's slice, and the batch holds only its
 /// pointer.
 pub(crate) fn separate_put(
     db: &DbInner,
+    id: u32,
     lanes: &BlobWriteLanes,
     key: &[u8],
     value: &[u8],
 ) -> Result<WriteBatch> {
     debug_assert!(lanes.takes(value.len()));
-    let p = stage(db, lanes, key, value)?;
+    let p = stage(db, id, lanes, key, value)?;
     let pointer = p.encode();
     let mut out = WriteBatch::for_one(key.len(), pointer.len());
-    out.put_blob_index(key, &pointer);
+    out.put_blob_index_to(id, key, &pointer);
     Ok(out)
 }
 
-/// Stages `value` (for `key`) in a write lane; its pointer. A value that
-/// could not be staged fails the write before it has a sequence number;
-/// the lane's file is given up and the database poisoned, as after a
-/// failed WAL write.
-fn stage(db: &DbInner, lanes: &BlobWriteLanes, key: &[u8], value: &[u8]) -> Result<BlobPointer> {
+/// Stages `value` (for `key`) in a write lane of keyspace `id`; its
+/// pointer. A value that could not be staged fails the write before it has
+/// a sequence number; the lane's file is given up and the database
+/// poisoned, as after a failed WAL write (unless the keyspace was dropped
+/// meanwhile: the write fails with `KeyspaceNotFound`, as it would have
+/// later).
+fn stage(
+    db: &DbInner,
+    id: u32,
+    lanes: &BlobWriteLanes,
+    key: &[u8],
+    value: &[u8],
+) -> Result<BlobPointer> {
     let p = lanes
-        .put(&VersionFiles(db), key, value)
-        .inspect_err(|e| db.poison_err("blob write failed", e))?;
+        .put(&VersionFiles::of(db, id), key, value)
+        .inspect_err(|e| {
+            if !matches!(e, Error::KeyspaceNotFound(_)) {
+                db.poison_err("blob write failed", e)
+            }
+        })?;
     Counters::add(&db.counters.blob_values_written, 1);
     Counters::add(&db.counters.blob_bytes_written, value.len() as u64);
     Ok(p)

@@ -256,23 +256,34 @@ fn check_write_options(opts: &WriteOptions) -> Result<()> {
     Ok(())
 }
 
-/// A single put (`Db::put_opt`): a value that goes to a blob file is
-/// staged straight from the caller's slice, not copied into a batch
-/// first, and the batch holds only its pointer; other puts are a batch of
-/// one.
-pub(crate) fn put(db: &DbInner, key: &[u8], value: &[u8], opts: &WriteOptions) -> Result<()> {
-    if let Some(lanes) = &db.blob_lanes
+/// A single put in keyspace `id` (`Db::put_opt`, `Keyspace::put_opt`): a
+/// value that goes to a blob file is staged straight from the caller's
+/// slice, not copied into a batch first, and the batch holds only its
+/// pointer; other puts are a batch of one.
+pub(crate) fn put(
+    db: &DbInner,
+    id: u32,
+    key: &[u8],
+    value: &[u8],
+    opts: &WriteOptions,
+) -> Result<()> {
+    let lanes = if id == 0 {
+        db.blob_lanes.default_lanes().cloned()
+    } else {
+        db.blob_lanes.of(id)
+    };
+    if let Some(lanes) = lanes
         && lanes.takes(value.len())
     {
         check_write_options(opts)?;
         check_entry(db, key, value.len())?;
         db.check_writable()?;
-        let batch = blobs::separate_put(db, lanes, key, value)?;
+        let batch = blobs::separate_put(db, id, &lanes, key, value)?;
         let charge = super::memtables::batch_charge(&batch);
         return apply(db, batch, charge, value.len() as u64, opts);
     }
     let mut batch = WriteBatch::for_one(key.len(), value.len());
-    batch.put(key, value);
+    batch.put_to(id, key, value);
     write(db, batch, opts)
 }
 
@@ -395,11 +406,9 @@ fn apply(
     }
     // The blob values this write points to are made durable before the
     // WAL record that points to them (docs/blob-files.md, "Ordering").
-    if opts.sync
-        && let Some(lanes) = &db.blob_lanes
-    {
+    if opts.sync && !db.blob_lanes.is_empty() {
         let _syncing = wp.lane_syncs.read();
-        if let Err(e) = lanes.sync() {
+        if let Err(e) = blobs::sync_all(db) {
             wp.failed_writes.lock().push((first, last));
             db.poison_err("blob file sync failed", &e);
             return Err(e);

@@ -67,7 +67,10 @@ pub(super) fn make_room(db: &DbInner, charge: usize, blob: u64) -> Result<()> {
             Some(&db.counters.stall_stops_memtables)
         } else if l0 >= o.l0_stop_writes_trigger {
             Some(&db.counters.stall_stops_l0)
-        } else if blob_garbage_outran_gc(db, &sv.version) {
+        } else if sv
+            .trees()
+            .any(|(_, t)| blob_garbage_outran_gc(db, &t.version))
+        {
             Some(&db.counters.stall_stops_blob_garbage)
         } else {
             None
@@ -101,9 +104,10 @@ pub(super) fn make_room(db: &DbInner, charge: usize, blob: u64) -> Result<()> {
     }
 }
 
-/// Whether the next memtable must wait for blob garbage collection: with
-/// collection on, `blob_garbage_collection_force_threshold` of all sealed
-/// value bytes are garbage and a compaction can still reduce that (one is
+/// Whether the next memtable must wait for blob garbage collection in the
+/// keyspace of version `v`: with collection on,
+/// `blob_garbage_collection_force_threshold` of its sealed value bytes are
+/// garbage and a compaction can still reduce that (one is
 /// running, or the picker's idle blob work has something: an L0 table that
 /// hides garbage, or a file to collect). Checked only at a
 /// memtable switch, and `Options::max_memtable_blob_bytes` bounds the blob
@@ -112,7 +116,7 @@ pub(super) fn make_room(db: &DbInner, charge: usize, blob: u64) -> Result<()> {
 /// A share that no compaction can reduce never stops writes.
 fn blob_garbage_outran_gc(db: &DbInner, v: &crate::version::Version) -> bool {
     let o = &db.options;
-    if db.blob_lanes.is_none() || !o.enable_blob_garbage_collection {
+    if db.blob_lanes.is_empty() || !o.enable_blob_garbage_collection {
         return false;
     }
     if crate::compaction::blob_gc::garbage_share(v) < o.blob_garbage_collection_force_threshold {

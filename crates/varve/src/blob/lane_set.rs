@@ -1,0 +1,174 @@
+//! [`BlobLaneSet`]: the write lanes of every keyspace that keeps large
+//! values in blob files (`docs/keyspaces.md`, "Blob files"). Each keyspace
+//! has lanes of its own, because a blob file belongs to one keyspace's
+//! tree: that tree's compactions count its garbage and relocate its
+//! values. The default keyspace's lanes are fixed at open; another
+//! keyspace's are added when a handle asks for blob files
+//! (`KeyspaceOptions::min_blob_size`) and removed when it is dropped.
+//!
+//! Thread-safety: `Send + Sync`. The default lanes are read without a
+//! lock (the write path's common case); the others sit behind a read-write
+//! lock held only to look up, add or remove a keyspace's lanes, never
+//! across IO (callers get `Arc`s). Invariant: at most one set of lanes per
+//! keyspace id, so a blob file number is appended to by one lane only.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+
+use super::format::BlobPointer;
+use super::lane::BlobWriteLanes;
+
+/// The write lanes of a database, by keyspace id.
+#[derive(Debug, Default)]
+pub(crate) struct BlobLaneSet {
+    /// The default keyspace's lanes (`None`: it keeps every value inline,
+    /// or the database is read-only).
+    default: Option<Arc<BlobWriteLanes>>,
+    /// The other keyspaces' lanes.
+    others: RwLock<BTreeMap<u32, Arc<BlobWriteLanes>>>,
+    /// `others` is not empty: readers skip its lock otherwise.
+    has_others: AtomicBool,
+}
+
+impl BlobLaneSet {
+    /// A set with the default keyspace's `default` lanes.
+    pub(crate) fn new(default: Option<Arc<BlobWriteLanes>>) -> BlobLaneSet {
+        BlobLaneSet {
+            default,
+            ..BlobLaneSet::default()
+        }
+    }
+
+    /// The default keyspace's lanes.
+    pub(crate) fn default_lanes(&self) -> Option<&Arc<BlobWriteLanes>> {
+        self.default.as_ref()
+    }
+
+    /// Keyspace `id`'s lanes, if it has any.
+    pub(crate) fn of(&self, id: u32) -> Option<Arc<BlobWriteLanes>> {
+        if id == 0 {
+            return self.default.clone();
+        }
+        if !self.has_others.load(Ordering::Acquire) {
+            return None;
+        }
+        self.others.read().get(&id).cloned()
+    }
+
+    /// Keyspace `id`'s lanes, made with `make` if it has none (`id` is
+    /// not the default keyspace, whose lanes are fixed at open).
+    pub(crate) fn get_or_insert(
+        &self,
+        id: u32,
+        make: impl FnOnce() -> BlobWriteLanes,
+    ) -> Arc<BlobWriteLanes> {
+        debug_assert_ne!(id, 0, "the default keyspace's lanes are fixed at open");
+        let mut others = self.others.write();
+        let lanes = Arc::clone(others.entry(id).or_insert_with(|| Arc::new(make())));
+        self.has_others.store(true, Ordering::Release);
+        lanes
+    }
+
+    /// Removes keyspace `id`'s lanes (it was dropped); they are returned
+    /// for the caller to let go of their files.
+    pub(crate) fn remove(&self, id: u32) -> Option<Arc<BlobWriteLanes>> {
+        let mut others = self.others.write();
+        let lanes = others.remove(&id);
+        self.has_others.store(!others.is_empty(), Ordering::Release);
+        lanes
+    }
+
+    /// Every keyspace's lanes, the default keyspace's first, then by id.
+    pub(crate) fn all(&self) -> Vec<(u32, Arc<BlobWriteLanes>)> {
+        let mut out: Vec<(u32, Arc<BlobWriteLanes>)> =
+            self.default.iter().map(|l| (0, Arc::clone(l))).collect();
+        if self.has_others.load(Ordering::Acquire) {
+            out.extend(
+                self.others
+                    .read()
+                    .iter()
+                    .map(|(&id, l)| (id, Arc::clone(l))),
+            );
+        }
+        out
+    }
+
+    /// True if no keyspace has lanes.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.default.is_none() && !self.has_others.load(Ordering::Acquire)
+    }
+
+    /// True if some lane still appends to blob file `number` or gave it up
+    /// after a failure ([`BlobWriteLanes::is_open`]).
+    pub(crate) fn is_open(&self, number: u64) -> bool {
+        self.default.as_ref().is_some_and(|l| l.is_open(number))
+            || (self.has_others.load(Ordering::Acquire)
+                && self.others.read().values().any(|l| l.is_open(number)))
+    }
+
+    /// The value `p` names if some lane still stages it.
+    pub(crate) fn staged_value(&self, p: &BlobPointer) -> Option<Vec<u8>> {
+        if let Some(v) = self.default.as_ref().and_then(|l| l.staged_value(p)) {
+            return Some(v);
+        }
+        if !self.has_others.load(Ordering::Acquire) {
+            return None;
+        }
+        self.others.read().values().find_map(|l| l.staged_value(p))
+    }
+
+    /// Page-cache bytes every lane's staging slots map now.
+    pub(crate) fn staging_bytes(&self) -> usize {
+        self.all().iter().map(|(_, l)| l.staging_bytes()).sum()
+    }
+
+    /// The most every lane's staging slots map (each with a file open).
+    pub(crate) fn staging_limit(&self) -> usize {
+        self.all().iter().map(|(_, l)| l.staging_limit()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blob::lane::LaneOptions;
+    use crate::io::{FileSystem, PosixFs};
+
+    fn lanes(dir: &std::path::Path) -> BlobWriteLanes {
+        let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
+        BlobWriteLanes::new(&fs, dir, 2, 100, LaneOptions::default())
+    }
+
+    #[test]
+    fn keyspaces_get_their_own_lanes_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let set = BlobLaneSet::new(Some(Arc::new(lanes(dir.path()))));
+        assert!(set.of(0).is_some());
+        assert!(set.of(3).is_none());
+        let a = set.get_or_insert(3, || lanes(dir.path()));
+        let b = set.get_or_insert(3, || panic!("made twice"));
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(
+            set.all().iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            vec![0, 3]
+        );
+        assert!(set.remove(3).is_some());
+        assert!(set.of(3).is_none());
+        assert!(!set.is_empty());
+        assert!(BlobLaneSet::new(None).is_empty());
+    }
+
+    #[test]
+    fn a_threshold_change_applies_to_the_next_value() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let l = lanes(dir.path());
+        assert!(l.takes(100) && !l.takes(99));
+        l.set_min_size(Some(10));
+        assert!(l.takes(10));
+        l.set_min_size(None);
+        assert!(!l.takes(usize::MAX - 1));
+    }
+}
