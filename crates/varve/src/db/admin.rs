@@ -18,6 +18,20 @@ impl Db {
         self.inner.writes.flush_memtable(&self.inner)
     }
 
+    /// Makes every write that has returned so far durable, as if each had
+    /// been made with `sync = true` (RocksDB's `SyncWAL`): the blob values
+    /// they point to, then the WAL. For writers that write with
+    /// `sync = false` and choose their own points of durability: a group
+    /// commit of many writes with one fdatasync, or a Raft log that
+    /// acknowledges appends once durable (`varve-raft`). Writes that return
+    /// while it runs may or may not be covered.
+    ///
+    /// Errors: as a failed `sync` write (the database is poisoned).
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.check_writable()?;
+        super::write::sync_acknowledged(&self.inner)
+    }
+
     /// Compacts every table overlapping `[begin, end]` (user keys; `None`
     /// is unbounded) down to the deepest level holding the range, after a
     /// flush. Drops deleted and overwritten entries no snapshot can see,

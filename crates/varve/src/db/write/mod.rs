@@ -244,6 +244,18 @@ fn validate(db: &DbInner, batch: &WriteBatch) -> Result<usize> {
     Ok(charge)
 }
 
+/// [`Db::sync_wal`](crate::Db::sync_wal): every blob value an acknowledged
+/// write points to, then the WAL that holds those writes, made durable
+/// (the order of a `sync` write, `docs/blob-files.md`, "Ordering"). Logs
+/// before the current one were synced when they were switched away from.
+pub(crate) fn sync_acknowledged(db: &DbInner) -> Result<()> {
+    if !db.blob_lanes.is_empty() {
+        let _syncing = db.writes.lane_syncs.read();
+        blobs::sync_all(db).inspect_err(|e| db.poison_err("blob file sync failed", e))?;
+    }
+    db.writes.sync_wal(db)
+}
+
 /// Refuses write options that contradict each other.
 fn check_write_options(opts: &WriteOptions) -> Result<()> {
     if opts.sync && opts.disable_wal {
