@@ -659,6 +659,11 @@ impl BlobWriteLanes {
         len >= self.min_size.load(Ordering::Relaxed)
     }
 
+    /// The smallest value that goes to a blob file (`usize::MAX`: none).
+    pub(crate) fn min_size(&self) -> usize {
+        self.min_size.load(Ordering::Relaxed)
+    }
+
     /// From now on values of at least `min_size` bytes go to blob files
     /// (`None`: no value does; the open files stay until sealed).
     pub(crate) fn set_min_size(&self, min_size: Option<usize>) {

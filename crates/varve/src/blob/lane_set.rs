@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use parking_lot::RwLock;
 
@@ -22,7 +22,7 @@ use super::format::BlobPointer;
 use super::lane::BlobWriteLanes;
 
 /// The write lanes of a database, by keyspace id.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BlobLaneSet {
     /// The default keyspace's lanes (`None`: it keeps every value inline,
     /// or the database is read-only).
@@ -31,15 +31,38 @@ pub(crate) struct BlobLaneSet {
     others: RwLock<BTreeMap<u32, Arc<BlobWriteLanes>>>,
     /// `others` is not empty: readers skip its lock otherwise.
     has_others: AtomicBool,
+    /// The smallest threshold of any keyspace's lanes (`usize::MAX`:
+    /// none): a smaller value needs no lookup ([`may_take`](Self::may_take)).
+    min_any: AtomicUsize,
 }
 
 impl BlobLaneSet {
     /// A set with the default keyspace's `default` lanes.
     pub(crate) fn new(default: Option<Arc<BlobWriteLanes>>) -> BlobLaneSet {
         BlobLaneSet {
+            min_any: AtomicUsize::new(default.as_ref().map_or(usize::MAX, |l| l.min_size())),
             default,
-            ..BlobLaneSet::default()
+            others: RwLock::new(BTreeMap::new()),
+            has_others: AtomicBool::new(false),
         }
+    }
+
+    /// False if no keyspace's lanes take a value of `len` bytes: the write
+    /// path's check before it looks up a keyspace's lanes (a plain load).
+    pub(crate) fn may_take(&self, len: usize) -> bool {
+        len >= self.min_any.load(Ordering::Relaxed)
+    }
+
+    /// Recomputes `min_any` (under the `others` write lock).
+    fn update_min(&self, others: &BTreeMap<u32, Arc<BlobWriteLanes>>) {
+        let min = self
+            .default
+            .iter()
+            .chain(others.values())
+            .map(|l| l.min_size())
+            .min()
+            .unwrap_or(usize::MAX);
+        self.min_any.store(min, Ordering::Relaxed);
     }
 
     /// The default keyspace's lanes.
@@ -58,18 +81,27 @@ impl BlobLaneSet {
         self.others.read().get(&id).cloned()
     }
 
-    /// Keyspace `id`'s lanes, made with `make` if it has none (`id` is
-    /// not the default keyspace, whose lanes are fixed at open).
-    pub(crate) fn get_or_insert(
+    /// Sets keyspace `id`'s threshold to `min` (`None`: no value goes to
+    /// its blob files from now on); lanes are made with `make` the first
+    /// time it has one (`id` is not the default keyspace, whose lanes are
+    /// fixed at open).
+    pub(crate) fn configure(
         &self,
         id: u32,
-        make: impl FnOnce() -> BlobWriteLanes,
-    ) -> Arc<BlobWriteLanes> {
+        min: Option<usize>,
+        make: impl FnOnce(usize) -> BlobWriteLanes,
+    ) {
         debug_assert_ne!(id, 0, "the default keyspace's lanes are fixed at open");
         let mut others = self.others.write();
-        let lanes = Arc::clone(others.entry(id).or_insert_with(|| Arc::new(make())));
-        self.has_others.store(true, Ordering::Release);
-        lanes
+        match (others.get(&id), min) {
+            (Some(lanes), min) => lanes.set_min_size(min),
+            (None, Some(min)) => {
+                others.insert(id, Arc::new(make(min)));
+                self.has_others.store(true, Ordering::Release);
+            }
+            (None, None) => {}
+        }
+        self.update_min(&others);
     }
 
     /// Removes keyspace `id`'s lanes (it was dropped); they are returned
@@ -78,6 +110,7 @@ impl BlobLaneSet {
         let mut others = self.others.write();
         let lanes = others.remove(&id);
         self.has_others.store(!others.is_empty(), Ordering::Release);
+        self.update_min(&others);
         lanes
     }
 
@@ -137,9 +170,13 @@ mod tests {
     use crate::blob::lane::LaneOptions;
     use crate::io::{FileSystem, PosixFs};
 
-    fn lanes(dir: &std::path::Path) -> BlobWriteLanes {
+    fn lanes_at(dir: &std::path::Path, min: usize) -> BlobWriteLanes {
         let fs: Arc<dyn FileSystem> = Arc::new(PosixFs);
-        BlobWriteLanes::new(&fs, dir, 2, 100, LaneOptions::default())
+        BlobWriteLanes::new(&fs, dir, 2, min, LaneOptions::default())
+    }
+
+    fn lanes(dir: &std::path::Path) -> BlobWriteLanes {
+        lanes_at(dir, 100)
     }
 
     #[test]
@@ -148,15 +185,22 @@ mod tests {
         let set = BlobLaneSet::new(Some(Arc::new(lanes(dir.path()))));
         assert!(set.of(0).is_some());
         assert!(set.of(3).is_none());
-        let a = set.get_or_insert(3, || lanes(dir.path()));
-        let b = set.get_or_insert(3, || panic!("made twice"));
-        assert!(Arc::ptr_eq(&a, &b));
+        assert!(set.may_take(100) && !set.may_take(99));
+        set.configure(3, Some(10), |m| lanes_at(dir.path(), m));
+        let a = set.of(3).expect("lanes");
+        assert!(set.may_take(10) && a.takes(10));
+        set.configure(3, Some(50), |_| panic!("made twice"));
+        assert!(Arc::ptr_eq(&a, &set.of(3).expect("lanes")));
+        assert!(!set.may_take(49) && !a.takes(49));
+        set.configure(4, None, |_| panic!("no lanes without a threshold"));
+        assert!(set.of(4).is_none());
         assert_eq!(
             set.all().iter().map(|(id, _)| *id).collect::<Vec<_>>(),
             vec![0, 3]
         );
         assert!(set.remove(3).is_some());
         assert!(set.of(3).is_none());
+        assert!(!set.may_take(99), "the default lanes' threshold again");
         assert!(!set.is_empty());
         assert!(BlobLaneSet::new(None).is_empty());
     }

@@ -218,14 +218,9 @@ fn configure_blob_lanes(db: &DbInner, id: u32, min: Option<usize>) {
     if db.read_only {
         return;
     }
-    match (db.blob_lanes.of(id), min) {
-        (Some(lanes), min) => lanes.set_min_size(min),
-        (None, Some(min)) => db
-            .blob_lanes
-            .get_or_insert(id, || super::open::blob_lanes(&db.options, &db.dir, min))
-            .set_min_size(Some(min)),
-        (None, None) => {}
-    }
+    db.blob_lanes.configure(id, min, |min| {
+        super::open::blob_lanes(&db.options, &db.dir, min)
+    });
 }
 
 /// The ids of the keyspaces other than the default one in the current

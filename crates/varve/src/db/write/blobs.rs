@@ -119,7 +119,10 @@ impl LanesOf<'_> {
     /// file.
     fn large(&mut self, id: u32, op: &BatchOp<'_>) -> bool {
         match op {
-            BatchOp::Put { value, .. } => self.get(id).is_some_and(|l| l.takes(value.len())),
+            BatchOp::Put { value, .. } => {
+                self.db.blob_lanes.may_take(value.len())
+                    && self.get(id).is_some_and(|l| l.takes(value.len()))
+            }
             _ => false,
         }
     }

@@ -279,7 +279,10 @@ pub(crate) fn put(
     value: &[u8],
     opts: &WriteOptions,
 ) -> Result<()> {
-    let lanes = if id == 0 {
+    // A plain load rules out most values before any lookup.
+    let lanes = if !db.blob_lanes.may_take(value.len()) {
+        None
+    } else if id == 0 {
         db.blob_lanes.default_lanes().cloned()
     } else {
         db.blob_lanes.of(id)

@@ -1,0 +1,233 @@
+//! The server: one Raft node and its HTTP endpoints (`docs/raft.md`, "The
+//! service"), on 127.0.0.1 only.
+//!
+//! - Raft RPCs from other nodes: `POST /raft/append`, `/raft/vote`,
+//!   `/raft/snapshot`.
+//! - Cluster: `POST /cluster/init`, `/cluster/add-learner`,
+//!   `/cluster/change-membership`; `GET /cluster/metrics`.
+//! - Data: `POST /kv/write` (through the log), `/kv/read` (linearizable
+//!   through openraft's read index, or local), `/kv/scan` (either too).
+//!
+//! Thread-safety: handlers share the node through an `Arc`; openraft
+//! serializes what reaches the log and the state machine.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use openraft::error::{
+    CheckIsLeaderError, ClientWriteError, ForwardToLeader, InstallSnapshotError, RaftError,
+};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Config, Raft, SnapshotPolicy};
+use serde_json::json;
+
+use crate::api::{AddLearnerReq, ChangeMembershipReq, InitReq, ReadReq, Reply, ScanReq, WriteReq};
+use crate::backend::{self, C, Store};
+use crate::network::Network;
+
+type NodeId = u64;
+
+/// How a node runs.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub id: NodeId,
+    /// Where it listens: a loopback address.
+    pub addr: SocketAddr,
+    pub heartbeat_ms: u64,
+    pub election_min_ms: u64,
+    pub election_max_ms: u64,
+    /// Build a snapshot (and purge the log) every this many entries.
+    pub snapshot_every: u64,
+}
+
+/// A running node.
+pub struct App {
+    pub raft: Raft<C>,
+    store: Store,
+}
+
+fn not_leader(f: ForwardToLeader<NodeId, BasicNode>) -> Reply {
+    Reply::NotLeader {
+        leader: f.leader_id,
+        addr: f.leader_node.map(|n| n.addr),
+    }
+}
+
+/// Starts node `cfg.id` on the store in `dir`; returns once it stops
+/// serving (it never does unless the listener fails).
+pub async fn serve(cfg: NodeConfig, dir: &Path) -> anyhow::Result<()> {
+    if !cfg.addr.ip().is_loopback() {
+        anyhow::bail!(
+            "{} is not a loopback address: nodes listen on 127.0.0.1 only",
+            cfg.addr
+        );
+    }
+    let config = Config {
+        cluster_name: "varve-raft-kv".into(),
+        heartbeat_interval: cfg.heartbeat_ms,
+        election_timeout_min: cfg.election_min_ms,
+        election_timeout_max: cfg.election_max_ms,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snapshot_every),
+        max_in_snapshot_log_to_keep: 1000,
+        ..Config::default()
+    }
+    .validate()?;
+    std::fs::create_dir_all(dir)?;
+    let (raft, store) = backend::start(cfg.id, Arc::new(config), Network::default(), dir).await?;
+    let app = Arc::new(App { raft, store });
+    let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
+    eprintln!(
+        "varve-raft-server: node {} ({} storage) on http://{}, data in {}",
+        cfg.id,
+        backend::NAME,
+        cfg.addr,
+        dir.display()
+    );
+    axum::serve(listener, router(app)).await?;
+    Ok(())
+}
+
+/// The node's endpoints.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/raft/append", post(append))
+        .route("/raft/vote", post(vote))
+        .route("/raft/snapshot", post(snapshot))
+        .route("/cluster/init", post(init))
+        .route("/cluster/add-learner", post(add_learner))
+        .route("/cluster/change-membership", post(change_membership))
+        .route("/cluster/metrics", get(metrics))
+        .route("/kv/write", post(write))
+        .route("/kv/read", post(read))
+        .route("/kv/scan", post(scan))
+        .with_state(app)
+}
+
+async fn append(
+    State(app): State<Arc<App>>,
+    Json(req): Json<AppendEntriesRequest<C>>,
+) -> Json<Result<AppendEntriesResponse<NodeId>, RaftError<NodeId>>> {
+    Json(app.raft.append_entries(req).await)
+}
+
+async fn vote(
+    State(app): State<Arc<App>>,
+    Json(req): Json<VoteRequest<NodeId>>,
+) -> Json<Result<VoteResponse<NodeId>, RaftError<NodeId>>> {
+    Json(app.raft.vote(req).await)
+}
+
+async fn snapshot(
+    State(app): State<Arc<App>>,
+    Json(req): Json<InstallSnapshotRequest<C>>,
+) -> Json<Result<InstallSnapshotResponse<NodeId>, RaftError<NodeId, InstallSnapshotError>>> {
+    Json(app.raft.install_snapshot(req).await)
+}
+
+async fn init(State(app): State<Arc<App>>, Json(req): Json<InitReq>) -> Json<Reply> {
+    let nodes: BTreeMap<NodeId, BasicNode> = req
+        .nodes
+        .into_iter()
+        .map(|(id, addr)| (id, BasicNode::new(addr)))
+        .collect();
+    Json(match app.raft.initialize(nodes).await {
+        Ok(()) => Reply::Ok(json!(null)),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+async fn add_learner(State(app): State<Arc<App>>, Json(req): Json<AddLearnerReq>) -> Json<Reply> {
+    Json(
+        match app
+            .raft
+            .add_learner(req.id, BasicNode::new(req.addr), true)
+            .await
+        {
+            Ok(r) => Reply::Ok(json!({ "index": r.log_id.index })),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => not_leader(f),
+            Err(e) => Reply::Error(e.to_string()),
+        },
+    )
+}
+
+async fn change_membership(
+    State(app): State<Arc<App>>,
+    Json(req): Json<ChangeMembershipReq>,
+) -> Json<Reply> {
+    Json(match app.raft.change_membership(req.members, false).await {
+        Ok(r) => Reply::Ok(json!({ "index": r.log_id.index })),
+        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => not_leader(f),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Json<Reply> {
+    let m = app.raft.metrics().borrow().clone();
+    Json(match serde_json::to_value(&m) {
+        Ok(v) => Reply::Ok(v),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+async fn write(State(app): State<Arc<App>>, Json(req): Json<WriteReq>) -> Json<Reply> {
+    let data = match req.value {
+        Some(v) => backend::set(req.key, v),
+        None => match backend::delete(req.key) {
+            Some(d) => d,
+            None => {
+                return Json(Reply::Error(format!(
+                    "deletes are not supported by the {} storage",
+                    backend::NAME
+                )));
+            }
+        },
+    };
+    Json(match app.raft.client_write(data).await {
+        Ok(r) => Reply::Ok(json!({ "index": r.log_id.index })),
+        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => not_leader(f),
+        Err(e) => Reply::Error(e.to_string()),
+    })
+}
+
+/// `Some(reply)` if a linearizable read cannot be served here.
+async fn read_index(app: &App) -> Option<Reply> {
+    match app.raft.ensure_linearizable().await {
+        Ok(_) => None,
+        Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => Some(not_leader(f)),
+        Err(e) => Some(Reply::Error(e.to_string())),
+    }
+}
+
+async fn read(State(app): State<Arc<App>>, Json(req): Json<ReadReq>) -> Json<Reply> {
+    if req.linearizable
+        && let Some(r) = read_index(&app).await
+    {
+        return Json(r);
+    }
+    Json(match app.store.get(&req.key) {
+        Ok(v) => Reply::Ok(json!(v)),
+        Err(e) => Reply::Error(e),
+    })
+}
+
+async fn scan(State(app): State<Arc<App>>, Json(req): Json<ScanReq>) -> Json<Reply> {
+    if req.linearizable
+        && let Some(r) = read_index(&app).await
+    {
+        return Json(r);
+    }
+    Json(
+        match app.store.scan(&req.start, req.end.as_deref(), req.limit) {
+            Ok(pairs) => Reply::Ok(json!(pairs)),
+            Err(e) => Reply::Error(e),
+        },
+    )
+}
