@@ -47,6 +47,10 @@ pub fn delete(_key: String) -> Option<RocksRequest> {
 }
 
 impl Store {
+    pub fn stats(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
     pub fn get(&self, _key: &str) -> Result<Option<String>, String> {
         Err("reads are not served by the rocksstore build (writes only)".into())
     }

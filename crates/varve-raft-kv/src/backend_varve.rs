@@ -42,6 +42,16 @@ pub fn delete(key: String) -> Option<varve_raft::Request> {
 }
 
 impl Store {
+    /// The storage's counters: batches written and WAL fdatasyncs.
+    pub fn stats(&self) -> serde_json::Value {
+        let s = self.sm.db_stats();
+        serde_json::json!({
+            "user_writes": s.user_writes,
+            "wal_syncs": s.wal_syncs,
+            "wal_bytes": s.wal_bytes,
+        })
+    }
+
     /// The value of `key` in this node's state machine.
     pub fn get(&self, key: &str) -> Result<Option<String>, String> {
         self.sm.get(key).map_err(|e| e.to_string())

@@ -9,10 +9,14 @@
 //!   returns that write's value;
 //! - the history of each client's register (its writes and linearizable
 //!   reads, each with when it was invoked and when it returned) is
-//!   linearizable, by `stateright`'s `LinearizabilityTester`. A call whose
+//!   linearizable, by `stateright`'s `LinearizabilityTester`. A write whose
 //!   outcome is unknown stays in flight in the history forever (it may
 //!   have taken effect at any later point), and the client goes on as a
-//!   new thread of the history.
+//!   new thread of the history; a read that failed leaves it. A client
+//!   moves to a fresh register every `OPS_PER_REGISTER` operations, so
+//!   every history checked is short (the tester copies the rest of the
+//!   history at every step of its search: a long one takes quadratic
+//!   memory).
 //!
 //! Bounded: it stops after the kills and pauses asked for, or at the time
 //! limit, whichever comes first.
@@ -173,12 +177,16 @@ struct Shared {
     operations: AtomicU64,
     unknown: AtomicU64,
     bad_reads: AtomicU64,
-    /// Per client: its register's history.
-    histories: Vec<Mutex<Vec<Event>>>,
+    /// Per client: the histories of its registers, by register number.
+    histories: Vec<Mutex<BTreeMap<u64, Vec<Event>>>>,
 }
 
+/// Operations on one register before the client moves on to a fresh one
+/// (Jepsen's "independent keys"): the checker's search copies the rest of
+/// the history at every step, so it stays fast only on short histories.
+const OPS_PER_REGISTER: u64 = 40;
+
 async fn client_task(c: usize, client: Client, shared: Arc<Shared>) {
-    let reg = format!("reg-{c:03}");
     // The client's thread id in its register's history: a new one after
     // every call whose outcome is unknown (that call stays in flight).
     let mut thread = 0u64;
@@ -210,45 +218,50 @@ async fn client_task(c: usize, client: Client, shared: Arc<Shared>) {
         }
         // The register: a write or a linearizable read.
         shared.operations.fetch_add(1, Ordering::Relaxed);
-        let history = &shared.histories[c];
-        if i.is_multiple_of(2) {
-            let v = format!("{c}-{i}");
-            history
+        let n = i / OPS_PER_REGISTER;
+        let reg = format!("reg-{c:03}-{n:06}");
+        let record = |e: Event| async {
+            shared.histories[c]
                 .lock()
                 .await
-                .push(Event::Invoke(thread, RegisterOp::Write(v.clone())));
+                .entry(n)
+                .or_default()
+                .push(e);
+        };
+        if i.is_multiple_of(2) {
+            let v = format!("{c}-{i}");
+            record(Event::Invoke(thread, RegisterOp::Write(v.clone()))).await;
             let w = WriteReq {
-                key: reg.clone(),
+                key: reg,
                 value: Some(v),
             };
             match client.call("kv/write", &w).await {
-                Ok(_) => history
-                    .lock()
-                    .await
-                    .push(Event::Return(thread, RegisterRet::WriteOk)),
+                Ok(_) => record(Event::Return(thread, RegisterRet::WriteOk)).await,
                 Err(_) => {
+                    // It may take effect later: it stays in flight, and the
+                    // client goes on as a new thread.
                     shared.unknown.fetch_add(1, Ordering::Relaxed);
                     thread += 1;
                 }
             }
         } else {
-            history
-                .lock()
-                .await
-                .push(Event::Invoke(thread, RegisterOp::Read));
+            record(Event::Invoke(thread, RegisterOp::Read)).await;
             let r = ReadReq {
-                key: reg.clone(),
+                key: reg,
                 linearizable: true,
             };
             match client.call("kv/read", &r).await {
                 Ok(v) => {
                     let v = v.as_str().unwrap_or("").to_string();
-                    history
-                        .lock()
-                        .await
-                        .push(Event::Return(thread, RegisterRet::ReadOk(v)));
+                    record(Event::Return(thread, RegisterRet::ReadOk(v))).await;
                 }
-                Err(_) => thread += 1,
+                Err(_) => {
+                    // A read that failed changed nothing: it leaves the
+                    // history.
+                    if let Some(h) = shared.histories[c].lock().await.get_mut(&n) {
+                        h.pop();
+                    }
+                }
             }
         }
     }
@@ -276,9 +289,9 @@ fn check_all(histories: Vec<Vec<Event>>) -> anyhow::Result<bool> {
         .stack_size(1 << 30)
         .spawn(move || {
             let mut all = true;
-            for (c, h) in histories.iter().enumerate() {
-                if !is_linearizable(h).with_context(|| format!("register of client {c}"))? {
-                    eprintln!("fault test: the register of client {c} is not linearizable");
+            for (r, h) in histories.iter().enumerate() {
+                if !is_linearizable(h).with_context(|| format!("register {r}"))? {
+                    eprintln!("fault test: register {r} is not linearizable");
                     all = false;
                 }
             }
@@ -396,7 +409,9 @@ pub async fn run(cfg: &FaultConfig) -> anyhow::Result<FaultReport> {
         operations: AtomicU64::new(0),
         unknown: AtomicU64::new(0),
         bad_reads: AtomicU64::new(0),
-        histories: (0..cfg.clients).map(|_| Mutex::new(Vec::new())).collect(),
+        histories: (0..cfg.clients)
+            .map(|_| Mutex::new(BTreeMap::new()))
+            .collect(),
     });
     let tasks: Vec<_> = (0..cfg.clients)
         .map(|c| tokio::spawn(client_task(c, client.clone(), Arc::clone(&shared))))
@@ -484,13 +499,14 @@ pub async fn run(cfg: &FaultConfig) -> anyhow::Result<FaultReport> {
     // Each register's history is linearizable.
     let mut histories = Vec::new();
     for h in &shared.histories {
-        histories.push(std::mem::take(&mut *h.lock().await));
+        histories.extend(std::mem::take(&mut *h.lock().await).into_values());
     }
     let register_ops = histories
         .iter()
         .flatten()
         .filter(|e| matches!(e, Event::Invoke(..)))
         .count() as u64;
+    let register_count = histories.len();
     let linearizable = check_all(histories)?;
     Ok(FaultReport {
         kills,
@@ -501,7 +517,7 @@ pub async fn run(cfg: &FaultConfig) -> anyhow::Result<FaultReport> {
         unknown_outcomes: shared.unknown.load(Ordering::Relaxed),
         lost,
         bad_reads: shared.bad_reads.load(Ordering::Relaxed),
-        registers: shared.histories.len(),
+        registers: register_count,
         register_ops,
         linearizable,
         seconds: begin.elapsed().as_secs_f64(),

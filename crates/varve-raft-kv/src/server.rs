@@ -4,7 +4,8 @@
 //! - Raft RPCs from other nodes: `POST /raft/append`, `/raft/vote`,
 //!   `/raft/snapshot`.
 //! - Cluster: `POST /cluster/init`, `/cluster/add-learner`,
-//!   `/cluster/change-membership`; `GET /cluster/metrics`.
+//!   `/cluster/change-membership`; `GET /cluster/metrics`,
+//!   `GET /storage/stats` (the storage's writes and fdatasyncs).
 //! - Data: `POST /kv/write` (through the log), `/kv/read` (linearizable
 //!   through openraft's read index, or local), `/kv/scan` (either too).
 //!
@@ -48,6 +49,61 @@ pub struct NodeConfig {
     pub snapshot_every: u64,
 }
 
+/// One node of a replicated key-value store: openraft over HTTP, its log
+/// and state machine in varve (or in RocksDB, in the peer build).
+#[derive(clap::Parser, Debug)]
+#[command(version, about)]
+pub struct Args {
+    /// This node's id (unique in the cluster, > 0).
+    #[arg(long)]
+    id: u64,
+    /// Address to listen on and that other nodes reach it at; loopback
+    /// only (e.g. 127.0.0.1:21001).
+    #[arg(long)]
+    addr: SocketAddr,
+    /// Directory of the node's database (created if missing).
+    #[arg(long)]
+    dir: std::path::PathBuf,
+    /// Leader heartbeat interval, ms.
+    #[arg(long, default_value_t = 100)]
+    heartbeat_ms: u64,
+    /// Election timeout range, ms (a follower that hears no leader for a
+    /// random time in this range starts an election).
+    #[arg(long, default_value_t = 500)]
+    election_min_ms: u64,
+    #[arg(long, default_value_t = 1000)]
+    election_max_ms: u64,
+    /// Snapshot (and purge the log) every this many entries.
+    #[arg(long, default_value_t = 20_000)]
+    snapshot_every: u64,
+}
+
+/// The server binary: parses the command line and serves.
+pub async fn main_from_args() -> anyhow::Result<()> {
+    let a = <Args as clap::Parser>::parse();
+    // openraft's own log, to stderr: warnings and errors unless RUST_LOG
+    // says otherwise.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    serve(
+        NodeConfig {
+            id: a.id,
+            addr: a.addr,
+            heartbeat_ms: a.heartbeat_ms,
+            election_min_ms: a.election_min_ms,
+            election_max_ms: a.election_max_ms,
+            snapshot_every: a.snapshot_every,
+        },
+        &a.dir,
+    )
+    .await
+}
+
 /// A running node.
 pub struct App {
     pub raft: Raft<C>,
@@ -77,6 +133,14 @@ pub async fn serve(cfg: NodeConfig, dir: &Path) -> anyhow::Result<()> {
         election_timeout_max: cfg.election_max_ms,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snapshot_every),
         max_in_snapshot_log_to_keep: 1000,
+        // A follower further behind than this gets a snapshot; openraft
+        // wants it above the snapshot interval.
+        replication_lag_threshold: cfg.snapshot_every.saturating_mul(2),
+        // Snapshot chunks travel as JSON (a byte is up to four characters):
+        // 1 MiB chunks, and time for each to arrive and the last to be
+        // installed (openraft's 200 ms default is for small snapshots).
+        snapshot_max_chunk_size: 1 << 20,
+        install_snapshot_timeout: 10_000,
         ..Config::default()
     }
     .validate()?;
@@ -105,9 +169,13 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/cluster/add-learner", post(add_learner))
         .route("/cluster/change-membership", post(change_membership))
         .route("/cluster/metrics", get(metrics))
+        .route("/storage/stats", get(storage_stats))
         .route("/kv/write", post(write))
         .route("/kv/read", post(read))
         .route("/kv/scan", post(scan))
+        // Snapshot chunks (1 MiB of bytes, up to 4 MiB of JSON) and large
+        // append batches exceed axum's 2 MiB default.
+        .layer(axum::extract::DefaultBodyLimit::max(64 << 20))
         .with_state(app)
 }
 
@@ -175,6 +243,10 @@ async fn metrics(State(app): State<Arc<App>>) -> Json<Reply> {
         Ok(v) => Reply::Ok(v),
         Err(e) => Reply::Error(e.to_string()),
     })
+}
+
+async fn storage_stats(State(app): State<Arc<App>>) -> Json<Reply> {
+    Json(Reply::Ok(app.store.stats()))
 }
 
 async fn write(State(app): State<Arc<App>>, Json(req): Json<WriteReq>) -> Json<Reply> {

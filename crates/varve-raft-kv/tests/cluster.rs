@@ -1,14 +1,17 @@
 //! The service end to end, with real server processes on loopback: a
 //! short fault test (kills and pauses under load; no acknowledged write
 //! lost, every register linearizable), and membership changes (a learner
-//! added and promoted, a voter removed). The long fault test is
+//! added after the log was purged, so it is sent a snapshot, then promoted;
+//! a voter removed). The long fault test is
 //! `scripts/raft-cluster.sh`.
 
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use varve_raft_kv::api::{AddLearnerReq, ChangeMembershipReq, InitReq, ReadReq, Reply, WriteReq};
+use varve_raft_kv::api::{
+    AddLearnerReq, ChangeMembershipReq, InitReq, ReadReq, Reply, ScanReq, WriteReq,
+};
 use varve_raft_kv::client::Client;
 use varve_raft_kv::fault::{FaultConfig, run};
 
@@ -63,7 +66,17 @@ impl Drop for Server {
 fn server(id: u64, addr: &str, dir: &std::path::Path) -> Server {
     Server(
         Command::new(SERVER)
-            .args(["--id", &id.to_string(), "--addr", addr, "--dir"])
+            // Snapshots (and log purges) every 50 entries: a node that
+            // joins late is sent a snapshot.
+            .args([
+                "--id",
+                &id.to_string(),
+                "--addr",
+                addr,
+                "--snapshot-every",
+                "50",
+                "--dir",
+            ])
             .arg(dir.join(format!("n{id}")))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -115,11 +128,22 @@ fn a_learner_is_added_promoted_and_a_voter_removed() {
             key: k.into(),
             value: Some(format!("v-{k}")),
         };
+        // 10 KB values (blob files in the state machine): the snapshot,
+        // 3 MB, travels in several chunks of more than axum's default
+        // body limit.
+        for i in 0..300 {
+            let w = WriteReq {
+                key: format!("early-{i:03}"),
+                value: Some(format!("{i}-{}", "x".repeat(10_000))),
+            };
+            client.call("kv/write", &w).await.expect("write");
+        }
         client
             .call("kv/write", &put("before"))
             .await
             .expect("write");
-        // Node 4 joins as a learner and catches up.
+        // Node 4 joins as a learner and catches up: the entries before
+        // the last snapshot are purged, so it is sent the snapshot.
         client
             .call(
                 "cluster/add-learner",
@@ -135,6 +159,31 @@ fn a_learner_is_added_promoted_and_a_voter_removed() {
             assert!(Instant::now() < deadline, "the learner never caught up");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let scan = ScanReq {
+            start: "early-".into(),
+            end: Some("early.".into()),
+            limit: 1000,
+            linearizable: false,
+        };
+        match client.call_node(&addr(4), "kv/scan", &scan).await {
+            Ok(Reply::Ok(v)) => {
+                let pairs: Vec<(String, String)> = serde_json::from_value(v).expect("pairs");
+                assert_eq!(pairs.len(), 300, "the learner has every early key");
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    assert_eq!(k, &format!("early-{i:03}"));
+                    assert_eq!(v, &format!("{i}-{}", "x".repeat(10_000)));
+                }
+            }
+            other => panic!("scan of the learner: {other:?}"),
+        }
+        let purged = match client.get_node(&addr(1), "cluster/metrics").await {
+            Ok(Reply::Ok(m)) => m["purged"]["index"].as_u64(),
+            other => panic!("metrics: {other:?}"),
+        };
+        assert!(
+            purged.is_some_and(|p| p > 0),
+            "the leader purged its log: {purged:?}"
+        );
         // Promoted, and node 3 removed.
         client
             .call(

@@ -84,6 +84,12 @@ impl StateMachine {
         Ok(sm)
     }
 
+    /// The counters of the database under the store (the log's writes and
+    /// fdatasyncs among them).
+    pub fn db_stats(&self) -> varve::DbStats {
+        self.db.stats()
+    }
+
     /// The value of `key` in the state machine (read locally: a read that
     /// must be linearizable asks the leader first, `docs/raft.md`).
     pub fn get(&self, key: &str) -> Result<Option<String>, varve::Error> {

@@ -47,6 +47,11 @@ enum Cmd {
         #[arg(long)]
         node: Option<NodeId>,
     },
+    /// Prints a node's storage counters: batches written, WAL fdatasyncs.
+    StorageStats {
+        #[arg(long)]
+        node: Option<NodeId>,
+    },
     /// Sets KEY to VALUE (through the log).
     Put { key: String, value: String },
     /// Prints the value of KEY (linearizable unless --stale, which reads
@@ -175,6 +180,13 @@ async fn main() -> anyhow::Result<()> {
                 None => first,
             };
             print(&unwrap(client.get_node(&addr, "cluster/metrics").await)?)?;
+        }
+        Cmd::StorageStats { node } => {
+            let addr = match node {
+                Some(id) => nodes.get(&id).context("no such node in --nodes")?.clone(),
+                None => first,
+            };
+            print(&unwrap(client.get_node(&addr, "storage/stats").await)?)?;
         }
         Cmd::Put { key, value } => {
             let w = WriteReq {
