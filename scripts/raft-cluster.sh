@@ -89,13 +89,15 @@ bench)
         (cd "$ROOT/crates/varve-raft-kv/rocksstore-peer" &&
             cargo build --release --target-dir /work/target-raft-peer >&2)
     fi
-    if command -v fio >/dev/null 2>&1; then
-        echo "== disk: 4 KiB writes, each followed by fdatasync (fio, same file system)"
-        fio --name=sync --directory="$DIR" --rw=write --bs=4k --size=64m --fdatasync=1 \
-            --runtime=5 --time_based --ioengine=sync --output-format=terse 2>/dev/null |
-            awk -F';' '{printf "fdatasync/s: %.0f\n", $8}'
-        rm -f "$DIR"/sync.*
+    if ! command -v fio >/dev/null 2>&1; then
+        echo "raft-cluster: fio not found; installing with apt-get" >&2
+        apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >&2
     fi
+    echo "== disk: 4 KiB writes, each followed by fdatasync (fio, same file system)"
+    fio --name=sync --directory="$DIR" --rw=write --bs=4k --size=64m --fdatasync=1 \
+        --runtime=5 --time_based --ioengine=sync --output-format=terse 2>/dev/null |
+        awk -F';' '{printf "fdatasync/s: %.0f (4 KiB write + fdatasync, one at a time)\n", $49}'
+    rm -f "$DIR"/sync.*
     OUT="$DIR/results"
     : >"$OUT"
     for rep in $(seq "${REPS:-3}"); do

@@ -47,6 +47,9 @@ pub struct NodeConfig {
     pub election_max_ms: u64,
     /// Build a snapshot (and purge the log) every this many entries.
     pub snapshot_every: u64,
+    /// Entries a snapshot already holds that stay in the log (for
+    /// followers slightly behind); the rest are purged.
+    pub keep_logs: u64,
 }
 
 /// One node of a replicated key-value store: openraft over HTTP, its log
@@ -76,6 +79,9 @@ pub struct Args {
     /// Snapshot (and purge the log) every this many entries.
     #[arg(long, default_value_t = 20_000)]
     snapshot_every: u64,
+    /// Entries a snapshot already holds that stay in the log.
+    #[arg(long, default_value_t = 1000)]
+    keep_logs: u64,
 }
 
 /// The server binary: parses the command line and serves.
@@ -98,6 +104,7 @@ pub async fn main_from_args() -> anyhow::Result<()> {
             election_min_ms: a.election_min_ms,
             election_max_ms: a.election_max_ms,
             snapshot_every: a.snapshot_every,
+            keep_logs: a.keep_logs,
         },
         &a.dir,
     )
@@ -132,7 +139,7 @@ pub async fn serve(cfg: NodeConfig, dir: &Path) -> anyhow::Result<()> {
         election_timeout_min: cfg.election_min_ms,
         election_timeout_max: cfg.election_max_ms,
         snapshot_policy: SnapshotPolicy::LogsSinceLast(cfg.snapshot_every),
-        max_in_snapshot_log_to_keep: 1000,
+        max_in_snapshot_log_to_keep: cfg.keep_logs,
         // A follower further behind than this gets a snapshot; openraft
         // wants it above the snapshot interval.
         replication_lag_threshold: cfg.snapshot_every.saturating_mul(2),
@@ -140,6 +147,9 @@ pub async fn serve(cfg: NodeConfig, dir: &Path) -> anyhow::Result<()> {
         // 1 MiB chunks, and time for each to arrive and the last to be
         // installed (openraft's 200 ms default is for small snapshots).
         snapshot_max_chunk_size: 1 << 20,
+        // An AppendEntries must arrive within a heartbeat interval (its
+        // timeout); 300 entries of 10 KB values, as JSON, did not.
+        max_payload_entries: 64,
         install_snapshot_timeout: 10_000,
         ..Config::default()
     }
@@ -216,7 +226,10 @@ async fn add_learner(State(app): State<Arc<App>>, Json(req): Json<AddLearnerReq>
     Json(
         match app
             .raft
-            .add_learner(req.id, BasicNode::new(req.addr), true)
+            // Not blocking: it returns once the learner is in the
+            // membership, and catches up in the background (a large
+            // snapshot can take longer than a client waits).
+            .add_learner(req.id, BasicNode::new(req.addr), false)
             .await
         {
             Ok(r) => Reply::Ok(json!({ "index": r.log_id.index })),

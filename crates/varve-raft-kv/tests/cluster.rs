@@ -75,6 +75,8 @@ fn server(id: u64, addr: &str, dir: &std::path::Path) -> Server {
                 addr,
                 "--snapshot-every",
                 "50",
+                "--keep-logs",
+                "0",
                 "--dir",
             ])
             .arg(dir.join(format!("n{id}")))
@@ -154,7 +156,7 @@ fn a_learner_is_added_promoted_and_a_voter_removed() {
             )
             .await
             .expect("add learner");
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while value_on(&client, &addr(4), "before").await.as_deref() != Some("v-before") {
             assert!(Instant::now() < deadline, "the learner never caught up");
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -31,6 +31,9 @@ const VOTE: &[u8] = b"vote";
 const COMMITTED: &[u8] = b"committed";
 const LAST_PURGED: &[u8] = b"last_purged";
 
+/// Ranges of at most this many entries are read with point lookups.
+const POINT_READS: u64 = 64;
+
 /// The Raft log and its metadata (vote, committed and last purged ids).
 #[derive(Clone)]
 pub struct LogStore {
@@ -123,6 +126,29 @@ impl RaftLogReader<TypeConfig> for LogStore {
         &mut self,
         range: RB,
     ) -> Result<Vec<Entry<TypeConfig>>, StorageError<NodeId>> {
+        // A short bounded range (what replication asks for) is read with
+        // point lookups, which find the entries in the memtable without
+        // building an iterator; anything else is a range scan.
+        let bounded = match (range.start_bound(), range.end_bound()) {
+            (Bound::Included(&s), Bound::Excluded(&e)) => Some((s, e)),
+            (Bound::Included(&s), Bound::Included(&e)) => Some((s, e.saturating_add(1))),
+            _ => None,
+        };
+        if let Some((start, end)) = bounded
+            && end.saturating_sub(start) <= POINT_READS
+        {
+            let mut out = Vec::new();
+            for i in start..end {
+                match self.log.get(log_key(i)).map_err(error::read_logs)? {
+                    Some(v) => out.push(decode_entry(&log_key(i), &v).map_err(error::read_logs)?),
+                    // Purged entries come first; after the first present one,
+                    // a missing one is the end of the log (it has no holes).
+                    None if out.is_empty() => {}
+                    None => break,
+                }
+            }
+            return Ok(out);
+        }
         let keys = (bound_key(range.start_bound()), bound_key(range.end_bound()));
         let mut out = Vec::new();
         for kv in self.log.range::<[u8; 8], _>(keys) {
