@@ -263,7 +263,7 @@ fn sync_wal_makes_earlier_unsynced_writes_durable() {
         // finished sync_wal covers.
         let acked = Arc::new(Mutex::new(Vec::<String>::new()));
         let durable = Arc::new(Mutex::new(0usize));
-        let delay = Duration::from_micros(5_000 + rng.below(30_000));
+        let delay = Duration::from_micros(20_000 + rng.below(30_000));
         std::thread::scope(|s| {
             for t in 0..3 {
                 let (db, acked) = (Arc::clone(&db), Arc::clone(&acked));
@@ -294,11 +294,10 @@ fn sync_wal_makes_earlier_unsynced_writes_durable() {
         drop(Arc::into_inner(db).expect("sole owner"));
         fs.apply_power_loss(rng.next()).expect("apply power loss");
         let db = Db::open(&dir, Options::default()).expect("recover");
+        // Under load a power loss can come before the first sync_wal
+        // covered anything: such a round checks nothing, and the test
+        // asks only that the rounds together check writes.
         let n = *durable.lock();
-        assert!(
-            n > 0,
-            "round {round}: no sync_wal finished before the power loss"
-        );
         syncs += 1;
         let acked = acked.lock();
         for k in &acked[..n] {
@@ -310,5 +309,9 @@ fn sync_wal_makes_earlier_unsynced_writes_durable() {
         }
         checked += n;
     }
+    assert!(
+        checked > 0,
+        "no round had a sync_wal finish before its power loss"
+    );
     eprintln!("sync_wal power loss: {syncs} rounds, {checked} covered writes checked, 0 lost");
 }
