@@ -79,24 +79,19 @@ impl Client {
         path: &str,
         body: &B,
     ) -> Result<Reply, String> {
-        let resp = self
-            .http
-            .post(format!("http://{addr}/{path}"))
-            .timeout(self.timeout)
-            .json(body)
-            .send()
-            .await
-            .map_err(|e| format!("{addr}: {e}"))?;
-        resp.json::<Reply>()
-            .await
-            .map_err(|e| format!("{addr}: bad answer: {e}"))
+        let req = self.http.post(format!("http://{addr}/{path}")).json(body);
+        self.send(addr, req).await
     }
 
     /// `GET` of `path` on node `addr`.
     pub async fn get_node(&self, addr: &str, path: &str) -> Result<Reply, String> {
-        let resp = self
-            .http
-            .get(format!("http://{addr}/{path}"))
+        let req = self.http.get(format!("http://{addr}/{path}"));
+        self.send(addr, req).await
+    }
+
+    /// Sends `req` to node `addr` with the per-attempt timeout; its reply.
+    async fn send(&self, addr: &str, req: reqwest::RequestBuilder) -> Result<Reply, String> {
+        let resp = req
             .timeout(self.timeout)
             .send()
             .await

@@ -56,7 +56,7 @@ pub(crate) fn resume(db: &DbInner) -> Result<()> {
         db.info_log.log(format!("resume: after \"{}\"", poison.why));
         db.versions.lock().restart_manifest()?;
         let _no_lane_syncs = db.writes.no_lane_syncs();
-        for (id, lanes) in db.blob_lanes.all() {
+        db.blob_lanes.try_for_each(|id, lanes| {
             let closed = lanes.close_failed()?;
             if closed > 0 {
                 db.info_log.log(format!(
@@ -66,16 +66,18 @@ pub(crate) fn resume(db: &DbInner) -> Result<()> {
             }
             // A lane whose put failed (perhaps creating its next file, with
             // nothing to write out) must have room for that file now.
-            lanes.reopen_after_failure(&write::blobs::VersionFiles::of(db, id))?;
-        }
+            lanes.reopen_after_failure(&write::blobs::VersionFiles::of(db, id))
+        })?;
         write::restart_log(db)?;
     }
     loop {
         if !db.super_version().has_imms() {
             // The tables point into the blob files written out above now.
-            for (id, lanes) in db.blob_lanes.all() {
-                lanes.record_closed(&write::blobs::VersionFiles::of(db, id))?;
-            }
+            db.blob_lanes.try_for_each(|id, lanes| {
+                lanes
+                    .record_closed(&write::blobs::VersionFiles::of(db, id))
+                    .map(|_| ())
+            })?;
             // The flush thread deletes what its last edit retired right
             // after installing it; do it here too, so the old logs (and a
             // failed manifest, and the tables of its edit) are gone when

@@ -82,18 +82,13 @@ impl BlobFiles for VersionFiles<'_> {
 
 /// Makes every value every keyspace's lanes appended so far durable.
 pub(crate) fn sync_all(db: &DbInner) -> Result<()> {
-    db.blob_lanes
-        .all()
-        .iter()
-        .try_for_each(|(_, lanes)| lanes.sync())
+    db.blob_lanes.try_for_each(|_, lanes| lanes.sync())
 }
 
 /// Seals every keyspace's lanes' open files (at close).
 pub(crate) fn seal_all(db: &DbInner) -> Result<()> {
     db.blob_lanes
-        .all()
-        .iter()
-        .try_for_each(|(id, lanes)| lanes.seal(&VersionFiles::of(db, *id)))
+        .try_for_each(|id, lanes| lanes.seal(&VersionFiles::of(db, id)))
 }
 
 /// The lanes of each keyspace a batch writes to, looked up once per run of

@@ -279,13 +279,16 @@ pub(crate) fn put(
     value: &[u8],
     opts: &WriteOptions,
 ) -> Result<()> {
-    // A plain load rules out most values before any lookup.
+    // A plain load rules out most values before any lookup; the default
+    // keyspace's lanes are borrowed, another keyspace's looked up.
+    let other;
     let lanes = if !db.blob_lanes.may_take(value.len()) {
         None
     } else if id == 0 {
-        db.blob_lanes.default_lanes().cloned()
+        db.blob_lanes.default_lanes()
     } else {
-        db.blob_lanes.of(id)
+        other = db.blob_lanes.of(id);
+        other.as_ref()
     };
     if let Some(lanes) = lanes
         && lanes.takes(value.len())
@@ -293,7 +296,7 @@ pub(crate) fn put(
         check_write_options(opts)?;
         check_entry(db, key, value.len())?;
         db.check_writable()?;
-        let batch = blobs::separate_put(db, id, &lanes, key, value)?;
+        let batch = blobs::separate_put(db, id, lanes, key, value)?;
         let charge = super::memtables::batch_charge(&batch);
         return apply(db, batch, charge, value.len() as u64, opts);
     }
