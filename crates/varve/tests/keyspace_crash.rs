@@ -412,8 +412,17 @@ fn power_loss_with_batches_across_keyspaces() {
             db.drop_keyspace(SCRATCH).expect("drop scratch");
         }
         if !failures.is_empty() && first_failure.is_none() {
+            // What recovery said about the logs (where a replay ended, and
+            // why) is what a lost write needs explained.
+            let log = std::fs::read_to_string(dir.join("LOG")).unwrap_or_default();
+            let recovery: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("recovery:"))
+                .rev()
+                .take(8)
+                .collect();
             first_failure = Some(format!(
-                "after power loss {round}: {:?}",
+                "after power loss {round}: {:?}; recovery said (newest first): {recovery:#?}",
                 &failures[..failures.len().min(5)]
             ));
         }

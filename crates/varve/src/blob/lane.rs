@@ -367,6 +367,20 @@ impl BlobLane {
         self.publish(None);
     }
 
+    /// Makes every given-up file's values durable (each file once: no
+    /// value is appended to it after the give-up); see [`sync`](Self::sync).
+    fn sync_failed_files(&self) -> Result<()> {
+        let mut failed = self.failed.lock();
+        for f in failed.iter_mut() {
+            let len = f.file.len();
+            if f.synced < len {
+                f.file.make_durable()?;
+                f.synced = len;
+            }
+        }
+        Ok(())
+    }
+
     /// Closes the files given up after failures (`Db::resume`, once the
     /// disk has room): each is written out from its staging area and made
     /// durable; returns their numbers and sizes. Stops at the first
@@ -490,8 +504,20 @@ impl BlobLane {
     /// Makes every value appended so far durable (the open file's
     /// `fdatasync`, run outside the lane's mutex). Sealed files are durable
     /// already.
+    ///
+    /// A file the lane gave up after a failed step is made durable too
+    /// (its values appended before the failure, once): a `sync` write
+    /// placed after a record pointing into it relies on them, and recovery
+    /// ends the replay at a record whose value a power loss took. If that
+    /// fails (the disk is still full, the machine is going down), so does
+    /// the sync.
     pub(crate) fn sync(&self) -> Result<()> {
         let mut open = self.open.lock();
+        // Under the mutex: a give-up that happened before this sync is
+        // seen here (it sets the flag under the same mutex).
+        if self.has_failed.load(Ordering::Acquire) {
+            self.sync_failed_files()?;
+        }
         let Some(f) = open.as_mut() else {
             return Ok(());
         };
