@@ -205,6 +205,9 @@ struct OpenFile {
     chunk_start: u64,
     chunks: u64,
     values: u64,
+    /// `values` at the last [`BlobLane::seal_if_idle`]: unchanged since,
+    /// the lane is idle.
+    values_at_mark: u64,
     value_bytes: u64,
     /// Bytes known durable (fdatasynced): a sync with nothing appended
     /// since does no IO.
@@ -245,6 +248,7 @@ impl OpenFile {
             chunk_start: PAGE as u64,
             chunks: 0,
             values: 0,
+            values_at_mark: 0,
             value_bytes: 0,
             synced: 0,
         })
@@ -613,6 +617,28 @@ impl BlobLane {
             && self.failed.lock().iter().any(|f| f.number == number)
     }
 
+    /// Seals the open file if no value was appended to it since the last
+    /// call (each flush calls it): an idle lane's file would otherwise
+    /// stay open for as long as the database does, and a table whose
+    /// oldest blob file is open is never rewritten by garbage collection
+    /// (`compaction::picker::pick_blob_gc`), which stalled collection at
+    /// 64% garbage after a sustained overwrite.
+    pub(crate) fn seal_if_idle(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
+        {
+            let mut open = self.open.lock();
+            let Some(f) = open.as_mut() else {
+                return Ok(None);
+            };
+            if f.values != f.values_at_mark {
+                f.values_at_mark = f.values;
+                return Ok(None);
+            }
+        }
+        // A value appended since is sealed with the file (the next put
+        // opens a new one).
+        self.seal(files)
+    }
+
     /// Seals the open file (at close); `None` when the lane has none.
     pub(crate) fn seal(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
         let mut open = self.open.lock();
@@ -780,6 +806,16 @@ impl BlobWriteLanes {
             files.closed_failed_blob_file(number, size)?;
             closed.pop();
             n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Seals the open file of every lane idle since the last call
+    /// ([`BlobLane::seal_if_idle`]); the number sealed.
+    pub(crate) fn seal_idle(&self, files: &dyn BlobFiles) -> Result<usize> {
+        let mut n = 0;
+        for lane in &self.lanes {
+            n += usize::from(lane.seal_if_idle(files)?.is_some());
         }
         Ok(n)
     }

@@ -335,6 +335,30 @@ fn a_sync_makes_a_given_up_file_durable_or_fails() {
     assert_eq!(read(dir.path(), &p).expect("read"), value(1));
 }
 
+/// A lane whose file got no value since the previous check (a flush) is
+/// sealed; one that got a value is only marked, and the next value after
+/// a seal opens a new file.
+#[test]
+fn an_idle_lane_is_sealed_at_the_second_check() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let lane = BlobLane::new(Arc::new(PosixFs), dir.path(), LaneOptions::default());
+    assert!(lane.seal_if_idle(&files).expect("no file").is_none());
+    let p = lane.put(&files, b"k1", &value(1)).expect("put");
+    assert!(lane.seal_if_idle(&files).expect("marked").is_none());
+    assert!(lane.is_open_file(p.file_number), "written since: kept open");
+    let sealed = lane
+        .seal_if_idle(&files)
+        .expect("seal")
+        .expect("idle: sealed");
+    assert_eq!(sealed.number, p.file_number);
+    assert!(!lane.is_open_file(p.file_number));
+    assert_eq!(files.sealed.lock().len(), 1);
+    assert_eq!(read(dir.path(), &p).expect("read sealed"), value(1));
+    let q = lane.put(&files, b"k2", &value(2)).expect("put after");
+    assert_ne!(q.file_number, p.file_number, "a new file");
+}
+
 /// A writer whose own lane is busy (its holder waits for a chunk write)
 /// takes a free lane instead of queueing; with every lane busy it waits
 /// for its own and goes on once that is free.

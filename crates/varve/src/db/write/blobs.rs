@@ -85,6 +85,18 @@ pub(crate) fn sync_all(db: &DbInner) -> Result<()> {
     db.blob_lanes.try_for_each(|_, lanes| lanes.sync())
 }
 
+/// Seals the open file of every lane of every keyspace that had no value
+/// since the previous call (at each flush; see `BlobLane::seal_if_idle`).
+/// A keyspace dropped meanwhile is skipped (its lanes are let go).
+pub(crate) fn seal_idle(db: &DbInner) -> Result<()> {
+    db.blob_lanes.try_for_each(
+        |id, lanes| match lanes.seal_idle(&VersionFiles::of(db, id)) {
+            Ok(_) | Err(Error::KeyspaceNotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        },
+    )
+}
+
 /// Seals every keyspace's lanes' open files (at close).
 pub(crate) fn seal_all(db: &DbInner) -> Result<()> {
     db.blob_lanes
