@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
@@ -131,6 +131,27 @@ pub(crate) struct BlobLane {
     /// blob file itself holds: a read past that takes the staged bytes
     /// ([`BlobLane::staged_value`]).
     readable: (AtomicU64, AtomicU64),
+    /// Writers in the lane or waiting for its mutex
+    /// ([`BlobWriteLanes::put`]): another writer moves on to a lane
+    /// without one. Holders that are not writers (a sync, a reader of
+    /// staged bytes) do not count: they hold the mutex briefly, and a
+    /// writer that left its lane for each of them would trickle values
+    /// into another lane's file and keep it open.
+    writers: AtomicUsize,
+    /// Value bytes appended by this lane since it was made (written under
+    /// the mutex): the lanes' sum is how far the keyspace's writes moved
+    /// on while a file stayed open ([`BlobLane::seal_if_idle`]).
+    appended: AtomicU64,
+}
+
+/// A writer's place in a lane: counted in `BlobLane::writers` until
+/// dropped.
+struct InLane<'a>(&'a AtomicUsize);
+
+impl Drop for InLane<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// How a lane appends to its file.
@@ -208,6 +229,9 @@ struct OpenFile {
     /// `values` at the last [`BlobLane::seal_if_idle`]: unchanged since,
     /// the lane is idle.
     values_at_mark: u64,
+    /// The lanes' appended bytes at the first [`BlobLane::seal_if_idle`]
+    /// that found this file open (`None`: none has yet).
+    lanes_appended_at_first_mark: Option<u64>,
     value_bytes: u64,
     /// Bytes known durable (fdatasynced): a sync with nothing appended
     /// since does no IO.
@@ -249,6 +273,7 @@ impl OpenFile {
             chunks: 0,
             values: 0,
             values_at_mark: 0,
+            lanes_appended_at_first_mark: None,
             value_bytes: 0,
             synced: 0,
         })
@@ -316,7 +341,23 @@ impl BlobLane {
             has_failed: std::sync::atomic::AtomicBool::new(false),
             put_failed: std::sync::atomic::AtomicBool::new(false),
             readable: (AtomicU64::new(0), AtomicU64::new(0)),
+            writers: AtomicUsize::new(0),
+            appended: AtomicU64::new(0),
         }
+    }
+
+    /// Enters the lane as a writer if no other writer is in it.
+    fn enter_if_free(&self) -> Option<InLane<'_>> {
+        self.writers
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()
+            .map(|_| InLane(&self.writers))
+    }
+
+    /// Enters the lane as a writer, however many are in it.
+    fn enter(&self) -> InLane<'_> {
+        self.writers.fetch_add(1, Ordering::AcqRel);
+        InLane(&self.writers)
     }
 
     /// Records what a reader of the open file finds in it (under the
@@ -420,19 +461,6 @@ impl BlobLane {
         self.put_in(&mut self.open.lock(), files, key, value, crc)
     }
 
-    /// [`put`](Self::put) of a value whose CRC is `crc`, if the lane's
-    /// mutex is free now (else `None`, nothing done).
-    fn try_put(
-        &self,
-        files: &dyn BlobFiles,
-        key: &[u8],
-        value: &[u8],
-        crc: u32,
-    ) -> Option<Result<BlobPointer>> {
-        let mut open = self.open.try_lock()?;
-        Some(self.put_in(&mut open, files, key, value, crc))
-    }
-
     /// [`put`](Self::put) under the lane's mutex (`open`).
     fn put_in(
         &self,
@@ -495,6 +523,8 @@ impl BlobLane {
         let offset = f.chunk.add(key, value.len(), crc);
         f.values += 1;
         f.value_bytes += value.len() as u64;
+        self.appended
+            .fetch_add(value.len() as u64, Ordering::Relaxed);
         let p = BlobPointer {
             file_number: f.number,
             offset: f.chunk_start + u64::from(offset),
@@ -618,25 +648,43 @@ impl BlobLane {
     }
 
     /// Seals the open file if no value was appended to it since the last
-    /// call (each flush calls it): an idle lane's file would otherwise
-    /// stay open for as long as the database does, and a table whose
-    /// oldest blob file is open is never rewritten by garbage collection
-    /// (`compaction::picker::pick_blob_gc`), which stalled collection at
-    /// 64% garbage after a sustained overwrite.
-    pub(crate) fn seal_if_idle(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
+    /// call (each flush calls it), or if it is slow: the lanes together
+    /// (`lanes_appended`, the sum of their [`appended`](Self::appended_bytes))
+    /// appended more than `slow_after` bytes since the first call that
+    /// found it open. Either file would otherwise stay open for as long as
+    /// the trickle into it lasts, and a table whose oldest blob file is
+    /// open is never rewritten by garbage collection
+    /// (`compaction::picker::pick_blob_gc`): collection stalled at 64%
+    /// garbage after a sustained overwrite, first behind an idle lane's
+    /// file, then behind one that got a value now and then.
+    pub(crate) fn seal_if_idle(
+        &self,
+        files: &dyn BlobFiles,
+        lanes_appended: u64,
+        slow_after: u64,
+    ) -> Result<Option<BlobFileMeta>> {
         {
             let mut open = self.open.lock();
             let Some(f) = open.as_mut() else {
                 return Ok(None);
             };
-            if f.values != f.values_at_mark {
-                f.values_at_mark = f.values;
+            let idle = f.values == f.values_at_mark;
+            f.values_at_mark = f.values;
+            let first = *f.lanes_appended_at_first_mark.get_or_insert(lanes_appended);
+            debug_assert!(first <= lanes_appended, "the lanes' bytes only grow");
+            let slow = lanes_appended.saturating_sub(first) > slow_after;
+            if !idle && !slow {
                 return Ok(None);
             }
         }
         // A value appended since is sealed with the file (the next put
         // opens a new one).
         self.seal(files)
+    }
+
+    /// Value bytes this lane appended since it was made.
+    pub(crate) fn appended_bytes(&self) -> u64 {
+        self.appended.load(Ordering::Relaxed)
     }
 
     /// Seals the open file (at close); `None` when the lane has none.
@@ -740,17 +788,21 @@ impl BlobWriteLanes {
             return lane.put_in(&mut lane.open.lock(), files, key, value, crc);
         }
         // A thread starts at its own lane (its values stay together while
-        // no other thread competes for it) and takes the first lane whose
-        // mutex is free: a writer does not queue behind a lane whose holder
-        // waits for a chunk write while another lane is idle. With every
-        // lane busy it waits for its own.
+        // no other thread competes for it) and takes the first lane no
+        // other writer is in: a writer does not queue behind another one
+        // that waits for a chunk write while a lane is idle. With a writer
+        // in every lane it waits for its own. A lane's mutex held by a
+        // sync or a reader is waited for: leaving for another lane then
+        // would trickle values into that lane's file.
         let home = home_lane() % n;
         for k in 0..n {
-            if let Some(put) = self.lanes[(home + k) % n].try_put(files, key, value, crc) {
-                return put;
+            let lane = &self.lanes[(home + k) % n];
+            if let Some(_writer) = lane.enter_if_free() {
+                return lane.put_in(&mut lane.open.lock(), files, key, value, crc);
             }
         }
         let lane = &self.lanes[home];
+        let _writer = lane.enter();
         lane.put_in(&mut lane.open.lock(), files, key, value, crc)
     }
 
@@ -810,14 +862,22 @@ impl BlobWriteLanes {
         Ok(n)
     }
 
-    /// Seals the open file of every lane idle since the last call
-    /// ([`BlobLane::seal_if_idle`]); the number sealed.
-    pub(crate) fn seal_idle(&self, files: &dyn BlobFiles) -> Result<usize> {
-        let mut n = 0;
+    /// Seals the open file of every lane idle since the last call, or
+    /// slow: open while the lanes appended more than twice a file per lane
+    /// ([`BlobLane::seal_if_idle`]). A lane that shares the writes evenly
+    /// fills its file in about one file per lane of the lanes' bytes.
+    pub(crate) fn seal_idle(&self, files: &dyn BlobFiles) -> Result<()> {
+        let appended = self.lanes.iter().map(BlobLane::appended_bytes).sum();
+        let slow_after = 2 * self.lanes.len() as u64 * self.file_size();
         for lane in &self.lanes {
-            n += usize::from(lane.seal_if_idle(files)?.is_some());
+            lane.seal_if_idle(files, appended, slow_after)?;
         }
-        Ok(n)
+        Ok(())
+    }
+
+    /// The size at which a lane seals its file.
+    fn file_size(&self) -> u64 {
+        self.lanes.first().map_or(0, |l| l.opts.file_size)
     }
 
     /// Seals every lane's open file (at close).

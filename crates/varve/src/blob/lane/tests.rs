@@ -343,12 +343,21 @@ fn an_idle_lane_is_sealed_at_the_second_check() {
     let dir = tempfile::tempdir().expect("tempdir");
     let files = Files::default();
     let lane = BlobLane::new(Arc::new(PosixFs), dir.path(), LaneOptions::default());
-    assert!(lane.seal_if_idle(&files).expect("no file").is_none());
+    let never = u64::MAX;
+    assert!(
+        lane.seal_if_idle(&files, 0, never)
+            .expect("no file")
+            .is_none()
+    );
     let p = lane.put(&files, b"k1", &value(1)).expect("put");
-    assert!(lane.seal_if_idle(&files).expect("marked").is_none());
+    assert!(
+        lane.seal_if_idle(&files, 0, never)
+            .expect("marked")
+            .is_none()
+    );
     assert!(lane.is_open_file(p.file_number), "written since: kept open");
     let sealed = lane
-        .seal_if_idle(&files)
+        .seal_if_idle(&files, 0, never)
         .expect("seal")
         .expect("idle: sealed");
     assert_eq!(sealed.number, p.file_number);
@@ -359,9 +368,63 @@ fn an_idle_lane_is_sealed_at_the_second_check() {
     assert_ne!(q.file_number, p.file_number, "a new file");
 }
 
-/// A writer whose own lane is busy (its holder waits for a chunk write)
-/// takes a free lane instead of queueing; with every lane busy it waits
-/// for its own and goes on once that is free.
+/// A lane whose file gets a value between every two checks, but few
+/// while the lanes together move on by more than the limit, is sealed:
+/// a trickle must not keep a file open (and collection stalled) for as
+/// long as the database runs.
+#[test]
+fn a_slow_lane_is_sealed_once_the_lanes_moved_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let lane = BlobLane::new(Arc::new(PosixFs), dir.path(), LaneOptions::default());
+    let p = lane.put(&files, b"k0", &value(0)).expect("put");
+    // The first check records where the lanes were (1,000 bytes).
+    assert!(
+        lane.seal_if_idle(&files, 1_000, 5_000)
+            .expect("mark")
+            .is_none()
+    );
+    for (i, lanes_appended) in [(1u64, 3_000u64), (2, 6_000)] {
+        lane.put(&files, b"k", &value(i)).expect("put");
+        assert!(
+            lane.seal_if_idle(&files, lanes_appended, 5_000)
+                .expect("check")
+                .is_none(),
+            "moved on by {} of 5,000 bytes: kept open",
+            lanes_appended - 1_000
+        );
+        assert!(lane.is_open_file(p.file_number));
+    }
+    lane.put(&files, b"k3", &value(3)).expect("put");
+    let sealed = lane
+        .seal_if_idle(&files, 6_001, 5_000)
+        .expect("seal")
+        .expect("slow: sealed");
+    assert_eq!(sealed.number, p.file_number);
+    assert_eq!(sealed.value_count, 4);
+    // The next file starts its own count.
+    let q = lane.put(&files, b"k4", &value(4)).expect("put");
+    assert_ne!(q.file_number, p.file_number);
+    assert!(
+        lane.seal_if_idle(&files, 20_000, 5_000)
+            .expect("mark")
+            .is_none()
+    );
+    lane.put(&files, b"k5", &value(5)).expect("put");
+    assert!(
+        lane.seal_if_idle(&files, 24_000, 5_000)
+            .expect("check")
+            .is_none()
+    );
+    assert!(lane.is_open_file(q.file_number));
+    let total: usize = (0..6).map(|i| value(i).len()).sum();
+    assert_eq!(lane.appended_bytes(), total as u64);
+}
+
+/// A writer whose own lane has another writer in it (one that may wait
+/// for a chunk write) takes a lane without one instead of queueing; with
+/// a writer in every lane it waits for its own and goes on once that is
+/// free.
 #[test]
 fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -373,25 +436,35 @@ fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
         1,
         LaneOptions::default(),
     );
-    // Each lane gets its own file: one put per lane, with the others held.
+    // Each lane gets its own file: one put per lane, with a writer in
+    // each of the others.
     let mut numbers = Vec::new();
     for free in 0..3 {
-        let guards: Vec<_> = (0..3)
+        let writers: Vec<_> = (0..3)
             .filter(|&i| i != free)
-            .map(|i| lanes.lanes[i].open.lock())
+            .map(|i| lanes.lanes[i].enter())
             .collect();
         let p = lanes.put(&files, b"k", &value(free as u64)).expect("put");
-        drop(guards);
+        drop(writers);
         numbers.push(p.file_number);
         assert_eq!(
             lanes.lanes[free].readable.0.load(Ordering::Acquire),
             p.file_number,
-            "the value went to the only free lane, {free}"
+            "the value went to the only lane without a writer, {free}"
         );
     }
     numbers.dedup();
     assert_eq!(numbers.len(), 3, "three lanes, three files");
-    // Every lane busy: the put waits for its own lane, then lands there.
+    assert!(
+        lanes
+            .lanes
+            .iter()
+            .all(|l| l.writers.load(Ordering::Acquire) == 0),
+        "every writer left its lane"
+    );
+    // A writer in every lane, each holding its mutex: the put waits for
+    // its own lane, then lands there.
+    let writers: Vec<_> = lanes.lanes.iter().map(BlobLane::enter).collect();
     let guards: Vec<_> = lanes.lanes.iter().map(|l| l.open.lock()).collect();
     std::thread::scope(|s| {
         let writer = s.spawn(|| {
@@ -402,9 +475,60 @@ fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(!writer.is_finished(), "waits while every lane is busy");
         drop(guards);
+        drop(writers);
         let (their_home, p) = writer.join().expect("writer");
         assert_eq!(p.file_number, numbers[their_home], "its own lane");
         assert_eq!(lanes.staged_value(&p), Some(value(7)), "staged");
+    });
+}
+
+/// A lane's mutex held by something other than a writer (a sync, a reader
+/// of staged bytes) does not send a writer to another lane: it waits, and
+/// its values stay in its own lane's file. Before, a single writer left
+/// its lane for the next one during every flush's sync, and the trickle
+/// kept that lane's file open for the whole run.
+#[test]
+fn a_writer_waits_for_its_own_lane_held_by_a_non_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let lanes = BlobWriteLanes::new(
+        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
+        dir.path(),
+        3,
+        1,
+        LaneOptions::default(),
+    );
+    let (home_tx, home_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let (lanes, files) = (&lanes, &files);
+    std::thread::scope(|s| {
+        let writer = s.spawn(move || {
+            home_tx.send(home_lane() % 3).expect("send home");
+            go_rx.recv().expect("go");
+            lanes.put(files, b"k", &value(1)).expect("put")
+        });
+        let home = home_rx.recv().expect("home");
+        // A sync or a reader, not a writer: the mutex alone.
+        let guard = lanes.lanes[home].open.lock();
+        go_tx.send(()).expect("send go");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!writer.is_finished(), "waits for its own lane");
+        drop(guard);
+        let p = writer.join().expect("writer");
+        assert_eq!(
+            lanes.lanes[home].readable.0.load(Ordering::Acquire),
+            p.file_number,
+            "the value went to the writer's own lane, {home}"
+        );
+        for (i, lane) in lanes.lanes.iter().enumerate() {
+            if i != home {
+                assert_eq!(
+                    lane.readable.0.load(Ordering::Acquire),
+                    0,
+                    "lane {i} got nothing"
+                );
+            }
+        }
     });
 }
 
