@@ -197,7 +197,10 @@ for s in "${SECTIONS[@]}"; do
             (
                 peak=0
                 while [ -d "$DB_DIR/ow" ]; do
-                    b=$(bytes_of "$DB_DIR/ow" 2>/dev/null || echo 0)
+                    # A file deleted while find lists it makes find fail
+                    # (the sum of the rest is still printed): one number.
+                    b=$( (bytes_of "$DB_DIR/ow" 2>/dev/null || true) | head -1)
+                    [ -n "$b" ] || b=0
                     [ "$b" -gt "$peak" ] && peak=$b && echo "$peak" > "$peak_file"
                     sleep 0.5
                 done

@@ -167,7 +167,8 @@ impl DbIterator {
     /// True when the cursor is on an entry (false once reading its blob
     /// value failed: see [`status`](Self::status)).
     pub fn valid(&self) -> bool {
-        self.valid && !matches!(self.loaded.get(), Some(Err(_)))
+        // (`loaded` is only ever set on a blob entry.)
+        self.valid && !(self.blob && matches!(self.loaded.get(), Some(Err(_))))
     }
 
     /// The current key. Empty when not [`valid`](Self::valid).
@@ -222,6 +223,12 @@ impl DbIterator {
     /// Forgets the blob value read at the previous position. Every move
     /// starts with it; a failed blob read is kept as the iterator's error.
     fn moving(&mut self) {
+        if !self.blob {
+            // An inline value: nothing was loaded (the common step of a
+            // scan of small values does no more than this test).
+            debug_assert!(self.loaded.get().is_none(), "loaded only on a blob entry");
+            return;
+        }
         match self.loaded.take() {
             Some(Err(e)) if self.error.is_none() => self.error = Some(e),
             // A value from a shared chunk gives the chunk back to the
