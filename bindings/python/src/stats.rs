@@ -94,6 +94,7 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, s: &varve::DbStats) -> PyResult<Boun
         shared_scan_limit,
         blob_staging,
         blob_staging_limit,
+        blob_staging_refused,
         reserve,
     );
     m.set_item("used", s.memory.used())?;

@@ -242,3 +242,68 @@ fn a_budget_too_small_is_refused_at_open() {
     assert!(matches!(e, varve::Error::InvalidArgument(_)), "{e}");
     assert!(e.to_string().contains("blob_write_lanes"), "{e}");
 }
+
+/// The blob-staging part is shared by the lanes of every keyspace: with
+/// one lane's worth of room, the default keyspace's open file takes it, a
+/// second keyspace's large values stay inline (counted as refused), every
+/// value reads back, and the staging never passes its part; once the
+/// default keyspace's file is sealed (at close), the other keyspace gets
+/// blob files.
+#[test]
+fn keyspaces_share_the_blob_staging_part() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = || Options {
+        memory_budget: Some(BUDGET),
+        blob_write_lanes: 1,
+        min_blob_size: Some(4096),
+        ..Options::default()
+    };
+    let big = |i: u32| vec![(i % 251) as u8; 5000];
+    let db = Db::open(dir.path(), opts()).expect("open");
+    let ks = db
+        .keyspace("other", varve::KeyspaceOptions::default())
+        .expect("keyspace");
+    db.put(b"d0", big(0)).expect("put default");
+    let m = db.stats().memory;
+    let part = m.blob_staging_limit;
+    assert!(part > 0 && m.blob_staging == part, "one lane open: {m:?}");
+    for i in 0..20u32 {
+        ks.put(format!("o{i:03}").as_bytes(), big(i))
+            .expect("put other");
+    }
+    let m = db.stats().memory;
+    assert!(m.blob_staging <= part, "{m:?}");
+    assert!(
+        m.blob_staging_refused >= 1,
+        "the other keyspace found no room: {m:?}"
+    );
+    assert_eq!(
+        db.stats().blob_values_written,
+        1,
+        "only the default keyspace's value"
+    );
+    for i in 0..20u32 {
+        let got = ks.get(format!("o{i:03}").as_bytes()).expect("get");
+        assert_eq!(got, Some(big(i)), "inline value {i}");
+    }
+    drop(ks);
+    db.close().expect("close");
+    // Reopened: no lane has a file yet, so the other keyspace's first
+    // large value takes the room.
+    let db = Db::open(dir.path(), opts()).expect("reopen");
+    let ks = db
+        .keyspace("other", varve::KeyspaceOptions::default())
+        .expect("keyspace");
+    ks.put(b"o-late", big(7)).expect("put");
+    let m = db.stats().memory;
+    assert_eq!(m.blob_staging, part, "{m:?}");
+    assert_eq!(db.stats().blob_values_written, 1, "now in a blob file");
+    assert_eq!(db.get(b"d0").expect("get"), Some(big(0)));
+    for i in 0..20u32 {
+        assert_eq!(
+            ks.get(format!("o{i:03}").as_bytes()).expect("get"),
+            Some(big(i))
+        );
+    }
+    assert_eq!(ks.get(b"o-late").expect("get"), Some(big(7)));
+}

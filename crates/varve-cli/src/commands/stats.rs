@@ -52,6 +52,7 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "shared_scan_limit": s.memory.shared_scan_limit,
             "blob_staging": s.memory.blob_staging,
             "blob_staging_limit": s.memory.blob_staging_limit,
+            "blob_staging_refused": s.memory.blob_staging_refused,
             "reserve": s.memory.reserve,
         });
         let keyspaces: Vec<_> = s

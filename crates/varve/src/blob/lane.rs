@@ -31,6 +31,7 @@ use super::stage::StagedFile;
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
 use crate::io::{FileSystem, WritableFile};
+use crate::util::memory::{MemoryGauge, Reservation};
 
 /// Where a lane gets file numbers and reports sealed files (the version
 /// set, in the engine).
@@ -142,6 +143,11 @@ pub(crate) struct BlobLane {
     /// the mutex): the lanes' sum is how far the keyspace's writes moved
     /// on while a file stayed open ([`BlobLane::seal_if_idle`]).
     appended: AtomicU64,
+    /// With `Options::memory_budget`: the blob-staging part, shared by the
+    /// lanes of every keyspace. A lane reserves its staging slots from it
+    /// before it opens a file and gives them back when the file is gone;
+    /// a value that finds no room stays inline (`None` from a put).
+    room: Option<Arc<MemoryGauge>>,
 }
 
 /// A writer's place in a lane: counted in `BlobLane::writers` until
@@ -236,6 +242,9 @@ struct OpenFile {
     /// Bytes known durable (fdatasynced): a sync with nothing appended
     /// since does no IO.
     synced: u64,
+    /// The staging slots' share of the memory budget, held for as long as
+    /// the file is (open, or kept after a failure); given back on drop.
+    _staging: Option<Reservation>,
 }
 
 impl OpenFile {
@@ -244,6 +253,7 @@ impl OpenFile {
         dir: &Path,
         number: u64,
         opts: &LaneOptions,
+        staging: Option<Reservation>,
     ) -> Result<OpenFile> {
         let path = blob_file_path(dir, number);
         let mut file = if fs.uses_os_files() {
@@ -276,6 +286,7 @@ impl OpenFile {
             lanes_appended_at_first_mark: None,
             value_bytes: 0,
             synced: 0,
+            _staging: staging,
         })
     }
 
@@ -331,7 +342,19 @@ impl OpenFile {
 impl BlobLane {
     /// A lane writing blob files into `dir`. It opens its first file on
     /// the first value.
+    #[cfg(test)]
     pub(crate) fn new(fs: Arc<dyn FileSystem>, dir: &Path, opts: LaneOptions) -> BlobLane {
+        BlobLane::with_room(fs, dir, opts, None)
+    }
+
+    /// A lane whose staging slots are reserved from `room` (the memory
+    /// budget's blob-staging part) while it has a file.
+    pub(crate) fn with_room(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: LaneOptions,
+        room: Option<Arc<MemoryGauge>>,
+    ) -> BlobLane {
         BlobLane {
             fs,
             dir: dir.to_path_buf(),
@@ -343,6 +366,7 @@ impl BlobLane {
             readable: (AtomicU64::new(0), AtomicU64::new(0)),
             writers: AtomicUsize::new(0),
             appended: AtomicU64::new(0),
+            room,
         }
     }
 
@@ -449,7 +473,8 @@ impl BlobLane {
     }
 
     /// Appends `value` (written for `key`); returns its pointer once the
-    /// value is in the page cache of its blob file.
+    /// value is in the page cache of its blob file. (Tests: a lane without
+    /// a memory budget always has room.)
     #[cfg(test)]
     pub(crate) fn put(
         &self,
@@ -458,10 +483,13 @@ impl BlobLane {
         value: &[u8],
     ) -> Result<BlobPointer> {
         let crc = value_crc(value);
-        self.put_in(&mut self.open.lock(), files, key, value, crc)
+        self.put_in(&mut self.open.lock(), files, key, value, crc)?
+            .ok_or_else(|| Error::InvalidArgument("no staging room".into()))
     }
 
-    /// [`put`](Self::put) under the lane's mutex (`open`).
+    /// [`put`](Self::put) under the lane's mutex (`open`); `None` (nothing
+    /// done, nothing failed) when the lane needs a new file and the memory
+    /// budget has no room for its staging slots.
     fn put_in(
         &self,
         open: &mut Option<OpenFile>,
@@ -469,7 +497,7 @@ impl BlobLane {
         key: &[u8],
         value: &[u8],
         crc: u32,
-    ) -> Result<BlobPointer> {
+    ) -> Result<Option<BlobPointer>> {
         debug_assert_eq!(crc, value_crc(value));
         let put = self.put_locked(open, files, key, value, crc);
         if put.is_err() {
@@ -490,7 +518,7 @@ impl BlobLane {
         key: &[u8],
         value: &[u8],
         crc: u32,
-    ) -> Result<BlobPointer> {
+    ) -> Result<Option<BlobPointer>> {
         let full = open.as_ref().is_some_and(|f| {
             f.values > 0
                 && f.chunk_start + (f.chunk.size_with(key.len(), value.len()) as u64)
@@ -508,12 +536,24 @@ impl BlobLane {
         }
         let f = match open.as_mut() {
             Some(f) => f,
-            None => open.insert(OpenFile::create(
-                self.fs.as_ref(),
-                &self.dir,
-                files.open_blob_file()?,
-                &self.opts,
-            )?),
+            None => {
+                // The staging slots' room first: without it the value stays
+                // inline and no file is registered.
+                let staging = match &self.room {
+                    Some(room) => match room.try_reserve(self.opts.staging_bytes()) {
+                        Some(r) => Some(r),
+                        None => return Ok(None),
+                    },
+                    None => None,
+                };
+                open.insert(OpenFile::create(
+                    self.fs.as_ref(),
+                    &self.dir,
+                    files.open_blob_file()?,
+                    &self.opts,
+                    staging,
+                )?)
+            }
         };
         if !f.chunk.is_empty() && f.chunk.size_with(key.len(), value.len()) > self.opts.chunk_size {
             f.close_chunk()?;
@@ -532,7 +572,7 @@ impl BlobLane {
             crc,
         };
         self.publish(open.as_ref());
-        Ok(p)
+        Ok(Some(p))
     }
 
     /// Makes every value appended so far durable (the open file's
@@ -609,13 +649,23 @@ impl BlobLane {
             return Ok(());
         }
         let mut open = self.open.lock();
-        if open.is_none() {
+        // Without room in the memory budget for its staging slots the lane
+        // stays without a file (the next put tries again, or keeps its
+        // value inline).
+        let staging = match &self.room {
+            Some(room) => room.try_reserve(self.opts.staging_bytes()).map(Some),
+            None => Some(None),
+        };
+        if open.is_none()
+            && let Some(staging) = staging
+        {
             let number = files.open_blob_file()?;
             *open = Some(OpenFile::create(
                 self.fs.as_ref(),
                 &self.dir,
                 number,
                 &self.opts,
+                staging,
             )?);
             self.publish(open.as_ref());
         }
@@ -737,6 +787,7 @@ impl BlobWriteLanes {
 
     /// `count` lanes writing blob files into `dir`, for values of at least
     /// `min_size` bytes.
+    #[cfg(test)]
     pub(crate) fn new(
         fs: &Arc<dyn FileSystem>,
         dir: &Path,
@@ -744,9 +795,23 @@ impl BlobWriteLanes {
         min_size: usize,
         opts: LaneOptions,
     ) -> Self {
+        BlobWriteLanes::with_room(fs, dir, count, min_size, opts, None)
+    }
+
+    /// [`new`](Self::new), with each lane's staging slots reserved from
+    /// `room` (the memory budget's blob-staging part, shared by every
+    /// keyspace's lanes) while it has a file.
+    pub(crate) fn with_room(
+        fs: &Arc<dyn FileSystem>,
+        dir: &Path,
+        count: usize,
+        min_size: usize,
+        opts: LaneOptions,
+        room: Option<Arc<MemoryGauge>>,
+    ) -> Self {
         BlobWriteLanes {
             lanes: (0..count.max(1))
-                .map(|_| BlobLane::new(Arc::clone(fs), dir, opts))
+                .map(|_| BlobLane::with_room(Arc::clone(fs), dir, opts, room.clone()))
                 .collect(),
             min_size: std::sync::atomic::AtomicUsize::new(min_size),
             by_key: opts.by_key,
@@ -771,13 +836,15 @@ impl BlobWriteLanes {
             .store(min_size.unwrap_or(usize::MAX), Ordering::Relaxed);
     }
 
-    /// Appends `value` through the calling thread's lane.
+    /// Appends `value` through the calling thread's lane; `None` when that
+    /// lane needs a new file and the memory budget has no room for its
+    /// staging slots (the caller keeps the value inline).
     pub(crate) fn put(
         &self,
         files: &dyn BlobFiles,
         key: &[u8],
         value: &[u8],
-    ) -> Result<BlobPointer> {
+    ) -> Result<Option<BlobPointer>> {
         // The CRC is computed before any lane's mutex is taken.
         let crc = value_crc(value);
         let n = self.lanes.len();

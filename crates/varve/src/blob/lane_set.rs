@@ -20,6 +20,7 @@ use parking_lot::RwLock;
 
 use super::format::BlobPointer;
 use super::lane::BlobWriteLanes;
+use crate::util::memory::MemoryGauge;
 
 /// The write lanes of a database, by keyspace id.
 #[derive(Debug)]
@@ -34,17 +35,36 @@ pub(crate) struct BlobLaneSet {
     /// The smallest threshold of any keyspace's lanes (`usize::MAX`:
     /// none): a smaller value needs no lookup ([`may_take`](Self::may_take)).
     min_any: AtomicUsize,
+    /// With `Options::memory_budget`: its blob-staging part, which every
+    /// keyspace's lanes reserve their staging slots from.
+    room: Option<Arc<MemoryGauge>>,
 }
 
 impl BlobLaneSet {
     /// A set with the default keyspace's `default` lanes.
+    #[cfg(test)]
     pub(crate) fn new(default: Option<Arc<BlobWriteLanes>>) -> BlobLaneSet {
+        BlobLaneSet::with_room(default, None)
+    }
+
+    /// A set whose lanes reserve their staging slots from `room` (the
+    /// memory budget's blob-staging part; `default` was made with it).
+    pub(crate) fn with_room(
+        default: Option<Arc<BlobWriteLanes>>,
+        room: Option<Arc<MemoryGauge>>,
+    ) -> BlobLaneSet {
         BlobLaneSet {
             min_any: AtomicUsize::new(default.as_ref().map_or(usize::MAX, |l| l.min_size())),
             default,
             others: RwLock::new(BTreeMap::new()),
             has_others: AtomicBool::new(false),
+            room,
         }
+    }
+
+    /// The memory budget's blob-staging part, if there is a budget.
+    pub(crate) fn room(&self) -> Option<&Arc<MemoryGauge>> {
+        self.room.as_ref()
     }
 
     /// False if no keyspace's lanes take a value of `len` bytes: the write
@@ -173,8 +193,12 @@ impl BlobLaneSet {
         sum
     }
 
-    /// The most every lane's staging slots map (each with a file open).
+    /// The most every lane's staging slots map: the memory budget's
+    /// blob-staging part, or without a budget every lane with a file open.
     pub(crate) fn staging_limit(&self) -> usize {
+        if let Some(room) = &self.room {
+            return room.limit();
+        }
         let mut sum = 0;
         let _ = self.try_for_each(|_, l| {
             sum += l.staging_limit();

@@ -239,6 +239,7 @@ fn memory_stats(db: &super::DbInner, s: &DbStats) -> super::MemoryStats {
         blob_staging: db.blob_lanes.staging_bytes() as u64,
         // With a budget, the plan counted the same (`LaneOptions::staging_bytes`).
         blob_staging_limit: db.blob_lanes.staging_limit() as u64,
+        blob_staging_refused: db.blob_lanes.room().map_or(0, |r| r.refused()) as u64,
         reserve: plan.map_or(0, |p| p.reserve) as u64,
         ..super::MemoryStats::default()
     };

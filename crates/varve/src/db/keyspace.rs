@@ -219,7 +219,7 @@ fn configure_blob_lanes(db: &DbInner, id: u32, min: Option<usize>) {
         return;
     }
     db.blob_lanes.configure(id, min, |min| {
-        super::open::blob_lanes(&db.options, &db.dir, min)
+        super::open::blob_lanes(&db.options, &db.dir, min, db.blob_lanes.room())
     });
 }
 

@@ -38,6 +38,7 @@ use crate::options::memory::MemoryPlan;
 use crate::options::{KeyspaceOptions, Options};
 use crate::snapshot::SnapshotList;
 use crate::sst::{BlockCache, ReaderPool};
+use crate::util::memory::MemoryGauge;
 use crate::version::DEFAULT_KEYSPACE_NAME;
 use crate::version::TableCache;
 use crate::version::{BlobFileEdit, VersionEdit, VersionSet};
@@ -484,9 +485,15 @@ fn keyspace_states(options: &Options, versions: &VersionSet) -> KeyspaceStates {
 }
 
 /// Write lanes for a keyspace whose values of at least `min` bytes go to
-/// blob files in `dir`, sized by the database's options.
-pub(crate) fn blob_lanes(options: &Options, dir: &Path, min: usize) -> BlobWriteLanes {
-    BlobWriteLanes::new(
+/// blob files in `dir`, sized by the database's options; with a memory
+/// budget their staging slots come from `room`, its blob-staging part.
+pub(crate) fn blob_lanes(
+    options: &Options,
+    dir: &Path,
+    min: usize,
+    room: Option<&Arc<MemoryGauge>>,
+) -> BlobWriteLanes {
+    BlobWriteLanes::with_room(
         &options.fs,
         dir,
         options.blob_write_lanes,
@@ -496,14 +503,22 @@ pub(crate) fn blob_lanes(options: &Options, dir: &Path, min: usize) -> BlobWrite
             by_key: options.blob_lanes_by_key,
             ..LaneOptions::default()
         },
+        room.cloned(),
     )
 }
 
 fn assemble(a: Assembly<'_>) -> DbInner {
-    let blob_lanes = Arc::new(BlobLaneSet::new(match a.options.min_blob_size {
-        Some(min) if !a.read_only => Some(Arc::new(blob_lanes(&a.options, a.dir, min))),
-        _ => None,
-    }));
+    // With a budget, every keyspace's lanes share its blob-staging part.
+    let room = a.memory_plan.map(|p| MemoryGauge::new(p.blob_staging));
+    let blob_lanes = Arc::new(BlobLaneSet::with_room(
+        match a.options.min_blob_size {
+            Some(min) if !a.read_only => {
+                Some(Arc::new(blob_lanes(&a.options, a.dir, min, room.as_ref())))
+            }
+            _ => None,
+        },
+        room.clone(),
+    ));
     let version = a.versions.current();
     let keyspace_trees: Vec<(u32, Arc<SuperVersion>)> = a
         .keyspaces

@@ -241,8 +241,13 @@ pub struct MemoryStats {
     pub shared_scan_limit: u64,
     /// Staging slots of the blob write lanes (page cache the process maps).
     pub blob_staging: u64,
-    /// The blob lanes' staging limit (every lane with a file open).
+    /// The blob lanes' staging limit: with a budget its blob-staging part,
+    /// which the lanes of every keyspace share; else every lane with a
+    /// file open.
     pub blob_staging_limit: u64,
+    /// Times a lane found no room in the blob-staging part for a new file
+    /// (the value was kept inline instead).
+    pub blob_staging_refused: u64,
     /// Set aside for threads, fiber stacks, io_uring rings and small
     /// structures (with a budget).
     pub reserve: u64,
@@ -417,7 +422,7 @@ impl DbStats {
         let m = &self.memory;
         let _ = writeln!(
             s,
-            "Memory: {:.1} MiB used{}: memtables {:.1}/{:.1}, block cache {:.1}/{:.1}, pinned blob tables {:.1}/{:.1}, table metadata {:.1}/{:.1}, read-ahead {:.1}/{:.1} (peak {:.1}, {} refused), shared scans {:.1}/{:.1}, blob staging {:.1}/{:.1}, reserve {:.1}",
+            "Memory: {:.1} MiB used{}: memtables {:.1}/{:.1}, block cache {:.1}/{:.1}, pinned blob tables {:.1}/{:.1}, table metadata {:.1}/{:.1}, read-ahead {:.1}/{:.1} (peak {:.1}, {} refused), shared scans {:.1}/{:.1}, blob staging {:.1}/{:.1} ({} refused), reserve {:.1}",
             mib(m.used()),
             if m.budget > 0 {
                 format!(" of a {:.1} MiB budget", mib(m.budget))
@@ -440,6 +445,7 @@ impl DbStats {
             mib(m.shared_scan_limit),
             mib(m.blob_staging),
             mib(m.blob_staging_limit),
+            m.blob_staging_refused,
             mib(m.reserve)
         );
         let _ = writeln!(

@@ -444,7 +444,10 @@ fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
             .filter(|&i| i != free)
             .map(|i| lanes.lanes[i].enter())
             .collect();
-        let p = lanes.put(&files, b"k", &value(free as u64)).expect("put");
+        let p = lanes
+            .put(&files, b"k", &value(free as u64))
+            .expect("put")
+            .expect("no budget: room");
         drop(writers);
         numbers.push(p.file_number);
         assert_eq!(
@@ -470,7 +473,13 @@ fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
         let writer = s.spawn(|| {
             // Another thread: its own home lane.
             let home = home_lane() % 3;
-            (home, lanes.put(&files, b"k2", &value(7)).expect("put"))
+            (
+                home,
+                lanes
+                    .put(&files, b"k2", &value(7))
+                    .expect("put")
+                    .expect("room"),
+            )
         });
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(!writer.is_finished(), "waits while every lane is busy");
@@ -505,7 +514,10 @@ fn a_writer_waits_for_its_own_lane_held_by_a_non_writer() {
         let writer = s.spawn(move || {
             home_tx.send(home_lane() % 3).expect("send home");
             go_rx.recv().expect("go");
-            lanes.put(files, b"k", &value(1)).expect("put")
+            lanes
+                .put(files, b"k", &value(1))
+                .expect("put")
+                .expect("room")
         });
         let home = home_rx.recv().expect("home");
         // A sync or a reader, not a writer: the mutex alone.
@@ -530,6 +542,69 @@ fn a_writer_waits_for_its_own_lane_held_by_a_non_writer() {
             }
         }
     });
+}
+
+/// With a memory budget, a lane reserves its staging slots before it
+/// opens a file: a lane that finds no room returns `None` (the caller keeps
+/// the value inline) without registering a file or failing, and the room
+/// comes back when a file is sealed.
+#[test]
+fn a_lane_without_staging_room_keeps_values_inline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let opts = LaneOptions::default();
+    let room = MemoryGauge::new(opts.staging_bytes());
+    let lanes = BlobWriteLanes::with_room(
+        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
+        dir.path(),
+        2,
+        1,
+        opts,
+        Some(Arc::clone(&room)),
+    );
+    let first = lanes
+        .put(&files, b"a", &value(1))
+        .expect("put")
+        .expect("room for one lane");
+    assert_eq!(room.used(), opts.staging_bytes());
+    let registered = files.next.load(Ordering::SeqCst);
+    // A writer in the first lane: the put goes to the other lane, which
+    // needs a file and finds no room.
+    let in_first = lanes
+        .lanes
+        .iter()
+        .position(|l| l.is_open_file(first.file_number))
+        .expect("the lane of the first value");
+    let writer = lanes.lanes[in_first].enter();
+    assert_eq!(
+        lanes.put(&files, b"b", &value(2)).expect("no failure"),
+        None
+    );
+    assert_eq!(
+        files.next.load(Ordering::SeqCst),
+        registered,
+        "no file registered"
+    );
+    assert_eq!(room.used(), opts.staging_bytes(), "never over the part");
+    assert!(room.refused() >= 1);
+    assert!(
+        !lanes
+            .lanes
+            .iter()
+            .any(|l| l.has_failed.load(Ordering::Acquire))
+    );
+    drop(writer);
+    // The first lane's file sealed: its room is back, the next file fits.
+    lanes.seal(&files).expect("seal");
+    assert_eq!(room.used(), 0, "a sealed file gives its staging back");
+    let next = lanes
+        .put(&files, b"c", &value(3))
+        .expect("put")
+        .expect("room again");
+    assert_ne!(next.file_number, first.file_number);
+    assert_eq!(read(dir.path(), &first).expect("sealed value"), value(1));
+    lanes.abandon();
+    assert_eq!(room.used(), 0, "an abandoned file gives its staging back");
 }
 
 /// With lanes split by key, a value goes to the lane of its key's slice,
@@ -570,7 +645,10 @@ fn lanes_by_key_keep_nearby_keys_together() {
                     (0..64u64)
                         .map(|i| {
                             let k = (i * 4 + t).wrapping_mul(0x0400_0000_0000_0000);
-                            let p = lanes.put(files, &k.to_be_bytes(), &value(i)).expect("put");
+                            let p = lanes
+                                .put(files, &k.to_be_bytes(), &value(i))
+                                .expect("put")
+                                .expect("room");
                             (key_lane(&k.to_be_bytes(), 4), p.file_number)
                         })
                         .collect::<Vec<_>>()

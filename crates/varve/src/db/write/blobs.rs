@@ -156,9 +156,15 @@ pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<(Write
                 let Some(l) = lanes.get(id) else {
                     unreachable!("large() found lanes")
                 };
-                let pointer = stage(db, id, &l, key, value)?.encode();
-                out.put_blob_index_to(id, key, &pointer);
-                moved += value.len() as u64;
+                match stage(db, id, &l, key, value)? {
+                    Some(p) => {
+                        out.put_blob_index_to(id, key, &p.encode());
+                        moved += value.len() as u64;
+                    }
+                    // No room in the memory budget for a lane's staging
+                    // slots: the value stays inline.
+                    None => out.put_to(id, key, value),
+                }
             }
             BatchOp::Put { key, value } => out.put_to(id, key, value),
             BatchOp::Delete { key } => out.delete_to(id, key),
@@ -172,20 +178,23 @@ pub(crate) fn separate(db: &DbInner, batch: &WriteBatch) -> Result<Option<(Write
 /// The batch of a single put of `value` in keyspace `id` (whose `lanes`
 /// take it): the value is
 /// staged straight from the caller's slice, and the batch holds only its
-/// pointer.
+/// pointer; `None` when the memory budget has no room for the staging
+/// slots of the lane's next file (the caller keeps the value inline).
 pub(crate) fn separate_put(
     db: &DbInner,
     id: u32,
     lanes: &BlobWriteLanes,
     key: &[u8],
     value: &[u8],
-) -> Result<WriteBatch> {
+) -> Result<Option<WriteBatch>> {
     debug_assert!(lanes.takes(value.len()));
-    let p = stage(db, id, lanes, key, value)?;
+    let Some(p) = stage(db, id, lanes, key, value)? else {
+        return Ok(None);
+    };
     let pointer = p.encode();
     let mut out = WriteBatch::for_one(key.len(), pointer.len());
     out.put_blob_index_to(id, key, &pointer);
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Stages `value` (for `key`) in a write lane of keyspace `id`; its
@@ -193,22 +202,26 @@ pub(crate) fn separate_put(
 /// a sequence number; the lane's file is given up and the database
 /// poisoned, as after a failed WAL write (unless the keyspace was dropped
 /// meanwhile: the write fails with `KeyspaceNotFound`, as it would have
-/// later).
+/// later). `None`: the lane needed a new file and the memory budget had no
+/// room for its staging slots; nothing was written.
 fn stage(
     db: &DbInner,
     id: u32,
     lanes: &BlobWriteLanes,
     key: &[u8],
     value: &[u8],
-) -> Result<BlobPointer> {
-    let p = lanes
+) -> Result<Option<BlobPointer>> {
+    let Some(p) = lanes
         .put(&VersionFiles::of(db, id), key, value)
         .inspect_err(|e| {
             if !matches!(e, Error::KeyspaceNotFound(_)) {
                 db.poison_err("blob write failed", e)
             }
-        })?;
+        })?
+    else {
+        return Ok(None);
+    };
     Counters::add(&db.counters.blob_values_written, 1);
     Counters::add(&db.counters.blob_bytes_written, value.len() as u64);
-    Ok(p)
+    Ok(Some(p))
 }

@@ -296,9 +296,11 @@ pub(crate) fn put(
         check_write_options(opts)?;
         check_entry(db, key, value.len())?;
         db.check_writable()?;
-        let batch = blobs::separate_put(db, id, lanes, key, value)?;
-        let charge = super::memtables::batch_charge(&batch);
-        return apply(db, batch, charge, value.len() as u64, opts);
+        if let Some(batch) = blobs::separate_put(db, id, lanes, key, value)? {
+            let charge = super::memtables::batch_charge(&batch);
+            return apply(db, batch, charge, value.len() as u64, opts);
+        }
+        // No room in the memory budget for a lane's staging: inline.
     }
     let mut batch = WriteBatch::for_one(key.len(), value.len());
     batch.put_to(id, key, value);
