@@ -165,7 +165,7 @@ impl MergingIterator {
     /// invalid by failing, the merge fails. The status is read only on that
     /// branch (from the validity check the scan does anyway), so a step
     /// that stays valid costs no extra call.
-    #[inline]
+    #[inline(always)]
     fn pick(&mut self, want: Ordering, moved: Option<usize>) {
         debug_assert!(self.error.is_none(), "a failed merge picks nothing");
         let mut best: Option<usize> = None;
