@@ -259,10 +259,14 @@ fn keyspaces_share_the_blob_staging_part() {
         ..Options::default()
     };
     let big = |i: u32| vec![(i % 251) as u8; 5000];
-    let db = Db::open(dir.path(), opts()).expect("open");
-    let ks = db
-        .keyspace("other", varve::KeyspaceOptions::default())
-        .expect("keyspace");
+    let open = || {
+        let db = Db::open(dir.path(), opts()).expect("open");
+        let ks = db
+            .keyspace("other", varve::KeyspaceOptions::default())
+            .expect("keyspace");
+        (db, ks)
+    };
+    let (db, ks) = open();
     db.put(b"d0", big(0)).expect("put default");
     let m = db.stats().memory;
     let part = m.blob_staging_limit;
@@ -290,10 +294,7 @@ fn keyspaces_share_the_blob_staging_part() {
     db.close().expect("close");
     // Reopened: no lane has a file yet, so the other keyspace's first
     // large value takes the room.
-    let db = Db::open(dir.path(), opts()).expect("reopen");
-    let ks = db
-        .keyspace("other", varve::KeyspaceOptions::default())
-        .expect("keyspace");
+    let (db, ks) = open();
     ks.put(b"o-late", big(7)).expect("put");
     let m = db.stats().memory;
     assert_eq!(m.blob_staging, part, "{m:?}");

@@ -370,6 +370,15 @@ impl BlobLane {
         }
     }
 
+    /// The memory budget's share for a new file's staging slots:
+    /// `Some(None)` without a budget, `None` when the budget has no room.
+    fn reserve_staging(&self) -> Option<Option<Reservation>> {
+        match &self.room {
+            Some(room) => room.try_reserve(self.opts.staging_bytes()).map(Some),
+            None => Some(None),
+        }
+    }
+
     /// Enters the lane as a writer if no other writer is in it.
     fn enter_if_free(&self) -> Option<InLane<'_>> {
         self.writers
@@ -539,12 +548,8 @@ impl BlobLane {
             None => {
                 // The staging slots' room first: without it the value stays
                 // inline and no file is registered.
-                let staging = match &self.room {
-                    Some(room) => match room.try_reserve(self.opts.staging_bytes()) {
-                        Some(r) => Some(r),
-                        None => return Ok(None),
-                    },
-                    None => None,
+                let Some(staging) = self.reserve_staging() else {
+                    return Ok(None);
                 };
                 open.insert(OpenFile::create(
                     self.fs.as_ref(),
@@ -563,8 +568,11 @@ impl BlobLane {
         let offset = f.chunk.add(key, value.len(), crc);
         f.values += 1;
         f.value_bytes += value.len() as u64;
-        self.appended
-            .fetch_add(value.len() as u64, Ordering::Relaxed);
+        // Written only under the mutex: a plain add, read by `seal_idle`.
+        self.appended.store(
+            self.appended.load(Ordering::Relaxed) + value.len() as u64,
+            Ordering::Relaxed,
+        );
         let p = BlobPointer {
             file_number: f.number,
             offset: f.chunk_start + u64::from(offset),
@@ -652,12 +660,8 @@ impl BlobLane {
         // Without room in the memory budget for its staging slots the lane
         // stays without a file (the next put tries again, or keeps its
         // value inline).
-        let staging = match &self.room {
-            Some(room) => room.try_reserve(self.opts.staging_bytes()).map(Some),
-            None => Some(None),
-        };
         if open.is_none()
-            && let Some(staging) = staging
+            && let Some(staging) = self.reserve_staging()
         {
             let number = files.open_blob_file()?;
             *open = Some(OpenFile::create(

@@ -256,8 +256,8 @@ fn flush_units(
     // lanes' files are made durable first (a flush makes every write it
     // holds durable, `sync` or not).
     super::write::blobs::sync_all(db)?;
-    // A lane idle since the last flush lets its file go, so that garbage
-    // collection can rewrite the tables pointing into it.
+    // A lane idle since the last flush, or slow, lets its file go, so
+    // that garbage collection can rewrite the tables pointing into it.
     super::write::blobs::seal_idle(db)?;
     // A sample now covers every entry of the memtables (`db/ttl.rs`).
     super::ttl::sample(db);

@@ -40,6 +40,17 @@ fn value(i: u64) -> Vec<u8> {
     (0..len).map(|j| (i as usize * 7 + j) as u8).collect()
 }
 
+/// `count` lanes writing into `dir`, taking every value (no budget).
+fn lanes_in(dir: &std::path::Path, count: usize, opts: LaneOptions) -> BlobWriteLanes {
+    BlobWriteLanes::new(
+        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
+        dir,
+        count,
+        1,
+        opts,
+    )
+}
+
 /// Reads `p` back from its file (sealed or open).
 fn read(dir: &Path, p: &BlobPointer) -> Result<Vec<u8>> {
     let path = blob_file_path(dir, p.file_number);
@@ -429,13 +440,7 @@ fn a_slow_lane_is_sealed_once_the_lanes_moved_on() {
 fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
     let dir = tempfile::tempdir().expect("tempdir");
     let files = Files::default();
-    let lanes = BlobWriteLanes::new(
-        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
-        dir.path(),
-        3,
-        1,
-        LaneOptions::default(),
-    );
+    let lanes = lanes_in(dir.path(), 3, LaneOptions::default());
     // Each lane gets its own file: one put per lane, with a writer in
     // each of the others.
     let mut numbers = Vec::new();
@@ -500,13 +505,7 @@ fn a_writer_takes_a_free_lane_when_its_own_is_busy() {
 fn a_writer_waits_for_its_own_lane_held_by_a_non_writer() {
     let dir = tempfile::tempdir().expect("tempdir");
     let files = Files::default();
-    let lanes = BlobWriteLanes::new(
-        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
-        dir.path(),
-        3,
-        1,
-        LaneOptions::default(),
-    );
+    let lanes = lanes_in(dir.path(), 3, LaneOptions::default());
     let (home_tx, home_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let (lanes, files) = (&lanes, &files);
@@ -626,16 +625,11 @@ fn lanes_by_key_keep_nearby_keys_together() {
     assert_eq!(last, 63);
     let dir = tempfile::tempdir().expect("tempdir");
     let files = Files::default();
-    let lanes = BlobWriteLanes::new(
-        &(Arc::new(PosixFs) as Arc<dyn FileSystem>),
-        dir.path(),
-        4,
-        1,
-        LaneOptions {
-            by_key: true,
-            ..LaneOptions::default()
-        },
-    );
+    let by_key = LaneOptions {
+        by_key: true,
+        ..LaneOptions::default()
+    };
+    let lanes = lanes_in(dir.path(), 4, by_key);
     let mut file_of_lane = BTreeMap::new();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..4u64)

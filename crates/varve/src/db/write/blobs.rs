@@ -86,7 +86,8 @@ pub(crate) fn sync_all(db: &DbInner) -> Result<()> {
 }
 
 /// Seals the open file of every lane of every keyspace that had no value
-/// since the previous call (at each flush; see `BlobLane::seal_if_idle`).
+/// since the previous call, or only a trickle (at each flush; see
+/// `BlobLane::seal_if_idle`).
 /// A keyspace dropped meanwhile is skipped (its lanes are let go).
 pub(crate) fn seal_idle(db: &DbInner) -> Result<()> {
     db.blob_lanes.try_for_each(

@@ -300,7 +300,12 @@ pub(crate) fn put(
             let charge = super::memtables::batch_charge(&batch);
             return apply(db, batch, charge, value.len() as u64, opts);
         }
-        // No room in the memory budget for a lane's staging: inline.
+        // No room in the memory budget for a lane's staging: inline,
+        // without checking again or asking the lanes a second time.
+        let mut batch = WriteBatch::for_one(key.len(), value.len());
+        batch.put_to(id, key, value);
+        let charge = super::memtables::batch_charge(&batch);
+        return apply(db, batch, charge, 0, opts);
     }
     let mut batch = WriteBatch::for_one(key.len(), value.len());
     batch.put_to(id, key, value);
