@@ -106,6 +106,7 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
 }
 
 /// The user-key part of an internal key (the whole slice if it is too short).
+#[inline]
 pub(crate) fn user_key(ikey: &[u8]) -> &[u8] {
     &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
 }

@@ -207,6 +207,11 @@ impl RangeView {
         }
     }
 
+    /// True when no source has a tombstone.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+    }
+
     /// [`RangeTombstones::covering`] over every source.
     pub(crate) fn covering(&self, key: &[u8], read_seq: SequenceNumber) -> SequenceNumber {
         self.sets
@@ -218,6 +223,7 @@ impl RangeView {
 
     /// True when the entry `(key, seq)` is deleted by a range tombstone a
     /// reader at `read_seq` sees.
+    #[inline]
     pub(crate) fn hides(&self, key: &[u8], seq: SequenceNumber, read_seq: SequenceNumber) -> bool {
         !self.sets.is_empty() && self.covering(key, read_seq) > seq
     }

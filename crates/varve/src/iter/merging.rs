@@ -187,10 +187,12 @@ impl MergingIterator {
         self.current = best;
     }
 
+    #[inline(always)]
     fn find_smallest(&mut self, moved: Option<usize>) {
         self.pick(Ordering::Less, moved);
     }
 
+    #[inline(always)]
     fn find_largest(&mut self, moved: Option<usize>) {
         self.pick(Ordering::Greater, moved);
     }

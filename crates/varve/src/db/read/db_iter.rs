@@ -93,6 +93,9 @@ pub struct DbIterator {
     ranges: RangeView,
     /// `Options::ttl`: entries below this sequence number are expired.
     expired: SequenceNumber,
+    /// `ranges` is not empty or `expired` is not 0: only then can an entry
+    /// read as a value be hidden (one test per entry when nothing hides).
+    hiding: bool,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -114,6 +117,8 @@ impl DbIterator {
         sibling: Sibling,
         (blobs, blob_ra): (Arc<BlobReaders>, BlobReadahead),
     ) -> Self {
+        let ranges = pin.range_view();
+        let hiding = !ranges.is_empty();
         DbIterator {
             iter,
             seq: snapshot.sequence(),
@@ -133,9 +138,10 @@ impl DbIterator {
             blobs,
             blob_ra: RefCell::new(blob_ra),
             _snapshot: snapshot,
-            ranges: pin.range_view(),
+            ranges,
             pin,
             expired: 0,
+            hiding,
         }
     }
 
@@ -151,13 +157,16 @@ impl DbIterator {
     /// `Options::ttl`, as of the iterator's creation).
     pub(crate) fn with_expiry_floor(mut self, floor: SequenceNumber) -> Self {
         self.expired = floor;
+        self.hiding |= floor > 0;
         self
     }
 
     /// The kind of entry `(user_key, seq)` as this reader sees it: a
     /// deletion when a range tombstone covers it.
+    #[inline(always)]
     fn effective_kind(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> ValueKind {
-        if seq < self.expired || self.ranges.hides(user_key, seq, self.seq) {
+        debug_assert_eq!(self.hiding, self.expired > 0 || !self.ranges.is_empty());
+        if self.hiding && (seq < self.expired || self.ranges.hides(user_key, seq, self.seq)) {
             ValueKind::Deletion
         } else {
             kind
@@ -166,12 +175,14 @@ impl DbIterator {
 
     /// True when the cursor is on an entry (false once reading its blob
     /// value failed: see [`status`](Self::status)).
+    #[inline]
     pub fn valid(&self) -> bool {
         // (`loaded` is only ever set on a blob entry.)
         self.valid && !(self.blob && matches!(self.loaded.get(), Some(Err(_))))
     }
 
     /// The current key. Empty when not [`valid`](Self::valid).
+    #[inline]
     pub fn key(&self) -> &[u8] {
         if !self.valid {
             return &[];
@@ -186,6 +197,7 @@ impl DbIterator {
     /// kept in a blob file is read here, on the first call at a position;
     /// if that read fails the value is empty, the iterator turns invalid
     /// and [`status`](Self::status) has the error.
+    #[inline]
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
@@ -197,6 +209,13 @@ impl DbIterator {
         if !self.blob {
             return raw;
         }
+        self.blob_value(raw)
+    }
+
+    /// The blob value that `raw` points to, read on the first call at this
+    /// position. Kept out of line: a scan of inline values never calls it.
+    #[inline(never)]
+    fn blob_value(&self, raw: &[u8]) -> &[u8] {
         match self
             .loaded
             .get_or_init(|| self.blob_ra.borrow_mut().value(&self.blobs, raw))
@@ -497,7 +516,7 @@ impl DbIterator {
         let sibling = Arc::clone(&self.sibling);
         let (seq, lower, upper) = (self.seq, self.lower.clone(), self.upper.clone());
         let (snapshot, pin) = (self._snapshot.clone(), Arc::clone(&self.pin));
-        let (ranges, expired) = (self.ranges.clone(), self.expired);
+        let (ranges, expired, hiding) = (self.ranges.clone(), self.expired, self.hiding);
         let blobs = Arc::clone(&self.blobs);
         self.back.get_or_insert_with(|| {
             let mut b = Box::new(DbIterator {
@@ -523,6 +542,7 @@ impl DbIterator {
                 pin,
                 ranges,
                 expired,
+                hiding,
             });
             b.seek_to_last();
             b
