@@ -162,7 +162,8 @@ impl DbIterator {
     }
 
     /// The kind of entry `(user_key, seq)` as this reader sees it: a
-    /// deletion when a range tombstone covers it.
+    /// deletion when a range tombstone covers it or `Options::ttl` expired
+    /// it. Inlined into the scan loops: with nothing hiding, one test.
     #[inline(always)]
     fn effective_kind(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> ValueKind {
         debug_assert_eq!(self.hiding, self.expired > 0 || !self.ranges.is_empty());
