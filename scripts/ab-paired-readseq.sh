@@ -49,11 +49,15 @@ sync
 echo 3 >/proc/sys/vm/drop_caches
 cat "$DB_DIR"/a/* "$DB_DIR"/b/* "$DB_DIR"/aa/* >/dev/null
 
-# scan BIN DB CPU: the mean keys/s of 3 hot passes (after one warm-up).
+# scan BIN DB CPU: the mean keys/s of 3 hot passes (after one warm-up);
+# fails, saying so, when the run printed no pass.
 scan() {
     taskset -c "$3" "$1" "${FLAGS[@]}" --benchmarks=readseq,readseq,readseq,readseq \
         --use_existing_db=true --db="$2" 2>&1 |
-        grep -E '^readseq +:' | tail -n +2 | awk '{s += $5} END {printf "%.0f\n", s / NR}'
+        grep -E '^readseq +:' | tail -n +2 |
+        awk -v bin="$1" '{s += $5} END {
+            if (NR == 0) { print "no readseq pass from " bin > "/dev/stderr"; exit 1 }
+            printf "%.0f\n", s / NR }'
 }
 
 # pairs NAME BIN_A DB_A BIN_B DB_B: ROUNDS paired rounds, B's ratio to A.
@@ -63,8 +67,10 @@ pairs() {
     for r in $(seq "$ROUNDS"); do
         local ca=$((r % 2)) cb=$((1 - r % 2))
         scan "$2" "$3" "$ca" >"$out.a" &
+        local pa=$!
         scan "$4" "$5" "$cb" >"$out.b" &
-        wait
+        local pb=$!
+        wait "$pa" && wait "$pb" || { echo "round $r failed" >&2; exit 1; }
         echo "$(cat "$out.a") $(cat "$out.b")" >>"$out"
     done
     python3 - "$1" "$out" <<'PY'

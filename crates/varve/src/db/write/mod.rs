@@ -302,14 +302,18 @@ pub(crate) fn put(
         }
         // No room in the memory budget for a lane's staging: inline,
         // without checking again or asking the lanes a second time.
-        let mut batch = WriteBatch::for_one(key.len(), value.len());
-        batch.put_to(id, key, value);
+        let batch = inline_put(id, key, value);
         let charge = super::memtables::batch_charge(&batch);
         return apply(db, batch, charge, 0, opts);
     }
+    write(db, inline_put(id, key, value), opts)
+}
+
+/// A batch of one put with its value inline.
+fn inline_put(id: u32, key: &[u8], value: &[u8]) -> WriteBatch {
     let mut batch = WriteBatch::for_one(key.len(), value.len());
     batch.put_to(id, key, value);
-    write(db, batch, opts)
+    batch
 }
 
 /// Applies `batch` atomically (see the module docs).
