@@ -366,6 +366,10 @@ fn apply_staged_blob_bytes(
                     StageOutcome::Ignored(why) => info_log.log(format!(
                         "recovery: ignored a staging file of blob file {number}: {why}"
                     )),
+                    StageOutcome::TornCopy(why) => info_log.log(format!(
+                        "recovery: a staging file of blob file {number} had one header copy \
+                         torn by the crash ({why}); used the other"
+                    )),
                 }
             }
         }
