@@ -754,7 +754,14 @@ impl BlobLane {
                 return Err(e);
             }
         };
-        files.sealed_blob_file(meta)?;
+        // The file has its footer now: if recording that fails (a full
+        // disk under the manifest), no value may be appended after it, so
+        // the lane gives it up like a file whose write failed (the next
+        // put opens a new one; `Db::resume` or the next open closes it).
+        if let Err(e) = files.sealed_blob_file(meta) {
+            self.give_up(&mut open);
+            return Err(e);
+        }
         if let Some(f) = open.take() {
             self.publish(None);
             f.discard()?;

@@ -315,6 +315,36 @@ fn a_failed_file_keeps_its_values_until_close_failed() {
     assert_ne!(p.file_number, 1);
 }
 
+/// A seal whose manifest record fails (the idle seal in the background,
+/// or the close) gives the sealed file up: the next put goes to a new
+/// file instead of after the footer. Before, the put appended behind the
+/// footer while its pointer counted from the chunk's start, so the value
+/// read back as corruption (the power-loss test across keyspaces hit the
+/// debug assertion on it).
+#[test]
+fn a_failed_seal_record_gives_the_file_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let lane = BlobLane::new(Arc::new(PosixFs), dir.path(), LaneOptions::default());
+    let first: Vec<_> = (0..5u64)
+        .map(|n| (n, lane.put(&files, b"k", &value(n)).expect("put")))
+        .collect();
+    files.fail_seal.store(true, Ordering::SeqCst);
+    let e = lane.seal(&files).expect_err("recording the seal fails");
+    assert!(e.is_no_space(), "{e}");
+    assert!(!lane.is_open_file(1), "the file was given up");
+    assert_eq!(lane.failed.lock().len(), 1);
+    files.fail_seal.store(false, Ordering::SeqCst);
+    let p = lane.put(&files, b"k", &value(9)).expect("put after");
+    assert_ne!(p.file_number, 1, "a new file, not after the footer");
+    lane.sync().expect("sync");
+    assert!(read(dir.path(), &p).expect("read new") == value(9));
+    assert_eq!(lane.close_failed().expect("close failed").len(), 1);
+    for (n, p) in &first {
+        assert!(read(dir.path(), p).expect("read") == value(*n), "value {n}");
+    }
+}
+
 /// A lane's sync makes the values of a file it gave up after a failure
 /// durable too: a `sync` write whose record follows one pointing into
 /// that file relies on them (the power-loss test across keyspaces lost
