@@ -6,7 +6,11 @@
 #             compactions (sync = false: a write that reached the OS must
 #             survive kill -9);
 #   keyspaces batches and range deletes across three keyspaces while a
-#             fourth is created, filled and dropped (docs/keyspaces.md).
+#             fourth is created, filled and dropped (docs/keyspaces.md);
+#   blobs     values on both sides of the blob threshold through blob files
+#             (tests/blob_crash.rs): plain, during garbage collection, and
+#             with lanes by key; each kill must leave every acknowledged
+#             value readable (the test panics, naming the key, if not).
 # Prints, per mode, the kills, the acknowledged keys checked, the keys lost
 # and the torn batches (all must be 0); exits non-zero if any was lost.
 # A fresh database every 50 kills keeps each check bounded.
@@ -34,5 +38,15 @@ cargo test -q --release -p varve --test keyspace_crash -- --exact \
 if ! grep -qE "^keyspace crash loop: .* lost 0, torn 0$" /tmp/crash-loop.$$.log; then
     status=1
 fi
+for test in kill9_with_blob_values_loses_nothing_acknowledged \
+            kill9_during_blob_gc_loses_nothing_acknowledged \
+            kill9_with_lanes_by_key_loses_nothing_acknowledged; do
+    echo "== $test ($KILLS kills)"
+    if ! VARVE_BLOB_CRASH_KILLS="$KILLS" cargo test -q --release -p varve --test blob_crash -- \
+            --exact "$test" --nocapture --test-threads=1 > /tmp/crash-loop.$$.log 2>&1; then
+        status=1
+    fi
+    grep -E "kills left staged|panicked|lost its|FAILED" /tmp/crash-loop.$$.log || true
+done
 rm -f /tmp/crash-loop.$$.log
 exit $status

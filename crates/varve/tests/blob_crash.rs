@@ -81,11 +81,17 @@ fn blob_files(dir: &Path) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// The value of write `n` of round `round`: it starts with `n` and
+/// `round`, so no other write's value equals it (a stale value can never
+/// pass for the right one).
 fn value(n: u64, round: u64) -> Vec<u8> {
     let len = [4096usize, 100, 2000, 1023, 1024][(n % 5) as usize];
-    (0..len)
+    let mut v: Vec<u8> = (0..len)
         .map(|j| (n as usize * 31 + j + round as usize) as u8)
-        .collect()
+        .collect();
+    v[..8].copy_from_slice(&n.to_le_bytes());
+    v[8..16].copy_from_slice(&round.to_le_bytes());
+    v
 }
 
 /// The child: writes `key{n % 300}` = value(n, round) forever, printing
@@ -109,36 +115,37 @@ fn blob_crash_child_entry() {
     }
 }
 
+/// Kills per test: `VARVE_BLOB_CRASH_KILLS` (for `scripts/crash-loop.sh`),
+/// else `default`.
+fn kills(default: u64) -> u64 {
+    std::env::var("VARVE_BLOB_CRASH_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(default)
+}
+
 #[test]
 fn kill9_with_blob_values_loses_nothing_acknowledged() {
-    kill_rounds(false, 20);
+    kill_rounds(false, kills(20));
 }
 
 #[test]
 fn kill9_during_blob_gc_loses_nothing_acknowledged() {
-    kill_rounds(true, 20);
+    kill_rounds(true, kills(20));
 }
 
 /// Lanes by key: many open blob files at each kill, their staged bytes
 /// applied in parallel by the open.
 #[test]
 fn kill9_with_lanes_by_key_loses_nothing_acknowledged() {
-    kill_rounds_with(false, 12, true);
+    kill_rounds_with(false, kills(12), true);
 }
 
-/// The writes `(n, round)` to the key of slot `slot` whose value is `got`
-/// (a value is its length and a start byte, so several can match).
-fn which_write(got: &[u8], slot: u64, rounds: u64) -> Vec<(u64, u64)> {
-    let mut found = Vec::new();
-    for r in 0..rounds {
-        for n in (slot..20_000).step_by(300) {
-            let v = value(n, r);
-            if v.len() == got.len() && v.first() == got.first() && v == got {
-                found.push((n, r));
-            }
-        }
-    }
-    found
+/// The write `(n, round)` whose value `got` is, if it is one.
+fn which_write(got: &[u8]) -> Option<(u64, u64)> {
+    let n = u64::from_le_bytes(got.get(..8)?.try_into().ok()?);
+    let round = u64::from_le_bytes(got.get(8..16)?.try_into().ok()?);
+    (value(n, round) == got).then_some((n, round))
 }
 
 fn kill_rounds(gc: bool, rounds: u64) {
@@ -147,7 +154,7 @@ fn kill_rounds(gc: bool, rounds: u64) {
 
 fn kill_rounds_with(gc: bool, rounds: u64, key_lanes: bool) {
     let exe = std::env::current_exe().expect("test binary");
-    let dir = tempfile::tempdir().expect("tempdir");
+    let mut dir = tempfile::tempdir().expect("tempdir");
     // key -> (n, round) of its newest acknowledged write.
     let mut model: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -155,6 +162,13 @@ fn kill_rounds_with(gc: bool, rounds: u64, key_lanes: bool) {
     let mut staged_rounds = 0;
     let mut torn_rounds = 0;
     for round in 0..rounds {
+        // A fresh database every 50 kills keeps a long loop
+        // (`scripts/crash-loop.sh`) bounded.
+        if round > 0 && round % 50 == 0 {
+            dir = tempfile::tempdir().expect("tempdir");
+            model.clear();
+            seen.clear();
+        }
         let mut child = std::process::Command::new(&exe)
             .args([
                 "--exact",
@@ -183,7 +197,7 @@ fn kill_rounds_with(gc: bool, rounds: u64, key_lanes: bool) {
         let want = if gc {
             400 + (round * 7919) % 1500
         } else {
-            300 + round * 250
+            300 + (round % 20) * 250
         };
         let mut last = 0;
         let mut acked = 0;
@@ -247,7 +261,7 @@ fn kill_rounds_with(gc: bool, rounds: u64, key_lanes: bool) {
                     "{k}: lost its acknowledged value (write {n} of round {r}); \
                      holds the value of {:?} (len {}); round {round}, last printed write {last}; \
                      database kept at {}",
-                    which_write(&got, n % 300, rounds),
+                    which_write(&got),
                     got.len(),
                     kept.display()
                 );
