@@ -533,15 +533,10 @@ impl BlobLane {
                 && f.chunk_start + (f.chunk.size_with(key.len(), value.len()) as u64)
                     > self.opts.file_size
         });
-        if full && let Some(f) = open.as_mut() {
-            let meta = f.seal()?;
-            files.sealed_blob_file(meta)?;
-            if let Some(f) = open.take() {
-                self.publish(None);
-                // Sealed and recorded: a staging file left by a failure
-                // here is removed by the next open.
-                let _ = f.discard();
-            }
+        if full && let Some((_, f)) = self.seal_locked(open, files)? {
+            // Sealed and recorded: a staging file left by a failure here
+            // is removed by the next open.
+            let _ = f.discard();
         }
         let f = match open.as_mut() {
             Some(f) => f,
@@ -744,29 +739,41 @@ impl BlobLane {
     /// Seals the open file (at close); `None` when the lane has none.
     pub(crate) fn seal(&self, files: &dyn BlobFiles) -> Result<Option<BlobFileMeta>> {
         let mut open = self.open.lock();
+        let Some((meta, f)) = self.seal_locked(&mut open, files)? else {
+            return Ok(None);
+        };
+        f.discard()?;
+        Ok(Some(meta))
+    }
+
+    /// Seals the file `open` holds (footer, durable) and records it as
+    /// sealed; then the lane has no open file, and the sealed file (its
+    /// staging files still there) is returned for the caller to discard.
+    /// The one place a lane seals, under its mutex. Any failure gives the
+    /// file up: once the footer may be written, no value may be appended
+    /// after it (a seal whose record failed, with the file kept open, had
+    /// the next put append behind the footer), and `Db::resume` or the next
+    /// open closes it.
+    fn seal_locked(
+        &self,
+        open: &mut Option<OpenFile>,
+        files: &dyn BlobFiles,
+    ) -> Result<Option<(BlobFileMeta, OpenFile)>> {
         let Some(f) = open.as_mut() else {
             return Ok(None);
         };
-        let meta = match f.seal() {
+        let sealed = f
+            .seal()
+            .and_then(|meta| files.sealed_blob_file(meta).map(|()| meta));
+        let meta = match sealed {
             Ok(meta) => meta,
             Err(e) => {
-                self.give_up(&mut open);
+                self.give_up(open);
                 return Err(e);
             }
         };
-        // The file has its footer now: if recording that fails (a full
-        // disk under the manifest), no value may be appended after it, so
-        // the lane gives it up like a file whose write failed (the next
-        // put opens a new one; `Db::resume` or the next open closes it).
-        if let Err(e) = files.sealed_blob_file(meta) {
-            self.give_up(&mut open);
-            return Err(e);
-        }
-        if let Some(f) = open.take() {
-            self.publish(None);
-            f.discard()?;
-        }
-        Ok(Some(meta))
+        self.publish(None);
+        Ok(open.take().map(|f| (meta, f)))
     }
 }
 

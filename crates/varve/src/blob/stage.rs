@@ -721,15 +721,7 @@ fn sync_after_crash(f: &File, blob: &Path, copied: &[Copied]) -> Result<()> {
 /// offset 0; version 3 has two copies (at 0 and [`COPY_STRIDE`]) and the
 /// whole one with the higher sequence number is the header.
 fn parse_stage(bytes: &[u8], number: u64) -> std::result::Result<Staged<'_>, String> {
-    if bytes.get(..8) != Some(&STAGE_MAGIC[..]) {
-        return Err("not a staging file".into());
-    }
-    let version = bytes
-        .get(8..12)
-        .and_then(decode_fixed32)
-        .ok_or("shorter than its header")?;
-    match version {
-        1 | 2 => parse_copy(bytes, 0, number).map(|(s, _)| s),
+    match copy_version(bytes, 0)? {
         STAGE_VERSION => {
             let first = parse_copy(bytes, 0, number);
             let second = parse_copy(bytes, COPY_STRIDE, number);
@@ -744,8 +736,20 @@ fn parse_stage(bytes: &[u8], number: u64) -> std::result::Result<Staged<'_>, Str
                 (Err(why), Err(_)) => Err(why),
             }
         }
-        v => Err(format!("staging format version {v}")),
+        // Versions 1 and 2 (one header), or an unknown one, refused there.
+        _ => parse_copy(bytes, 0, number).map(|(s, _)| s),
     }
+}
+
+/// The format version of the header copy at `at`, if it has the magic.
+fn copy_version(bytes: &[u8], at: usize) -> std::result::Result<u32, String> {
+    let copy = bytes.get(at..).ok_or("shorter than its header")?;
+    if copy.get(..8) != Some(&STAGE_MAGIC[..]) {
+        return Err("not a staging file".into());
+    }
+    copy.get(8..12)
+        .and_then(decode_fixed32)
+        .ok_or_else(|| "shorter than its header".into())
 }
 
 /// The header copy at `at` of a staging file, and its sequence number (0
@@ -755,14 +759,8 @@ fn parse_copy(
     at: usize,
     number: u64,
 ) -> std::result::Result<(Staged<'_>, u64), String> {
+    let version = copy_version(bytes, at)?;
     let copy = bytes.get(at..).ok_or("shorter than its header")?;
-    if copy.get(..8) != Some(&STAGE_MAGIC[..]) {
-        return Err("staging header checksum mismatch (no magic)".into());
-    }
-    let version = copy
-        .get(8..12)
-        .and_then(decode_fixed32)
-        .ok_or("shorter than its header")?;
     let len = match version {
         1 => HEADER_LEN_V1,
         2 => HEADER_LEN_V2,
