@@ -246,7 +246,7 @@ pub fn range(ctx: &Ctx<'_>) -> Result<Stats> {
         // chunks, values turned away for lack of room): why a pass read
         // the database more than once.
         for line in ctx.engine.stats().lines() {
-            if line.starts_with("Shared scan chunks") {
+            if line.starts_with("Shared scan chunks") || line.starts_with("Shared passes") {
                 eprintln!("contest range: {line}");
             }
         }

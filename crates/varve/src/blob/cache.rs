@@ -79,12 +79,42 @@ impl BlobReaders {
     /// Reads chunk `index` of blob file `number` into the shared pool in
     /// the background ([`SharedChunks::prefetch`]), if there is a pool and
     /// a reader pool.
-    pub(crate) fn prefetch_shared(&self, number: u64, index: u64) {
-        if let (Some(shared), Some(pool)) = (&self.shared, &self.pool)
-            && let Ok(reader) = self.reader(number)
-        {
-            shared.prefetch(pool, number, index, reader);
+    /// False when the read ahead was turned away (no room in the pool, or
+    /// enough reads in flight).
+    pub(crate) fn prefetch_shared(&self, number: u64, index: u64, pace: bool) -> bool {
+        match (&self.shared, &self.pool) {
+            (Some(shared), Some(pool)) => match self.reader(number) {
+                Ok(reader) => shared.prefetch(pool, number, index, pace, reader),
+                // (The value's own read reports the error.)
+                Err(_) => true,
+            },
+            _ => true,
         }
+    }
+
+    /// Reads the shared chunk of the value `raw` (an encoded pointer)
+    /// ahead, unless it is one of `recent` (the chunks this caller asked
+    /// for last, updated here) or its file is still being written. False
+    /// when the read was turned away (see [`Self::prefetch_shared`]).
+    pub(crate) fn read_ahead(&self, raw: &[u8], recent: &mut [(u64, u64)]) -> bool {
+        let Some(p) = super::format::BlobPointer::decode(raw) else {
+            return true; // the read of the value reports it
+        };
+        let chunk = (p.file_number, p.offset / super::shared_chunks::CHUNK as u64);
+        if recent.contains(&chunk) || self.shared.is_none() || self.is_being_written(chunk.0) {
+            return true;
+        }
+        if !self.prefetch_shared(chunk.0, chunk.1, false) {
+            return false;
+        }
+        recent.rotate_right(1);
+        recent[0] = chunk;
+        true
+    }
+
+    /// The budget of the shared scan chunks (0: none).
+    pub(crate) fn shared_budget(&self) -> usize {
+        self.shared.as_ref().map_or(0, |s| s.budget())
     }
 
     /// The reader of blob file `number`.

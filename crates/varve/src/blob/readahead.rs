@@ -83,6 +83,25 @@ pub(crate) enum BlobValue {
 }
 
 impl BlobValue {
+    /// A second view of a value in a shared chunk (`None` for bytes of
+    /// its own, which are not copied).
+    pub(crate) fn share(&self) -> Option<BlobValue> {
+        match self {
+            BlobValue::Owned(_) => None,
+            BlobValue::Shared {
+                file,
+                chunk,
+                at,
+                len,
+            } => Some(BlobValue::Shared {
+                file: *file,
+                chunk: Arc::clone(chunk),
+                at: *at,
+                len: *len,
+            }),
+        }
+    }
+
     /// The value's bytes.
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
@@ -168,6 +187,8 @@ pub(crate) struct BlobReadahead {
     /// lookup in the pool, whose locks and counters every scan contends
     /// for.
     held: Option<HeldChunks>,
+    /// Loads of shared chunks pace (see [`Self::set_pacing`]).
+    pace: bool,
 }
 
 impl std::fmt::Debug for BlobReadahead {
@@ -193,7 +214,19 @@ impl BlobReadahead {
             clock: 0,
             values: 0,
             held: None,
+            pace: true,
         }
+    }
+
+    /// Whether loads of shared chunks pace (wait a moment while other
+    /// scans load again): yes for a scan of its own, no in a shared pass.
+    pub(crate) fn set_pacing(&mut self, pace: bool) {
+        self.pace = pace;
+    }
+
+    /// True when this state reads ahead (a window size and a pool).
+    pub(crate) fn reads_ahead(&self) -> bool {
+        self.max > 0 && self.pool.is_some()
     }
 
     /// Takes back a value this state served, once the caller is done
@@ -218,7 +251,7 @@ impl BlobReadahead {
             self.values += 1;
             let load = self.values > SHARED_AFTER;
             let held = self.held.get_or_insert_with(|| HeldChunks::new(shared));
-            return match shared_value(shared, readers, &p, load, held)? {
+            return match shared_value(shared, readers, &p, (load, self.pace), held)? {
                 Some(v) => Ok(v),
                 None => readers.value_of(&p).map(BlobValue::Owned),
             };
@@ -397,7 +430,7 @@ fn shared_value(
     shared: &SharedChunks,
     readers: &BlobReaders,
     p: &BlobPointer,
-    load: bool,
+    (load, pace): (bool, bool),
     held: &mut HeldChunks,
 ) -> Result<Option<BlobValue>> {
     let chunk = CHUNK as u64;
@@ -418,14 +451,14 @@ fn shared_value(
                 return Ok(None);
             }
             let c = if load {
-                let fetched = shared.fetch(p.file_number, index, |buf, start| {
+                let fetched = shared.fetch(p.file_number, index, pace, |buf, start| {
                     readers.reader(p.file_number)?.read_into(buf, start)
                 })?;
                 if let Some((_, true)) = &fetched {
                     // A miss: the chunks after it are read ahead, so the
                     // scan in front does not wait for each of them in turn.
                     for ahead in 1..=AHEAD {
-                        readers.prefetch_shared(p.file_number, index + ahead);
+                        readers.prefetch_shared(p.file_number, index + ahead, pace);
                     }
                 }
                 fetched.map(|(c, _)| c)

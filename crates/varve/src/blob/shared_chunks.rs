@@ -216,7 +216,7 @@ const RECENT_LOADS: u64 = 64;
 pub(crate) const PACE: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Most chunks read ahead at once ([`SharedChunks::prefetch`]).
-pub(crate) const PREFETCH_MAX: usize = 4;
+pub(crate) const PREFETCH_MAX: usize = 16;
 
 /// A chunk read ahead whose task has not run yet: if the task is dropped
 /// unrun, its `Loading` entry goes and its buffer is given back (scans
@@ -360,14 +360,17 @@ impl SharedChunks {
         index: u64,
         read: impl FnOnce(&mut [u8], u64) -> Result<usize>,
     ) -> Result<Option<Arc<Chunk>>> {
-        Ok(self.fetch(file, index, read)?.map(|(c, _)| c))
+        Ok(self.fetch(file, index, true, read)?.map(|(c, _)| c))
     }
 
     /// [`get`](Self::get), and whether the chunk was read now (a miss).
+    /// Without `pace`, a load never waits for scans that load again (the
+    /// iterators of a shared pass keep together on their own).
     pub(crate) fn fetch(
         &self,
         file: u64,
         index: u64,
+        pace: bool,
         read: impl FnOnce(&mut [u8], u64) -> Result<usize>,
     ) -> Result<Option<(Arc<Chunk>, bool)>> {
         let sh = self.shard(file, index);
@@ -375,7 +378,7 @@ impl SharedChunks {
         if let Some(chunk) = Self::find(sh, &mut st, (file, index)) {
             return Ok(Some((chunk, false)));
         }
-        if !self.note_reload(&mut st, (file, index)) && self.others_reload() {
+        if !self.note_reload(&mut st, (file, index)) && pace && self.others_reload() {
             // This scan is ahead of scans that are loading again what the
             // pool let go: it waits a moment, so that they (with the CPU
             // and the disk to themselves) come back inside the window
@@ -471,35 +474,43 @@ impl SharedChunks {
     /// buffer for it (a read ahead never makes room by letting held chunks
     /// go). At most [`PREFETCH_MAX`] are in flight. A scan that needs the
     /// chunk meanwhile waits for this read instead of reading it again.
+    /// False when the read was turned away for lack of room or because
+    /// [`PREFETCH_MAX`] are in flight (the caller may ask again later).
+    /// Without `pace` it reads ahead also while scans load again (a
+    /// shared pass's scout).
     pub(crate) fn prefetch(
         self: &Arc<Self>,
         pool: &ReaderPool,
         file: u64,
         index: u64,
+        pace: bool,
         reader: Arc<BlobReader>,
-    ) {
+    ) -> bool {
         if index * CHUNK as u64 >= reader.size() {
-            return;
+            return true;
         }
         if self.prefetching.fetch_add(1, Ordering::AcqRel) >= PREFETCH_MAX {
             self.prefetching.fetch_sub(1, Ordering::AcqRel);
-            return;
+            return false;
         }
         let sh = self.shard(file, index);
         let mut st = sh.state.lock();
         // A read ahead never paces: while scans behind the window load
         // again, it reads ahead only for them.
         let buf = if st.chunks.contains_key(&(file, index))
-            || (!self.note_reload(&mut st, (file, index)) && self.others_reload())
+            || (!self.note_reload(&mut st, (file, index)) && pace && self.others_reload())
         {
-            None
+            Err(true)
         } else {
-            Self::room(sh, &mut st)
+            Self::room(sh, &mut st).ok_or(false)
         };
-        let Some(buf) = buf else {
-            drop(st);
-            self.prefetching.fetch_sub(1, Ordering::AcqRel);
-            return;
+        let buf = match buf {
+            Ok(buf) => buf,
+            Err(done) => {
+                drop(st);
+                self.prefetching.fetch_sub(1, Ordering::AcqRel);
+                return done;
+            }
         };
         st.chunks.insert((file, index), Slot::Loading);
         drop(st);
@@ -522,7 +533,7 @@ impl SharedChunks {
         };
         // Unrun (no reader thread), the task's `PendingLoad` undoes the
         // entry when it is dropped.
-        let _ = pool.spawn(Box::new(task));
+        pool.spawn(Box::new(task))
     }
 
     /// A buffer for a new chunk: a free one, a new one within the budget,
@@ -731,7 +742,7 @@ mod tests {
         let reader = blob_file(&dir, 40);
         let pool = Arc::new(SharedChunks::new(8 * CHUNK));
         let readers = ReaderPool::new(2);
-        pool.prefetch(&readers, 7, 1, Arc::clone(&reader));
+        pool.prefetch(&readers, 7, 1, true, Arc::clone(&reader));
         // Waited for (resident() waits while it is being read), never read
         // twice.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -752,10 +763,10 @@ mod tests {
             .expect("read");
         assert_eq!(c.bytes(), &direct.as_slice()[..got]);
         assert_eq!(pool.counters.loads.load(Ordering::SeqCst), 1);
-        pool.prefetch(&readers, 7, 1, Arc::clone(&reader));
+        pool.prefetch(&readers, 7, 1, true, Arc::clone(&reader));
         // Past the end of the file: nothing.
         let past = reader.size() / CHUNK as u64 + 1;
-        pool.prefetch(&readers, 7, past, Arc::clone(&reader));
+        pool.prefetch(&readers, 7, past, true, Arc::clone(&reader));
         drop(readers);
         assert_eq!(pool.counters.loads.load(Ordering::SeqCst), 1, "read once");
         assert!(pool.resident(7, past).is_none());
@@ -764,7 +775,7 @@ mod tests {
         let tiny = Arc::new(SharedChunks::new(CHUNK));
         let held = tiny.get(7, 0, fill(7)).expect("r").expect("room");
         let readers = ReaderPool::new(1);
-        tiny.prefetch(&readers, 7, 1, Arc::clone(&reader));
+        tiny.prefetch(&readers, 7, 1, true, Arc::clone(&reader));
         drop(readers);
         assert!(tiny.resident(7, 1).is_none());
         assert_eq!(tiny.pressure(), 0, "a read ahead is no pressure");

@@ -93,6 +93,16 @@ impl Db {
             s.shared_scan_reloads = r(&c.counters.reloads);
             s.shared_scan_paced = r(&c.counters.paced);
         }
+        {
+            let c = &db.shared_passes.counters;
+            let r = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            s.shared_passes = r(&c.passes);
+            s.shared_pass_joins = r(&c.joined);
+            s.shared_pass_segments = r(&c.segments);
+            s.shared_pass_behind = r(&c.behind);
+            s.shared_pass_paced = r(&c.paced);
+            s.shared_pass_bytes = r(&c.bytes);
+        }
         s.open_records_replayed = db.recovery.records;
         s.levels = DbStats::levels_of(
             &sv.version,

@@ -94,6 +94,9 @@ pub(crate) struct DbInner {
     /// `Options::ttl`: entries with a sequence number below this are
     /// expired (0: none); only grows (`db/ttl.rs`).
     pub(crate) ttl_floor: AtomicU64,
+    /// Merges shared by iterators that walk the same state from its start
+    /// (`db/read/shared_pass.rs`).
+    pub(crate) shared_passes: Arc<super::read::shared_pass::SharedPasses>,
     /// Time samples not yet written into a version edit (`db/ttl.rs`).
     pub(crate) time_samples: Mutex<crate::version::time_map::TimeMap>,
     /// Every live keyspace's name, options and TTL floor, the default

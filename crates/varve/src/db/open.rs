@@ -588,6 +588,7 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         deletions_paused: std::sync::atomic::AtomicUsize::new(0),
         obsolete_kept: std::sync::atomic::AtomicBool::new(false),
         ttl_floor: AtomicU64::new(0),
+        shared_passes: Default::default(),
         time_samples: Default::default(),
         options: a.options,
         memory_plan: a.memory_plan,

@@ -191,6 +191,20 @@ pub struct DbStats {
     pub shared_scan_reloads: u64,
     /// Loads of new chunks that waited a moment while such scans loaded.
     pub shared_scan_paced: u64,
+    /// Shared passes started (`ReadOptions::shared_passes`): merges that
+    /// iterators walking the same state from its start share.
+    pub shared_passes: u64,
+    /// Iterators that joined a pass another iterator started.
+    pub shared_pass_joins: u64,
+    /// Segments the passes merged (each once, whatever their iterators).
+    pub shared_pass_segments: u64,
+    /// Iterators that fell out of their pass's window and went on alone.
+    pub shared_pass_behind: u64,
+    /// Waits of a pass's leader for an iterator at the window's tail.
+    pub shared_pass_paced: u64,
+    /// Bytes of merged segments the passes hold now (keys, pointers and
+    /// inline values; blob values stay in the shared scan chunks).
+    pub shared_pass_bytes: u64,
     /// The memory each part of the engine holds, and its part of
     /// `Options::memory_budget`.
     pub memory: MemoryStats,
@@ -346,6 +360,12 @@ impl DbStats {
             shared_scan_no_room: 0,
             shared_scan_reloads: 0,
             shared_scan_paced: 0,
+            shared_passes: 0,
+            shared_pass_joins: 0,
+            shared_pass_segments: 0,
+            shared_pass_behind: 0,
+            shared_pass_paced: 0,
+            shared_pass_bytes: 0,
             memory: MemoryStats::default(),
             open_times: super::recovery::OpenTimes::default(),
             open_records_replayed: 0,
@@ -417,6 +437,18 @@ impl DbStats {
                 self.shared_scan_paced,
                 self.shared_scan_hits,
                 self.shared_scan_no_room
+            );
+        }
+        if self.shared_passes > 0 {
+            let _ = writeln!(
+                s,
+                "Shared passes: {} passes, {} joins, {} segments merged, {} iterators fell behind, {} paced, {:.1} MiB resident",
+                self.shared_passes,
+                self.shared_pass_joins,
+                self.shared_pass_segments,
+                self.shared_pass_behind,
+                self.shared_pass_paced,
+                mib(self.shared_pass_bytes)
             );
         }
         let m = &self.memory;

@@ -104,6 +104,14 @@ pub struct ReadOptions {
     /// this way gets its own io_uring (created on first use, like
     /// `multi_get`'s). Default `true`. See `docs/readahead.md`.
     pub concurrent_seeks: bool,
+    /// Iterators without bounds that start at the first key and walk
+    /// forward share one merge with the other iterators doing the same over
+    /// the same state at the same time: the first one to reach an entry
+    /// merges it (and reads its blob value), the others read what it left
+    /// (`docs/shared-passes.md`). An iterator that seeks, moves backward or
+    /// falls too far behind goes on alone, with the same results. Default
+    /// `true`; `false` gives every iterator its own merge.
+    pub shared_passes: bool,
 }
 
 impl Default for ReadOptions {
@@ -118,6 +126,7 @@ impl Default for ReadOptions {
             async_queue_depth: DEFAULT_ASYNC_QUEUE_DEPTH,
             scan_prefetch: ScanPrefetch::Adaptive,
             concurrent_seeks: true,
+            shared_passes: true,
         }
     }
 }

@@ -22,8 +22,10 @@ use std::cell::{OnceCell, RefCell};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::Sibling;
+use super::shared_pass::{Cursor, SegmentBuilder, Step};
+use super::{Share, Sibling};
 use crate::blob::cache::BlobReaders;
+use crate::blob::format::BlobPointer;
 use crate::blob::readahead::{BlobReadahead, BlobValue};
 use crate::db::memtables::SuperVersion;
 use crate::error::Result;
@@ -96,6 +98,12 @@ pub struct DbIterator {
     /// `ranges` is not empty or `expired` is not 0: only then can an entry
     /// read as a value be hidden (one test per entry when nothing hides).
     hiding: bool,
+    /// How to join a shared pass over this state (`shared_pass`): set for
+    /// iterators without bounds.
+    share: Option<Share>,
+    /// The place in a shared pass, while the cursor walks one: then it,
+    /// not `iter`, holds the current entry (and `direction` is forward).
+    shared: Option<Cursor>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -142,7 +150,15 @@ impl DbIterator {
             pin,
             expired: 0,
             hiding,
+            share: None,
+            shared: None,
         }
+    }
+
+    /// Lets `seek_to_first` join a shared pass of `key`, made by `make`.
+    pub(crate) fn with_share(mut self, share: Share) -> Self {
+        self.share = Some(share);
+        self
     }
 
     /// An iterator that fails with `error` (if any) before reading.
@@ -179,7 +195,11 @@ impl DbIterator {
     #[inline]
     pub fn valid(&self) -> bool {
         // (`loaded` is only ever set on a blob entry.)
-        self.valid && !(self.blob && matches!(self.loaded.get(), Some(Err(_))))
+        self.valid
+            && match &self.shared {
+                None => !(self.blob && matches!(self.loaded.get(), Some(Err(_)))),
+                Some(c) => !matches!(c.loaded(), Some(Err(_))),
+            }
     }
 
     /// The current key. Empty when not [`valid`](Self::valid).
@@ -187,6 +207,9 @@ impl DbIterator {
     pub fn key(&self) -> &[u8] {
         if !self.valid {
             return &[];
+        }
+        if let Some(c) = &self.shared {
+            return c.key();
         }
         match self.direction {
             Direction::Forward => keys::user_key(self.iter.key()),
@@ -202,6 +225,9 @@ impl DbIterator {
     pub fn value(&self) -> &[u8] {
         if !self.valid {
             return &[];
+        }
+        if let Some(c) = &self.shared {
+            return self.shared_value(c);
         }
         let raw = match self.direction {
             Direction::Forward => self.iter.value(),
@@ -226,12 +252,42 @@ impl DbIterator {
         }
     }
 
+    /// The value of the shared pass's current entry; a blob value is read
+    /// once per pass, by the first iterator that asks.
+    #[inline]
+    fn shared_value<'a>(&'a self, c: &'a Cursor) -> &'a [u8] {
+        let (raw, blob) = c.raw();
+        if !blob {
+            return raw;
+        }
+        let read = |raw: &[u8]| {
+            let mut ra = self.blob_ra.borrow_mut();
+            let v = ra.value(&self.blobs, raw)?;
+            // The entry keeps a view of its own; the one served goes back
+            // to the read-ahead state (which may hold its chunk).
+            Ok(match v.share() {
+                Some(kept) => {
+                    ra.recycle(v);
+                    kept
+                }
+                None => v,
+            })
+        };
+        match c.blob_value(read) {
+            Ok(v) => v.as_slice(),
+            Err(_) => &[],
+        }
+    }
+
     /// The first error met while iterating, if any. An iterator that hit an
     /// error is not valid, and stays invalid: no seek brings it back (open a
     /// new iterator). As an [`Iterator`] it yields the error as its next
     /// item and nothing after it.
     pub fn status(&self) -> Result<()> {
         if let Some(Err(e)) = self.loaded.get() {
+            return Err(e.duplicate());
+        }
+        if let Some(Err(e)) = self.shared.as_ref().and_then(Cursor::loaded) {
             return Err(e.duplicate());
         }
         match &self.error {
@@ -262,9 +318,24 @@ impl DbIterator {
     /// Moves to the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
         self.moving();
+        self.leave_pass();
         self.positioned = true;
         self.direction = Direction::Forward;
         self.saved_key.clear();
+        let joined = match &self.share {
+            Some(s) if self.error.is_none() => s.passes.join(s.key, || (s.make)()),
+            _ => None,
+        };
+        if let Some(c) = joined {
+            // The pass keeps its iterators together: no chunk pacing.
+            self.blob_ra.get_mut().set_pacing(false);
+            self.valid = c.on_entry();
+            if !self.valid {
+                self.error = c.error();
+            }
+            self.shared = Some(c);
+            return;
+        }
         match self.lower.clone() {
             Some(lower) => self.iter.seek(&keys::lookup_key(&lower, self.seq)),
             None => self.iter.seek_to_first(),
@@ -275,6 +346,7 @@ impl DbIterator {
     /// Moves to the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
         self.moving();
+        self.leave_pass();
         self.positioned = true;
         self.direction = Direction::Reverse;
         self.saved_key.clear();
@@ -304,6 +376,7 @@ impl DbIterator {
         }
         let t = keys::lookup_key(target, self.seq);
         self.moving();
+        self.leave_pass();
         self.positioned = true;
         self.direction = Direction::Forward;
         self.saved_key.clear();
@@ -321,6 +394,7 @@ impl DbIterator {
             return;
         }
         self.moving();
+        self.leave_pass();
         self.positioned = true;
         self.direction = Direction::Reverse;
         self.saved_key.clear();
@@ -334,6 +408,10 @@ impl DbIterator {
     /// Moves to the next key. Does nothing when not valid.
     pub fn move_next(&mut self) {
         if !self.valid() {
+            return;
+        }
+        if self.shared.is_some() {
+            self.shared_next();
             return;
         }
         self.moving();
@@ -366,6 +444,15 @@ impl DbIterator {
         if !self.valid() {
             return;
         }
+        if self.shared.is_some() {
+            // Backward is this iterator's own walk: position its merge on
+            // the current key first.
+            let here = self.key().to_vec();
+            self.seek(&here);
+            if !self.valid() {
+                return;
+            }
+        }
         self.moving();
         if self.direction == Direction::Forward {
             self.saved_key.clear();
@@ -387,6 +474,44 @@ impl DbIterator {
             self.direction = Direction::Reverse;
         }
         self.find_prev_user_entry();
+    }
+
+    /// Leaves the shared pass, if in one; an error met there stays the
+    /// iterator's.
+    fn leave_pass(&mut self) {
+        if let Some(c) = self.shared.take() {
+            self.blob_ra.get_mut().set_pacing(true);
+            if let Some(Err(e)) = c.loaded()
+                && self.error.is_none()
+            {
+                self.error = Some(e.duplicate());
+            }
+        }
+    }
+
+    /// `move_next` in a shared pass.
+    fn shared_next(&mut self) {
+        let Some(c) = self.shared.as_mut() else {
+            return;
+        };
+        match c.advance() {
+            Step::On => {}
+            Step::End(error) => {
+                self.valid = false;
+                if error.is_some() {
+                    self.error = error;
+                }
+            }
+            Step::Behind => {
+                // The pass went on without this iterator: go on alone,
+                // after the key it is on.
+                let here = c.key().to_vec();
+                self.seek(&here);
+                if self.valid() && self.key() == here.as_slice() {
+                    self.move_next();
+                }
+            }
+        }
     }
 
     fn check_status(&mut self) {
@@ -544,6 +669,8 @@ impl DbIterator {
                 ranges,
                 expired,
                 hiding,
+                share: None,
+                shared: None,
             });
             b.seek_to_last();
             b
@@ -618,6 +745,62 @@ impl DoubleEndedIterator for DbIterator {
 impl DbIterator {
     fn back_key(&self) -> &[u8] {
         self.back.as_ref().map_or(&[], |b| b.key())
+    }
+}
+
+impl DbIterator {
+    /// Appends this iterator's next entries (forward from the first key)
+    /// to a shared pass's segment until it is full; `Ok(false)` at the
+    /// end. `bytes` grows by the length of each blob value appended.
+    pub(crate) fn fill_segment(
+        &mut self,
+        seg: &mut SegmentBuilder,
+        bytes: &mut u64,
+    ) -> Result<bool> {
+        debug_assert!(self.shared.is_none() && self.share.is_none());
+        if !self.positioned {
+            self.seek_to_first();
+        }
+        while self.valid && !seg.full() {
+            debug_assert_eq!(self.direction, Direction::Forward);
+            let raw = self.iter.value();
+            if self.blob {
+                *bytes += BlobPointer::decode(raw).map_or(0, |p| u64::from(p.length));
+            }
+            seg.push(keys::user_key(self.iter.key()), raw, self.blob);
+            self.move_next();
+        }
+        if self.valid {
+            return Ok(true);
+        }
+        self.status()?;
+        Ok(false)
+    }
+
+    /// The current raw value (a blob pointer when the flag is set) of an
+    /// iterator walking forward on its own merge; `None` when not on an
+    /// entry.
+    pub(crate) fn raw_value(&self) -> Option<(&[u8], bool)> {
+        if !self.valid || self.shared.is_some() || self.direction != Direction::Forward {
+            return None;
+        }
+        Some((self.iter.value(), self.blob))
+    }
+
+    /// True once positioned by a seek.
+    pub(crate) fn positioned(&self) -> bool {
+        self.positioned
+    }
+
+    /// True when this iterator reads blob values ahead (a read-ahead size
+    /// and a reader pool).
+    pub(crate) fn reads_blobs_ahead(&self) -> bool {
+        self.blob_ra.borrow().reads_ahead()
+    }
+
+    /// Where this iterator reads blob values from.
+    pub(crate) fn blob_readers(&self) -> &Arc<BlobReaders> {
+        &self.blobs
     }
 }
 

@@ -18,6 +18,8 @@ pub(crate) mod db_iter;
 pub(crate) mod multi_get;
 pub(crate) mod multi_get_cached;
 pub(crate) mod par_scan;
+pub(crate) mod pass_source;
+pub(crate) mod shared_pass;
 
 use std::sync::Arc;
 
@@ -33,6 +35,7 @@ use crate::keys::{SequenceNumber, ValueKind};
 use crate::options::{ReadOptions, ScanPrefetch};
 use crate::version::ScanOptions;
 use crate::version::{NUM_LEVELS, Version};
+use shared_pass::{PassKey, Source};
 
 /// One keyspace of a database: what the read functions read from.
 #[derive(Clone, Copy)]
@@ -122,10 +125,55 @@ pub(crate) fn iter(db: &Arc<DbInner>, id: u32, opts: &ReadOptions) -> DbIterator
             (empty, Some(e))
         }
     };
-    let merged = merged_iterator(db, &sv, opts);
+    let floor = super::ttl::floor_of(db, id);
+    let it = build_iter(db, &sv, snapshot.clone(), opts, floor);
+    if !opts.shared_passes
+        || gone.is_some()
+        || opts.iterate_lower_bound.is_some()
+        || opts.iterate_upper_bound.is_some()
+    {
+        return it.with_error(gone);
+    }
+    // Iterators of this state, sequence number and TTL floor see the same
+    // entries: they may share one merge (`shared_pass`).
+    let key = PassKey {
+        tree: id,
+        state: Arc::as_ptr(&sv).addr(),
+        seq: snapshot.sequence(),
+        floor,
+    };
+    let passes = Arc::clone(&db.shared_passes);
+    let (db, opts) = (Arc::clone(db), opts.clone());
+    let make: MakeSource = Arc::new(move || {
+        let main = build_iter(&db, &sv, snapshot.clone(), &opts, floor);
+        let scout = build_iter(&db, &sv, snapshot.clone(), &opts, floor);
+        Box::new(pass_source::PassSource::new(main, scout)) as Box<dyn Source>
+    });
+    it.with_share(Share { key, passes, make })
+}
+
+/// Makes the merge a shared pass reads from.
+pub(crate) type MakeSource = Arc<dyn Fn() -> Box<dyn Source> + Send + Sync>;
+
+/// How an iterator joins a shared pass of its state.
+pub(crate) struct Share {
+    pub(crate) key: PassKey,
+    pub(crate) passes: Arc<shared_pass::SharedPasses>,
+    pub(crate) make: MakeSource,
+}
+
+/// An iterator over `sv` as of `snapshot`, with its own merge.
+fn build_iter(
+    db: &Arc<DbInner>,
+    sv: &Arc<SuperVersion>,
+    snapshot: crate::snapshot::Snapshot,
+    opts: &ReadOptions,
+    floor: SequenceNumber,
+) -> DbIterator {
+    let merged = merged_iterator(db, sv, opts);
     // A second cursor over the same state, for `next_back`.
     let sibling: Sibling = {
-        let (db, sv, opts) = (Arc::clone(db), Arc::clone(&sv), opts.clone());
+        let (db, sv, opts) = (Arc::clone(db), Arc::clone(sv), opts.clone());
         Arc::new(move || merged_iterator(&db, &sv, &opts))
     };
     DbIterator::new(
@@ -133,7 +181,7 @@ pub(crate) fn iter(db: &Arc<DbInner>, id: u32, opts: &ReadOptions) -> DbIterator
         snapshot,
         opts.iterate_lower_bound.clone(),
         opts.iterate_upper_bound.clone(),
-        sv,
+        Arc::clone(sv),
         sibling,
         (
             Arc::clone(&db.blobs),
@@ -148,8 +196,7 @@ pub(crate) fn iter(db: &Arc<DbInner>, id: u32, opts: &ReadOptions) -> DbIterator
             ),
         ),
     )
-    .with_expiry_floor(super::ttl::floor_of(db, id))
-    .with_error(gone)
+    .with_expiry_floor(floor)
 }
 
 /// Makes another merged cursor over the same memtables and version.

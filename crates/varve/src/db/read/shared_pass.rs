@@ -1,0 +1,776 @@
+//! Shared passes: iterators that walk the same state from its first key
+//! in key order share one merge (`docs/shared-passes.md`).
+//!
+//! A pass is the merged, visible entries of one read state (a keyspace's
+//! memtables and version, as of one sequence number and one TTL floor),
+//! cut into [`Segment`]s of up to [`SEGMENT_ENTRIES`] entries. The first
+//! iterator that needs a segment nobody made yet makes it from the pass's
+//! one [`Source`] (a private merging iterator); every other iterator of the
+//! pass reads the segment made. A blob value is read once per pass too: the
+//! first iterator to ask for it reads it (through its own read-ahead and
+//! the database's shared chunks) and leaves it in the segment's entry.
+//!
+//! Bounded: a pass keeps at most [`WINDOW`] segments, plus the one each
+//! iterator is in; a segment holds at most [`SEGMENT_ENTRIES`] entries and
+//! about [`SEGMENT_BYTES`] of keys and inline values.
+//!
+//! Pacing (leaders wait, briefly, for followers): the iterator that makes a
+//! segment when the window is full drops the oldest one only when no
+//! iterator is in it, waiting up to [`PACE`] for the last one to leave;
+//! the first segment is also kept (as long) while the pass is young and
+//! others joined it, or while an earlier pass of the same state still has
+//! iterators, so iterators that start together, or finish one pass and
+//! start the next, find the new pass still at its start. A lone iterator
+//! never waits. After the wait the
+//! segment goes all the same: an iterator that finds its next segment gone
+//! goes on alone, from its last key, on its own merge (the caller's job).
+//!
+//! Thread-safety: [`SharedPasses`] and [`SharedPass`] are shared by every
+//! iterator of the database; a [`Cursor`] belongs to one iterator.
+//! Invariants: a pass's segments have consecutive ids from `base`; a
+//! segment's entries are in strictly increasing key order and follow the
+//! previous segment's; only the last segment has `last` set; a segment
+//! is never changed once published, except for the value an entry reads
+//! once ([`OnceLock`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use crate::blob::readahead::BlobValue;
+use crate::error::{Error, Result};
+
+/// Entries per segment.
+pub(crate) const SEGMENT_ENTRIES: usize = 256;
+/// Key and inline-value bytes after which a segment is cut short.
+pub(crate) const SEGMENT_BYTES: usize = 64 << 10;
+/// Segments a pass keeps resident.
+pub(crate) const WINDOW: usize = 16;
+/// Longest a leader waits for an iterator in the oldest segment.
+pub(crate) const PACE: Duration = Duration::from_millis(50);
+
+/// The state a pass walks: iterators with equal keys see exactly the same
+/// entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct PassKey {
+    /// The keyspace.
+    pub(crate) tree: u32,
+    /// The read state's address (alive while the pass's source pins it).
+    pub(crate) state: usize,
+    /// The sequence number read as of.
+    pub(crate) seq: u64,
+    /// The TTL floor (entries below it are expired).
+    pub(crate) floor: u64,
+}
+
+/// Where a pass's entries come from: a merge of the pass's state.
+pub(crate) trait Source: Send {
+    /// Appends the next entries to `seg` until [`SegmentBuilder::full`];
+    /// `Ok(false)` once the state has no more entries.
+    fn fill(&mut self, seg: &mut SegmentBuilder) -> Result<bool>;
+}
+
+struct Entry {
+    /// Where the key, then the raw value, lie in the segment's bytes.
+    at: u32,
+    key_len: u32,
+    raw_len: u32,
+    /// The raw value is a blob pointer.
+    blob: bool,
+    /// The blob value, read by the first iterator that asked.
+    loaded: OnceLock<Result<BlobValue>>,
+}
+
+/// Entries of a pass under construction.
+pub(crate) struct SegmentBuilder {
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+    /// An iterator of the pass read a blob value: the source may start
+    /// reading the segment's values ahead.
+    values_wanted: bool,
+}
+
+impl SegmentBuilder {
+    /// True once an iterator of the pass asked for a blob value (a
+    /// key-only walk never does: then no value is read ahead).
+    pub(crate) fn values_wanted(&self) -> bool {
+        self.values_wanted
+    }
+
+    /// True once no more entries go in.
+    pub(crate) fn full(&self) -> bool {
+        self.entries.len() >= SEGMENT_ENTRIES || self.bytes.len() >= SEGMENT_BYTES
+    }
+
+    /// Appends an entry (`raw`: the value, or a blob pointer when `blob`).
+    pub(crate) fn push(&mut self, key: &[u8], raw: &[u8], blob: bool) {
+        debug_assert!(!self.full());
+        debug_assert!(
+            self.entries.last().is_none_or(|_| {
+                let n = self.entries.len() - 1;
+                self.key(n) < key
+            }),
+            "a segment's keys increase"
+        );
+        let at = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(raw);
+        self.entries.push(Entry {
+            at,
+            key_len: key.len() as u32,
+            raw_len: raw.len() as u32,
+            blob,
+            loaded: OnceLock::new(),
+        });
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let e = &self.entries[i];
+        &self.bytes[e.at as usize..(e.at + e.key_len) as usize]
+    }
+}
+
+/// A run of consecutive entries of a pass.
+pub(crate) struct Segment {
+    id: u64,
+    bytes: Vec<u8>,
+    entries: Vec<Entry>,
+    /// No segment follows.
+    last: bool,
+    /// The pass ended with this error after the entries.
+    error: Option<Error>,
+    /// Iterators in this segment.
+    readers: AtomicUsize,
+}
+
+impl Segment {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let e = &self.entries[i];
+        &self.bytes[e.at as usize..(e.at + e.key_len) as usize]
+    }
+
+    fn raw(&self, i: usize) -> &[u8] {
+        let e = &self.entries[i];
+        let at = (e.at + e.key_len) as usize;
+        &self.bytes[at..at + e.raw_len as usize]
+    }
+
+    fn footprint(&self) -> usize {
+        self.bytes.capacity() + self.entries.capacity() * std::mem::size_of::<Entry>()
+    }
+}
+
+/// Counters of every pass of a database.
+#[derive(Default, Debug)]
+pub(crate) struct PassCounters {
+    /// Passes started.
+    pub(crate) passes: AtomicU64,
+    /// Iterators that joined a pass another one started.
+    pub(crate) joined: AtomicU64,
+    /// Segments made.
+    pub(crate) segments: AtomicU64,
+    /// Iterators that found their next segment gone and went on alone.
+    pub(crate) behind: AtomicU64,
+    /// Waits of a leader for an iterator in the oldest segment.
+    pub(crate) paced: AtomicU64,
+    /// Bytes of segments resident now.
+    pub(crate) bytes: AtomicU64,
+}
+
+struct Ring {
+    /// Id of `segs[0]`.
+    base: u64,
+    segs: VecDeque<Arc<Segment>>,
+    /// An iterator is making the next segment.
+    making: bool,
+}
+
+/// Ends the making of a segment: clears `making` and wakes the iterators
+/// that wait for it (also when the merge panicked).
+struct Making<'a>(&'a SharedPass);
+
+impl Drop for Making<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.ring).making = false;
+        self.0.made.notify_all();
+    }
+}
+
+/// One pass; see the module docs.
+pub(crate) struct SharedPass {
+    ring: Mutex<Ring>,
+    /// Signalled when an iterator leaves a segment while a leader waits.
+    left: Condvar,
+    /// Signalled when a segment was made.
+    made: Condvar,
+    /// A leader waits on `left`.
+    waiting: AtomicBool,
+    /// The merge; `None` once it ended.
+    source: Mutex<Option<Box<dyn Source>>>,
+    /// Iterators in the pass.
+    cursors: AtomicUsize,
+    /// An iterator asked for a blob value.
+    values_wanted: AtomicBool,
+    /// The pass of the same state before this one.
+    before: Weak<SharedPass>,
+    /// When the pass began.
+    started: Instant,
+    counters: Arc<PassCounters>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a pass's lock leaves consistent state (every
+    // change under it is one push or pop), so poisoning is ignored.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl SharedPass {
+    /// Segment `id`, with the caller counted in it; `None` once it left
+    /// the window (the caller fell behind).
+    fn segment(&self, id: u64) -> Option<Arc<Segment>> {
+        let mut ring = lock(&self.ring);
+        loop {
+            if id < ring.base {
+                return None;
+            }
+            if let Some(s) = ring.segs.get((id - ring.base) as usize) {
+                s.readers.fetch_add(1, Ordering::SeqCst);
+                return Some(Arc::clone(s));
+            }
+            debug_assert_eq!(id, ring.base + ring.segs.len() as u64, "asked in order");
+            if !ring.making {
+                break;
+            }
+            // Another iterator is making it: wait for it here, still
+            // counted in the segment before, so it is not dropped under
+            // this iterator while it waits.
+            ring = self.made.wait(ring).unwrap_or_else(|e| e.into_inner());
+        }
+        ring.making = true;
+        drop(ring);
+        // Clears `making` and wakes the waiters however this ends.
+        let making = Making(self);
+        let mut b = SegmentBuilder {
+            bytes: Vec::new(),
+            entries: Vec::with_capacity(SEGMENT_ENTRIES),
+            values_wanted: self.values_wanted.load(Ordering::Relaxed),
+        };
+        let (more, error) = {
+            let mut source = lock(&self.source);
+            let r = match source.as_mut() {
+                Some(s) => match s.fill(&mut b) {
+                    Ok(more) => (more, None),
+                    Err(e) => (false, Some(e)),
+                },
+                // (Not reached: nobody asks past the last segment.)
+                None => (false, None),
+            };
+            if !r.0 {
+                *source = None; // let the pinned state go
+            }
+            r
+        };
+        let seg = Arc::new(Segment {
+            id,
+            bytes: b.bytes,
+            entries: b.entries,
+            last: !more,
+            error,
+            readers: AtomicUsize::new(1),
+        });
+        self.counters.segments.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add(seg.footprint() as u64, Ordering::Relaxed);
+        let mut ring = self.make_room(lock(&self.ring));
+        debug_assert_eq!(ring.base + ring.segs.len() as u64, id, "segments in order");
+        ring.segs.push_back(Arc::clone(&seg));
+        drop(ring);
+        drop(making);
+        Some(seg)
+    }
+
+    /// `Some(Some(seg))` when segment `id` is resident (the caller is
+    /// counted in it), `Some(None)` when it left, `None` when not made yet.
+    fn resident(&self, id: u64) -> Option<Option<Arc<Segment>>> {
+        let ring = lock(&self.ring);
+        if id < ring.base {
+            return Some(None);
+        }
+        let s = ring.segs.get((id - ring.base) as usize)?;
+        s.readers.fetch_add(1, Ordering::SeqCst);
+        Some(Some(Arc::clone(s)))
+    }
+
+    /// Drops the oldest segments until one more fits, waiting up to
+    /// [`PACE`] for iterators still in the oldest.
+    fn make_room<'a>(&'a self, mut ring: MutexGuard<'a, Ring>) -> MutexGuard<'a, Ring> {
+        let mut deadline: Option<Instant> = None;
+        while ring.segs.len() >= WINDOW {
+            if self.busy(&ring.segs[0]) {
+                let now = Instant::now();
+                let until = *deadline.get_or_insert_with(|| {
+                    self.counters.paced.fetch_add(1, Ordering::Relaxed);
+                    now + PACE
+                });
+                if now < until {
+                    self.waiting.store(true, Ordering::SeqCst);
+                    // Re-read after announcing the wait: an iterator
+                    // leaving now either sees `waiting` or is seen here.
+                    // (Iterators of the pass before do not signal: poll.)
+                    if self.busy(&ring.segs[0]) {
+                        let slice = (until - now).min(PACE / 10);
+                        ring = self
+                            .left
+                            .wait_timeout(ring, slice)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
+                    }
+                    self.waiting.store(false, Ordering::SeqCst);
+                    continue;
+                }
+            }
+            if let Some(old) = ring.segs.pop_front() {
+                self.counters
+                    .bytes
+                    .fetch_sub(old.footprint() as u64, Ordering::Relaxed);
+            }
+            ring.base += 1;
+            deadline = None;
+        }
+        ring
+    }
+
+    /// An iterator is in `front`, or `front` is the first segment and
+    /// more iterators are likely to come to it: the pass is younger than
+    /// [`PACE`] and others joined already (threads started together arrive
+    /// within it), or the pass before still has iterators. (A lone
+    /// iterator never waits.)
+    fn busy(&self, front: &Segment) -> bool {
+        front.readers.load(Ordering::SeqCst) > 0
+            || (front.id == 0
+                && ((self.cursors.load(Ordering::SeqCst) > 1 && self.started.elapsed() < PACE)
+                    || self
+                        .before
+                        .upgrade()
+                        .is_some_and(|b| b.cursors.load(Ordering::SeqCst) > 0)))
+    }
+
+    /// The caller left `seg`.
+    fn leave(&self, seg: &Segment) {
+        if seg.readers.fetch_sub(1, Ordering::SeqCst) == 1 && self.waiting.load(Ordering::SeqCst) {
+            let _ring = lock(&self.ring);
+            self.left.notify_all();
+        }
+    }
+}
+
+/// The passes of a database, by state.
+#[derive(Default)]
+pub(crate) struct SharedPasses {
+    passes: Mutex<HashMap<PassKey, Weak<SharedPass>>>,
+    pub(crate) counters: Arc<PassCounters>,
+}
+
+impl SharedPasses {
+    /// A cursor on the first segment of the pass of `key`: the newest
+    /// pass of it when that one is still at its start, else a new pass
+    /// over the merge `make` makes.
+    pub(crate) fn join(
+        &self,
+        key: PassKey,
+        make: impl FnOnce() -> Box<dyn Source>,
+    ) -> Option<Cursor> {
+        let fresh = {
+            let mut passes = lock(&self.passes);
+            let current = passes.get(&key).and_then(Weak::upgrade);
+            if let Some(p) = &current {
+                p.cursors.fetch_add(1, Ordering::SeqCst);
+                match p.resident(0) {
+                    Some(Some(seg)) => {
+                        self.counters.joined.fetch_add(1, Ordering::Relaxed);
+                        return Some(Cursor::on(Arc::clone(p), seg));
+                    }
+                    Some(None) => {} // it moved on
+                    None => {
+                        // Its first segment is being made: wait for it.
+                        drop(passes);
+                        if let Some(seg) = p.segment(0) {
+                            self.counters.joined.fetch_add(1, Ordering::Relaxed);
+                            return Some(Cursor::on(Arc::clone(p), seg));
+                        }
+                        passes = lock(&self.passes);
+                    }
+                }
+                p.cursors.fetch_sub(1, Ordering::SeqCst);
+            }
+            passes.retain(|_, w| w.strong_count() > 0);
+            let pass = Arc::new(SharedPass {
+                ring: Mutex::new(Ring {
+                    base: 0,
+                    segs: VecDeque::with_capacity(WINDOW),
+                    making: false,
+                }),
+                left: Condvar::new(),
+                made: Condvar::new(),
+                waiting: AtomicBool::new(false),
+                values_wanted: AtomicBool::new(false),
+                source: Mutex::new(Some(make())),
+                cursors: AtomicUsize::new(1),
+                before: current.as_ref().map_or_else(Weak::new, Arc::downgrade),
+                started: Instant::now(),
+                counters: Arc::clone(&self.counters),
+            });
+            passes.insert(key, Arc::downgrade(&pass));
+            self.counters.passes.fetch_add(1, Ordering::Relaxed);
+            pass
+        };
+        // Made outside the map's lock: other states' iterators go on. (A
+        // joiner may have taken and left the first segment meanwhile, and
+        // the window dropped it: then the caller reads alone.)
+        match fresh.segment(0) {
+            Some(seg) => Some(Cursor::on(fresh, seg)),
+            None => {
+                fresh.cursors.fetch_sub(1, Ordering::SeqCst);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for SharedPass {
+    fn drop(&mut self) {
+        let ring = self.ring.get_mut().unwrap_or_else(|e| e.into_inner());
+        let bytes: usize = ring.segs.iter().map(|s| s.footprint()).sum();
+        self.counters
+            .bytes
+            .fetch_sub(bytes as u64, Ordering::Relaxed);
+    }
+}
+
+/// What [`Cursor::advance`] found.
+pub(crate) enum Step {
+    /// On the next entry.
+    On,
+    /// The pass ended (with this error, if it failed).
+    End(Option<Error>),
+    /// The next segment left the window: go on alone after `key()`.
+    Behind,
+}
+
+/// One iterator's place in a pass.
+pub(crate) struct Cursor {
+    pass: Arc<SharedPass>,
+    seg: Arc<Segment>,
+    i: usize,
+}
+
+impl Cursor {
+    fn on(pass: Arc<SharedPass>, seg: Arc<Segment>) -> Cursor {
+        debug_assert!(seg.readers.load(Ordering::SeqCst) > 0);
+        Cursor { pass, seg, i: 0 }
+    }
+
+    /// True when on an entry (false: the pass ended, see [`Self::error`]).
+    pub(crate) fn on_entry(&self) -> bool {
+        self.i < self.seg.len()
+    }
+
+    /// The error the pass ended with, once past its last entry.
+    pub(crate) fn error(&self) -> Option<Error> {
+        match &self.seg.error {
+            Some(e) if !self.on_entry() => Some(e.duplicate()),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn key(&self) -> &[u8] {
+        self.seg.key(self.i)
+    }
+
+    /// The raw value and whether it is a blob pointer.
+    #[inline]
+    pub(crate) fn raw(&self) -> (&[u8], bool) {
+        (self.seg.raw(self.i), self.seg.entries[self.i].blob)
+    }
+
+    /// The blob value of the entry, read by `read` if no iterator has.
+    pub(crate) fn blob_value(
+        &self,
+        read: impl FnOnce(&[u8]) -> Result<BlobValue>,
+    ) -> &Result<BlobValue> {
+        let e = &self.seg.entries[self.i];
+        debug_assert!(e.blob);
+        e.loaded.get_or_init(|| {
+            if !self.pass.values_wanted.load(Ordering::Relaxed) {
+                self.pass.values_wanted.store(true, Ordering::Relaxed);
+            }
+            read(self.seg.raw(self.i))
+        })
+    }
+
+    /// The blob value read at this entry, if any (`None` for inline
+    /// values and values not read yet).
+    pub(crate) fn loaded(&self) -> Option<&Result<BlobValue>> {
+        self.seg.entries.get(self.i).and_then(|e| e.loaded.get())
+    }
+
+    /// Moves to the next entry.
+    pub(crate) fn advance(&mut self) -> Step {
+        debug_assert!(self.on_entry());
+        if self.i + 1 < self.seg.len() {
+            self.i += 1;
+            return Step::On;
+        }
+        if self.seg.last {
+            self.i = self.seg.len();
+            return Step::End(self.seg.error.as_ref().map(Error::duplicate));
+        }
+        let next = self.seg.id + 1;
+        // Still counted in this segment while waiting for the next: the
+        // pass does not drop it under a follower that waits.
+        match self.pass.segment(next) {
+            Some(seg) => {
+                let old = std::mem::replace(&mut self.seg, seg);
+                self.pass.leave(&old);
+                self.i = 0;
+                if self.seg.len() == 0 {
+                    debug_assert!(self.seg.last);
+                    return Step::End(self.seg.error.as_ref().map(Error::duplicate));
+                }
+                Step::On
+            }
+            None => {
+                self.pass.counters.behind.fetch_add(1, Ordering::Relaxed);
+                Step::Behind
+            }
+        }
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        self.pass.leave(&self.seg);
+        self.pass.cursors.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys `0..n` as 8-byte big-endian, values their key's first byte
+    /// repeated; fails after `fail_after` entries if set.
+    struct Counting {
+        next: u64,
+        n: u64,
+        fail_after: Option<u64>,
+        fills: Arc<AtomicU64>,
+    }
+
+    impl Source for Counting {
+        fn fill(&mut self, seg: &mut SegmentBuilder) -> Result<bool> {
+            self.fills.fetch_add(1, Ordering::SeqCst);
+            while self.next < self.n && !seg.full() {
+                if self.fail_after == Some(self.next) {
+                    return Err(Error::corruption("test", self.next, "injected"));
+                }
+                seg.push(&self.next.to_be_bytes(), &[self.next as u8; 3], false);
+                self.next += 1;
+            }
+            Ok(self.next < self.n)
+        }
+    }
+
+    fn key(n: u64) -> PassKey {
+        PassKey {
+            tree: 0,
+            state: n as usize,
+            seq: 1,
+            floor: 0,
+        }
+    }
+
+    fn walk(mut c: Cursor) -> (Vec<u64>, Option<Error>, bool) {
+        let mut got = Vec::new();
+        if !c.on_entry() {
+            return (got, c.error(), false);
+        }
+        loop {
+            let k = u64::from_be_bytes(c.key().try_into().expect("8-byte key"));
+            assert_eq!(c.raw().0, &[k as u8; 3]);
+            got.push(k);
+            match c.advance() {
+                Step::On => {}
+                Step::End(e) => return (got, e, false),
+                Step::Behind => return (got, None, true),
+            }
+        }
+    }
+
+    fn counting(n: u64, fail_after: Option<u64>, fills: &Arc<AtomicU64>) -> Box<dyn Source> {
+        Box::new(Counting {
+            next: 0,
+            n,
+            fail_after,
+            fills: Arc::clone(fills),
+        })
+    }
+
+    #[test]
+    fn one_cursor_sees_every_entry_and_the_end() {
+        let passes = SharedPasses::default();
+        let fills = Arc::new(AtomicU64::new(0));
+        for n in [0u64, 1, 255, 256, 257, 10_000] {
+            let (got, err, behind) = walk(
+                passes
+                    .join(key(n), || counting(n, None, &fills))
+                    .expect("joined"),
+            );
+            assert_eq!(got, (0..n).collect::<Vec<_>>(), "n = {n}");
+            assert!(err.is_none() && !behind);
+        }
+    }
+
+    #[test]
+    fn a_lone_cursor_never_waits() {
+        let passes = SharedPasses::default();
+        let fills = Arc::new(AtomicU64::new(0));
+        let n = 40 * SEGMENT_ENTRIES as u64;
+        let started = Instant::now();
+        let (got, _, _) = walk(
+            passes
+                .join(key(9), || counting(n, None, &fills))
+                .expect("joined"),
+        );
+        assert_eq!(got.len() as u64, n);
+        assert!(started.elapsed() < PACE, "{:?}", started.elapsed());
+        assert_eq!(passes.counters.paced.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_error_ends_the_pass_after_the_entries_before_it() {
+        let passes = SharedPasses::default();
+        let fills = Arc::new(AtomicU64::new(0));
+        let (got, err, _) = walk(
+            passes
+                .join(key(1), || counting(1000, Some(700), &fills))
+                .expect("joined"),
+        );
+        assert_eq!(got, (0..700).collect::<Vec<_>>());
+        assert!(err.is_some(), "the failure is reported at the end");
+    }
+
+    #[test]
+    fn many_threads_share_one_merge_and_see_the_same_entries() {
+        let passes = Arc::new(SharedPasses::default());
+        let fills = Arc::new(AtomicU64::new(0));
+        let n = 50_000u64;
+        let barrier = Arc::new(std::sync::Barrier::new(16));
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                let (passes, fills, barrier) = (
+                    Arc::clone(&passes),
+                    Arc::clone(&fills),
+                    Arc::clone(&barrier),
+                );
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let c = passes
+                        .join(key(7), || counting(n, None, &fills))
+                        .expect("joined");
+                    walk(c)
+                })
+            })
+            .collect();
+        let mut behind = 0;
+        for h in handles {
+            let (got, err, fell) = h.join().expect("no panic");
+            assert!(err.is_none());
+            if fell {
+                behind += 1;
+                assert!(got.iter().copied().eq(0..got.len() as u64), "a prefix");
+            } else {
+                assert_eq!(got.len() as u64, n);
+                assert!(got.iter().copied().eq(0..n));
+            }
+        }
+        let c = &passes.counters;
+        let segs = n.div_ceil(SEGMENT_ENTRIES as u64);
+        // Every pass makes each segment once; few passes for 16 threads
+        // that started together.
+        let made = c.segments.load(Ordering::SeqCst);
+        assert_eq!(made % segs, 0, "whole passes: {made} segments");
+        assert!(c.passes.load(Ordering::SeqCst) <= 16);
+        assert_eq!(c.bytes.load(Ordering::SeqCst), 0, "gone with their cursors");
+        eprintln!(
+            "passes {}, joined {}, behind {behind}, paced {}",
+            c.passes.load(Ordering::SeqCst),
+            c.joined.load(Ordering::SeqCst),
+            c.paced.load(Ordering::SeqCst)
+        );
+    }
+
+    #[test]
+    fn a_cursor_left_behind_is_told_and_the_window_stays_bounded() {
+        let passes = SharedPasses::default();
+        let fills = Arc::new(AtomicU64::new(0));
+        let n = (WINDOW as u64 + 8) * SEGMENT_ENTRIES as u64;
+        let slow = passes
+            .join(key(3), || counting(n, None, &fills))
+            .expect("joined");
+        let fast = passes
+            .join(key(3), || counting(n, None, &fills))
+            .expect("joined");
+        assert_eq!(
+            fills.load(Ordering::SeqCst),
+            1,
+            "the second joined the first"
+        );
+        let started = Instant::now();
+        let (got, err, behind) = walk(fast);
+        assert!(err.is_none() && !behind);
+        assert_eq!(got.len() as u64, n);
+        assert!(
+            started.elapsed() >= PACE,
+            "the leader waited for the follower"
+        );
+        assert!(passes.counters.paced.load(Ordering::SeqCst) > 0);
+        let (got, _, behind) = walk(slow);
+        assert!(behind, "its next segment was dropped");
+        assert_eq!(got.len(), SEGMENT_ENTRIES);
+        // The pass is gone with its cursors; its segments with it.
+    }
+
+    #[test]
+    fn a_new_pass_starts_when_the_current_one_moved_on() {
+        let passes = SharedPasses::default();
+        let fills = Arc::new(AtomicU64::new(0));
+        let n = 3 * SEGMENT_ENTRIES as u64;
+        let mut a = passes
+            .join(key(4), || counting(n, None, &fills))
+            .expect("joined");
+        for _ in 0..SEGMENT_ENTRIES {
+            assert!(matches!(a.advance(), Step::On));
+        }
+        // Segment 0 is still resident (WINDOW > 2): a newcomer joins.
+        let b = passes
+            .join(key(4), || counting(n, None, &fills))
+            .expect("joined");
+        assert_eq!(passes.counters.joined.load(Ordering::SeqCst), 1);
+        assert_eq!(walk(b).0.len() as u64, n);
+        assert_eq!(walk(a).0.len() as u64, n - SEGMENT_ENTRIES as u64);
+        // Another state: its own pass.
+        let c = passes
+            .join(key(5), || counting(10, None, &fills))
+            .expect("joined");
+        assert_eq!(walk(c).0.len(), 10);
+        assert_eq!(passes.counters.passes.load(Ordering::SeqCst), 2);
+    }
+}
