@@ -302,3 +302,68 @@ fn a_damaged_blob_value_is_an_error_for_every_iterator_of_the_pass() {
         "the iterators shared a pass"
     );
 }
+
+/// Iterators of a pass that read keys only read no blob value: neither
+/// they nor the pass's scout load a chunk. Once one asks for values, the
+/// chunks are loaded (some ahead of it), and every value is exact.
+#[test]
+fn a_key_only_pass_reads_no_values_and_a_value_pass_reads_them_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Db::open(dir.path(), options()).expect("open");
+        for i in 0..KEYS {
+            db.put(key(i), value(i, 0, true)).expect("put");
+        }
+        db.compact_range(None, None).expect("compact");
+        db.close().expect("close");
+    }
+    // A pool that holds the whole database: each chunk is loaded once.
+    let db = Db::open(
+        dir.path(),
+        Options {
+            shared_scan_bytes: 32 << 20,
+            ..options()
+        },
+    )
+    .expect("open");
+    let start = Barrier::new(8);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                start.wait();
+                let mut it = db.iter();
+                it.seek_to_first();
+                let mut n = 0;
+                while it.valid() {
+                    n += 1;
+                    it.move_next();
+                }
+                assert_eq!(n, KEYS);
+            });
+        }
+    });
+    let s = db.stats();
+    assert!(s.shared_pass_joins > 0, "{s:?}");
+    assert_eq!(s.shared_scan_loads, 0, "a key-only walk loaded chunks");
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                start.wait();
+                let mut it = db.iter();
+                it.seek_to_first();
+                let mut n = 0;
+                while it.valid() {
+                    assert_eq!(it.value(), value(n, 0, true).as_slice());
+                    n += 1;
+                    it.move_next();
+                }
+                it.status().expect("no error");
+                assert_eq!(n, KEYS);
+            });
+        }
+    });
+    let s = db.stats();
+    let chunks = (KEYS * 4096).div_ceil(1 << 20) + 2;
+    assert!(s.shared_scan_loads > 0, "{s:?}");
+    assert!(s.shared_scan_loads <= chunks, "each chunk once: {s:?}");
+}

@@ -323,7 +323,7 @@ impl DbIterator {
         self.direction = Direction::Forward;
         self.saved_key.clear();
         let joined = match &self.share {
-            Some(s) if self.error.is_none() => s.passes.join(s.key, || (s.make)()),
+            Some(s) if self.error.is_none() => s.passes.join(s.key, s.window_bytes, || (s.make)()),
             _ => None,
         };
         if let Some(c) = joined {
@@ -764,10 +764,12 @@ impl DbIterator {
         while self.valid && !seg.full() {
             debug_assert_eq!(self.direction, Direction::Forward);
             let raw = self.iter.value();
+            let mut len = 0;
             if self.blob {
-                *bytes += BlobPointer::decode(raw).map_or(0, |p| u64::from(p.length));
+                len = BlobPointer::decode(raw).map_or(0, |p| u64::from(p.length));
+                *bytes += len;
             }
-            seg.push(keys::user_key(self.iter.key()), raw, self.blob);
+            seg.push(keys::user_key(self.iter.key()), raw, self.blob, len);
             self.move_next();
         }
         if self.valid {

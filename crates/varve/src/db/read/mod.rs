@@ -143,13 +143,22 @@ pub(crate) fn iter(db: &Arc<DbInner>, id: u32, opts: &ReadOptions) -> DbIterator
         floor,
     };
     let passes = Arc::clone(&db.shared_passes);
+    // The values a pass's window holds: an eighth of the shared chunks
+    // (which its views keep resident), at least 4 MiB (copies, without
+    // shared chunks).
+    let window_bytes = (db.blobs.shared_budget() as u64 / 8).max(4 << 20);
     let (db, opts) = (Arc::clone(db), opts.clone());
     let make: MakeSource = Arc::new(move || {
         let main = build_iter(&db, &sv, snapshot.clone(), &opts, floor);
         let scout = build_iter(&db, &sv, snapshot.clone(), &opts, floor);
         Box::new(pass_source::PassSource::new(main, scout)) as Box<dyn Source>
     });
-    it.with_share(Share { key, passes, make })
+    it.with_share(Share {
+        key,
+        passes,
+        window_bytes,
+        make,
+    })
 }
 
 /// Makes the merge a shared pass reads from.
@@ -159,6 +168,8 @@ pub(crate) type MakeSource = Arc<dyn Fn() -> Box<dyn Source> + Send + Sync>;
 pub(crate) struct Share {
     pub(crate) key: PassKey,
     pub(crate) passes: Arc<shared_pass::SharedPasses>,
+    /// Blob value bytes a pass's window holds.
+    pub(crate) window_bytes: u64,
     pub(crate) make: MakeSource,
 }
 

@@ -10,9 +10,12 @@
 //! first iterator to ask for it reads it (through its own read-ahead and
 //! the database's shared chunks) and leaves it in the segment's entry.
 //!
-//! Bounded: a pass keeps at most [`WINDOW`] segments, plus the one each
-//! iterator is in; a segment holds at most [`SEGMENT_ENTRIES`] entries and
-//! about [`SEGMENT_BYTES`] of keys and inline values.
+//! Bounded: a pass keeps at most [`WINDOW`] segments, and fewer (but two)
+//! when its segments' blob values come to more than the pass's
+//! `window_bytes` (the values an iterator read stay in their entries, as
+//! copies or as views that keep shared chunks resident), plus the one
+//! each iterator is in; a segment holds at most [`SEGMENT_ENTRIES`]
+//! entries and about [`SEGMENT_BYTES`] of keys and inline values.
 //!
 //! Pacing (leaders wait, briefly, for followers): the iterator that makes a
 //! segment when the window is full drops the oldest one only when no
@@ -89,6 +92,8 @@ pub(crate) struct SegmentBuilder {
     /// An iterator of the pass read a blob value: the source may start
     /// reading the segment's values ahead.
     values_wanted: bool,
+    /// Bytes of the blob values of the entries.
+    value_bytes: u64,
 }
 
 impl SegmentBuilder {
@@ -103,8 +108,12 @@ impl SegmentBuilder {
         self.entries.len() >= SEGMENT_ENTRIES || self.bytes.len() >= SEGMENT_BYTES
     }
 
-    /// Appends an entry (`raw`: the value, or a blob pointer when `blob`).
-    pub(crate) fn push(&mut self, key: &[u8], raw: &[u8], blob: bool) {
+    /// Appends an entry (`raw`: the value, or a blob pointer, of a value
+    /// of `value_len` bytes, when `blob`).
+    pub(crate) fn push(&mut self, key: &[u8], raw: &[u8], blob: bool, value_len: u64) {
+        if blob {
+            self.value_bytes += value_len;
+        }
         debug_assert!(!self.full());
         debug_assert!(
             self.entries.last().is_none_or(|_| {
@@ -142,6 +151,8 @@ pub(crate) struct Segment {
     error: Option<Error>,
     /// Iterators in this segment.
     readers: AtomicUsize,
+    /// Bytes of the blob values of the entries.
+    value_bytes: u64,
 }
 
 impl Segment {
@@ -186,6 +197,8 @@ struct Ring {
     /// Id of `segs[0]`.
     base: u64,
     segs: VecDeque<Arc<Segment>>,
+    /// Bytes of the blob values of `segs`.
+    value_bytes: u64,
     /// An iterator is making the next segment.
     making: bool,
 }
@@ -220,6 +233,8 @@ pub(crate) struct SharedPass {
     before: Weak<SharedPass>,
     /// When the pass began.
     started: Instant,
+    /// Blob value bytes the window holds before it drops segments early.
+    window_bytes: u64,
     counters: Arc<PassCounters>,
 }
 
@@ -259,6 +274,7 @@ impl SharedPass {
             bytes: Vec::new(),
             entries: Vec::with_capacity(SEGMENT_ENTRIES),
             values_wanted: self.values_wanted.load(Ordering::Relaxed),
+            value_bytes: 0,
         };
         let (more, error) = {
             let mut source = lock(&self.source);
@@ -282,6 +298,7 @@ impl SharedPass {
             last: !more,
             error,
             readers: AtomicUsize::new(1),
+            value_bytes: b.value_bytes,
         });
         self.counters.segments.fetch_add(1, Ordering::Relaxed);
         self.counters
@@ -289,6 +306,7 @@ impl SharedPass {
             .fetch_add(seg.footprint() as u64, Ordering::Relaxed);
         let mut ring = self.make_room(lock(&self.ring));
         debug_assert_eq!(ring.base + ring.segs.len() as u64, id, "segments in order");
+        ring.value_bytes += seg.value_bytes;
         ring.segs.push_back(Arc::clone(&seg));
         drop(ring);
         drop(making);
@@ -311,7 +329,9 @@ impl SharedPass {
     /// [`PACE`] for iterators still in the oldest.
     fn make_room<'a>(&'a self, mut ring: MutexGuard<'a, Ring>) -> MutexGuard<'a, Ring> {
         let mut deadline: Option<Instant> = None;
-        while ring.segs.len() >= WINDOW {
+        while ring.segs.len() >= WINDOW
+            || (ring.segs.len() >= 2 && ring.value_bytes > self.window_bytes)
+        {
             if self.busy(&ring.segs[0]) {
                 let now = Instant::now();
                 let until = *deadline.get_or_insert_with(|| {
@@ -339,6 +359,7 @@ impl SharedPass {
                 self.counters
                     .bytes
                     .fetch_sub(old.footprint() as u64, Ordering::Relaxed);
+                ring.value_bytes -= old.value_bytes;
             }
             ring.base += 1;
             deadline = None;
@@ -384,6 +405,7 @@ impl SharedPasses {
     pub(crate) fn join(
         &self,
         key: PassKey,
+        window_bytes: u64,
         make: impl FnOnce() -> Box<dyn Source>,
     ) -> Option<Cursor> {
         let fresh = {
@@ -414,6 +436,7 @@ impl SharedPasses {
                 ring: Mutex::new(Ring {
                     base: 0,
                     segs: VecDeque::with_capacity(WINDOW),
+                    value_bytes: 0,
                     making: false,
                 }),
                 left: Condvar::new(),
@@ -424,6 +447,7 @@ impl SharedPasses {
                 cursors: AtomicUsize::new(1),
                 before: current.as_ref().map_or_else(Weak::new, Arc::downgrade),
                 started: Instant::now(),
+                window_bytes,
                 counters: Arc::clone(&self.counters),
             });
             passes.insert(key, Arc::downgrade(&pass));
@@ -572,6 +596,8 @@ mod tests {
         n: u64,
         fail_after: Option<u64>,
         fills: Arc<AtomicU64>,
+        /// Each entry stands for a blob value of this many bytes.
+        value_len: u64,
     }
 
     impl Source for Counting {
@@ -581,7 +607,12 @@ mod tests {
                 if self.fail_after == Some(self.next) {
                     return Err(Error::corruption("test", self.next, "injected"));
                 }
-                seg.push(&self.next.to_be_bytes(), &[self.next as u8; 3], false);
+                seg.push(
+                    &self.next.to_be_bytes(),
+                    &[self.next as u8; 3],
+                    self.value_len > 0,
+                    self.value_len,
+                );
                 self.next += 1;
             }
             Ok(self.next < self.n)
@@ -620,6 +651,7 @@ mod tests {
             n,
             fail_after,
             fills: Arc::clone(fills),
+            value_len: 0,
         })
     }
 
@@ -630,12 +662,43 @@ mod tests {
         for n in [0u64, 1, 255, 256, 257, 10_000] {
             let (got, err, behind) = walk(
                 passes
-                    .join(key(n), || counting(n, None, &fills))
+                    .join(key(n), u64::MAX, || counting(n, None, &fills))
                     .expect("joined"),
             );
             assert_eq!(got, (0..n).collect::<Vec<_>>(), "n = {n}");
             assert!(err.is_none() && !behind);
         }
+    }
+
+    #[test]
+    fn the_window_holds_at_most_its_value_bytes_but_two_segments() {
+        let passes = SharedPasses::default();
+        let fills = Arc::new(AtomicU64::new(0));
+        let n = 10 * SEGMENT_ENTRIES as u64;
+        let source = |value_len| {
+            Box::new(Counting {
+                next: 0,
+                n,
+                fail_after: None,
+                fills: Arc::clone(&fills),
+                value_len,
+            }) as Box<dyn Source>
+        };
+        // Three segments of 4 KiB values fit.
+        let window = 3 * SEGMENT_ENTRIES as u64 * 4096;
+        let slow = passes
+            .join(key(2), window, || source(4096))
+            .expect("joined");
+        let fast = passes
+            .join(key(2), window, || source(4096))
+            .expect("joined");
+        let (got, _, behind) = walk(fast);
+        assert!(!behind && got.len() as u64 == n);
+        // The slow one is still in segment 0, which the leader dropped
+        // after its wait: the window did not grow to 10 segments.
+        let (_, _, behind) = walk(slow);
+        assert!(behind);
+        assert!(passes.counters.paced.load(Ordering::SeqCst) > 0);
     }
 
     #[test]
@@ -646,7 +709,7 @@ mod tests {
         let started = Instant::now();
         let (got, _, _) = walk(
             passes
-                .join(key(9), || counting(n, None, &fills))
+                .join(key(9), u64::MAX, || counting(n, None, &fills))
                 .expect("joined"),
         );
         assert_eq!(got.len() as u64, n);
@@ -660,7 +723,7 @@ mod tests {
         let fills = Arc::new(AtomicU64::new(0));
         let (got, err, _) = walk(
             passes
-                .join(key(1), || counting(1000, Some(700), &fills))
+                .join(key(1), u64::MAX, || counting(1000, Some(700), &fills))
                 .expect("joined"),
         );
         assert_eq!(got, (0..700).collect::<Vec<_>>());
@@ -683,7 +746,7 @@ mod tests {
                 std::thread::spawn(move || {
                     barrier.wait();
                     let c = passes
-                        .join(key(7), || counting(n, None, &fills))
+                        .join(key(7), u64::MAX, || counting(n, None, &fills))
                         .expect("joined");
                     walk(c)
                 })
@@ -723,10 +786,10 @@ mod tests {
         let fills = Arc::new(AtomicU64::new(0));
         let n = (WINDOW as u64 + 8) * SEGMENT_ENTRIES as u64;
         let slow = passes
-            .join(key(3), || counting(n, None, &fills))
+            .join(key(3), u64::MAX, || counting(n, None, &fills))
             .expect("joined");
         let fast = passes
-            .join(key(3), || counting(n, None, &fills))
+            .join(key(3), u64::MAX, || counting(n, None, &fills))
             .expect("joined");
         assert_eq!(
             fills.load(Ordering::SeqCst),
@@ -754,21 +817,21 @@ mod tests {
         let fills = Arc::new(AtomicU64::new(0));
         let n = 3 * SEGMENT_ENTRIES as u64;
         let mut a = passes
-            .join(key(4), || counting(n, None, &fills))
+            .join(key(4), u64::MAX, || counting(n, None, &fills))
             .expect("joined");
         for _ in 0..SEGMENT_ENTRIES {
             assert!(matches!(a.advance(), Step::On));
         }
         // Segment 0 is still resident (WINDOW > 2): a newcomer joins.
         let b = passes
-            .join(key(4), || counting(n, None, &fills))
+            .join(key(4), u64::MAX, || counting(n, None, &fills))
             .expect("joined");
         assert_eq!(passes.counters.joined.load(Ordering::SeqCst), 1);
         assert_eq!(walk(b).0.len() as u64, n);
         assert_eq!(walk(a).0.len() as u64, n - SEGMENT_ENTRIES as u64);
         // Another state: its own pass.
         let c = passes
-            .join(key(5), || counting(10, None, &fills))
+            .join(key(5), u64::MAX, || counting(10, None, &fills))
             .expect("joined");
         assert_eq!(walk(c).0.len(), 10);
         assert_eq!(passes.counters.passes.load(Ordering::SeqCst), 2);
