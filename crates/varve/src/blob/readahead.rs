@@ -219,7 +219,8 @@ impl BlobReadahead {
     }
 
     /// Whether loads of shared chunks pace (wait a moment while other
-    /// scans load again): yes for a scan of its own, no in a shared pass.
+    /// scans load again) and chunks are held: yes for a scan of its own,
+    /// no in a shared pass (whose window keeps its chunks).
     pub(crate) fn set_pacing(&mut self, pace: bool) {
         self.pace = pace;
     }
@@ -468,7 +469,12 @@ fn shared_value(
             let Some(c) = c else {
                 return Ok(None);
             };
-            held.hold_lent(p.file_number, index, &c);
+            // In a shared pass (no pacing) the pass's window keeps the
+            // chunks it needs; holding them here too would pin half the
+            // pool for one iterator.
+            if pace {
+                held.hold_lent(p.file_number, index, &c);
+            }
             c
         }
     };

@@ -45,7 +45,7 @@ pub(crate) struct PassSource {
 impl PassSource {
     pub(crate) fn new(main: DbIterator, scout: DbIterator) -> PassSource {
         let lead = if scout.reads_blobs_ahead() {
-            scout.blob_readers().shared_budget() as u64 / 8
+            scout.blob_readers().shared_budget() as u64 * 3 / 8
         } else {
             0
         };
