@@ -22,7 +22,7 @@ use std::cell::{OnceCell, RefCell};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::shared_pass::{Cursor, SegmentBuilder, Step};
+use super::shared_pass::{Cursor, SegmentBuilder, Step, Ticket};
 use super::{Share, Sibling};
 use crate::blob::cache::BlobReaders;
 use crate::blob::format::BlobPointer;
@@ -104,6 +104,9 @@ pub struct DbIterator {
     /// The place in a shared pass, while the cursor walks one: then it,
     /// not `iter`, holds the current entry (and `direction` is forward).
     shared: Option<Cursor>,
+    /// Registered as walking its state from the start (alone or in a
+    /// pass): iterators that start meanwhile share a pass.
+    ticket: Option<Ticket>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -152,6 +155,7 @@ impl DbIterator {
             hiding,
             share: None,
             shared: None,
+            ticket: None,
         }
     }
 
@@ -323,7 +327,11 @@ impl DbIterator {
         self.direction = Direction::Forward;
         self.saved_key.clear();
         let joined = match &self.share {
-            Some(s) if self.error.is_none() => s.passes.join(s.key, s.window_bytes, || (s.make)()),
+            Some(s) if self.error.is_none() => {
+                let (ticket, cursor) = s.passes.join(s.key, s.window_bytes, || (s.make)());
+                self.ticket = Some(ticket);
+                cursor
+            }
             _ => None,
         };
         if let Some(c) = joined {
@@ -479,6 +487,7 @@ impl DbIterator {
     /// Leaves the shared pass, if in one; an error met there stays the
     /// iterator's.
     fn leave_pass(&mut self) {
+        self.ticket = None;
         if let Some(c) = self.shared.take() {
             self.blob_ra.get_mut().set_pacing(true);
             if let Some(Err(e)) = c.loaded()
@@ -671,6 +680,7 @@ impl DbIterator {
                 hiding,
                 share: None,
                 shared: None,
+                ticket: None,
             });
             b.seek_to_last();
             b

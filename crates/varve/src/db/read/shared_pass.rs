@@ -223,8 +223,10 @@ pub(crate) struct SharedPass {
     made: Condvar,
     /// A leader waits on `left`.
     waiting: AtomicBool,
-    /// The merge; `None` once it ended.
-    source: Mutex<Option<Box<dyn Source>>>,
+    /// The merge. It (and the read state it pins) stays until the pass
+    /// goes: while the pass is in the map, its state's address cannot name
+    /// another state.
+    source: Mutex<Box<dyn Source>>,
     /// Iterators in the pass.
     cursors: AtomicUsize,
     /// An iterator asked for a blob value.
@@ -276,20 +278,10 @@ impl SharedPass {
             values_wanted: self.values_wanted.load(Ordering::Relaxed),
             value_bytes: 0,
         };
-        let (more, error) = {
-            let mut source = lock(&self.source);
-            let r = match source.as_mut() {
-                Some(s) => match s.fill(&mut b) {
-                    Ok(more) => (more, None),
-                    Err(e) => (false, Some(e)),
-                },
-                // (Not reached: nobody asks past the last segment.)
-                None => (false, None),
-            };
-            if !r.0 {
-                *source = None; // let the pinned state go
-            }
-            r
+        // (Nobody asks past the last segment, so the source has more.)
+        let (more, error) = match lock(&self.source).fill(&mut b) {
+            Ok(more) => (more, None),
+            Err(e) => (false, Some(e)),
         };
         let seg = Arc::new(Segment {
             id,
@@ -391,77 +383,115 @@ impl SharedPass {
     }
 }
 
-/// The passes of a database, by state.
+/// The passes of a database, by state, and how many iterators walk each
+/// state from its start right now (in a pass or alone).
+#[derive(Default)]
+struct Registry {
+    passes: HashMap<PassKey, Weak<SharedPass>>,
+    walking: HashMap<PassKey, usize>,
+}
+
+/// The passes of a database; see [`SharedPasses::join`].
 #[derive(Default)]
 pub(crate) struct SharedPasses {
-    passes: Mutex<HashMap<PassKey, Weak<SharedPass>>>,
+    registry: Mutex<Registry>,
     pub(crate) counters: Arc<PassCounters>,
 }
 
+/// An iterator's registration as walking a state from its start, for as
+/// long as it lives.
+pub(crate) struct Ticket {
+    passes: Arc<SharedPasses>,
+    key: PassKey,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut reg = lock(&self.passes.registry);
+        if let Some(n) = reg.walking.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                reg.walking.remove(&self.key);
+            }
+        }
+    }
+}
+
 impl SharedPasses {
-    /// A cursor on the first segment of the pass of `key`: the newest
-    /// pass of it when that one is still at its start, else a new pass
-    /// over the merge `make` makes.
+    /// Registers an iterator that starts to walk the state of `key` from
+    /// its first key, and finds it a pass: the newest pass of the state
+    /// when that one is still at its start; else, when other iterators
+    /// walk the state now, a new pass over the merge `make` makes; else
+    /// none (`None`: the iterator walks alone, on its own merge, and pays
+    /// nothing for a pass nobody shares).
     pub(crate) fn join(
-        &self,
+        self: &Arc<Self>,
         key: PassKey,
         window_bytes: u64,
         make: impl FnOnce() -> Box<dyn Source>,
-    ) -> Option<Cursor> {
-        let fresh = {
-            let mut passes = lock(&self.passes);
-            let current = passes.get(&key).and_then(Weak::upgrade);
-            if let Some(p) = &current {
-                p.cursors.fetch_add(1, Ordering::SeqCst);
-                match p.resident(0) {
-                    Some(Some(seg)) => {
-                        self.counters.joined.fetch_add(1, Ordering::Relaxed);
-                        return Some(Cursor::on(Arc::clone(p), seg));
-                    }
-                    Some(None) => {} // it moved on
-                    None => {
-                        // Its first segment is being made: wait for it.
-                        drop(passes);
-                        if let Some(seg) = p.segment(0) {
-                            self.counters.joined.fetch_add(1, Ordering::Relaxed);
-                            return Some(Cursor::on(Arc::clone(p), seg));
-                        }
-                        passes = lock(&self.passes);
-                    }
-                }
-                p.cursors.fetch_sub(1, Ordering::SeqCst);
-            }
-            passes.retain(|_, w| w.strong_count() > 0);
-            let pass = Arc::new(SharedPass {
-                ring: Mutex::new(Ring {
-                    base: 0,
-                    segs: VecDeque::with_capacity(WINDOW),
-                    value_bytes: 0,
-                    making: false,
-                }),
-                left: Condvar::new(),
-                made: Condvar::new(),
-                waiting: AtomicBool::new(false),
-                values_wanted: AtomicBool::new(false),
-                source: Mutex::new(Some(make())),
-                cursors: AtomicUsize::new(1),
-                before: current.as_ref().map_or_else(Weak::new, Arc::downgrade),
-                started: Instant::now(),
-                window_bytes,
-                counters: Arc::clone(&self.counters),
-            });
-            passes.insert(key, Arc::downgrade(&pass));
-            self.counters.passes.fetch_add(1, Ordering::Relaxed);
-            pass
+    ) -> (Ticket, Option<Cursor>) {
+        let mut reg = lock(&self.registry);
+        let walking = reg.walking.entry(key).or_insert(0);
+        let others = *walking;
+        *walking += 1;
+        let ticket = Ticket {
+            passes: Arc::clone(self),
+            key,
         };
-        // Made outside the map's lock: other states' iterators go on. (A
-        // joiner may have taken and left the first segment meanwhile, and
-        // the window dropped it: then the caller reads alone.)
-        match fresh.segment(0) {
-            Some(seg) => Some(Cursor::on(fresh, seg)),
+        let current = reg.passes.get(&key).and_then(Weak::upgrade);
+        if let Some(p) = &current {
+            p.cursors.fetch_add(1, Ordering::SeqCst);
+            match p.resident(0) {
+                Some(Some(seg)) => {
+                    self.counters.joined.fetch_add(1, Ordering::Relaxed);
+                    return (ticket, Some(Cursor::on(Arc::clone(p), seg)));
+                }
+                Some(None) => {} // it moved on
+                None => {
+                    // Its first segment is being made: wait for it.
+                    drop(reg);
+                    if let Some(seg) = p.segment(0) {
+                        self.counters.joined.fetch_add(1, Ordering::Relaxed);
+                        return (ticket, Some(Cursor::on(Arc::clone(p), seg)));
+                    }
+                    reg = lock(&self.registry);
+                }
+            }
+            p.cursors.fetch_sub(1, Ordering::SeqCst);
+        }
+        if others == 0 {
+            return (ticket, None);
+        }
+        reg.passes.retain(|_, w| w.strong_count() > 0);
+        let pass = Arc::new(SharedPass {
+            ring: Mutex::new(Ring {
+                base: 0,
+                segs: VecDeque::with_capacity(WINDOW),
+                value_bytes: 0,
+                making: false,
+            }),
+            left: Condvar::new(),
+            made: Condvar::new(),
+            waiting: AtomicBool::new(false),
+            values_wanted: AtomicBool::new(false),
+            source: Mutex::new(make()),
+            cursors: AtomicUsize::new(1),
+            before: current.as_ref().map_or_else(Weak::new, Arc::downgrade),
+            started: Instant::now(),
+            window_bytes,
+            counters: Arc::clone(&self.counters),
+        });
+        reg.passes.insert(key, Arc::downgrade(&pass));
+        drop(reg);
+        self.counters.passes.fetch_add(1, Ordering::Relaxed);
+        // Made outside the registry's lock: other states' iterators go on.
+        // (A joiner may have taken and left the first segment meanwhile,
+        // and the window dropped it: then this iterator walks alone.)
+        match pass.segment(0) {
+            Some(seg) => (ticket, Some(Cursor::on(pass, seg))),
             None => {
-                fresh.cursors.fetch_sub(1, Ordering::SeqCst);
-                None
+                pass.cursors.fetch_sub(1, Ordering::SeqCst);
+                (ticket, None)
             }
         }
     }
@@ -655,14 +685,48 @@ mod tests {
         })
     }
 
+    /// Another iterator walking the state of `k` alone: with it, the
+    /// next ones make and join a pass.
+    fn crowd(passes: &Arc<SharedPasses>, k: PassKey) -> Ticket {
+        let fills = Arc::new(AtomicU64::new(0));
+        let (t, c) = passes.join(k, u64::MAX, || counting(0, None, &fills));
+        assert!(c.is_none(), "the first walker of a state walks alone");
+        t
+    }
+
+    #[test]
+    fn a_lone_iterator_walks_alone_and_the_next_one_makes_a_pass() {
+        let passes = Arc::new(SharedPasses::default());
+        let fills = Arc::new(AtomicU64::new(0));
+        let (first, alone) = passes.join(key(8), u64::MAX, || counting(10, None, &fills));
+        assert!(alone.is_none());
+        assert_eq!(fills.load(Ordering::SeqCst), 0, "no merge made for it");
+        let (_second, c) = passes.join(key(8), u64::MAX, || counting(10, None, &fills));
+        assert_eq!(walk(c.expect("a pass")).0.len(), 10);
+        drop(first);
+        // Alone again once the others are gone.
+        drop(_second);
+        assert!(
+            passes
+                .join(key(8), u64::MAX, || counting(10, None, &fills))
+                .1
+                .is_none()
+        );
+    }
+
     #[test]
     fn one_cursor_sees_every_entry_and_the_end() {
-        let passes = SharedPasses::default();
+        let passes = Arc::new(SharedPasses::default());
         let fills = Arc::new(AtomicU64::new(0));
+        let _others: Vec<Ticket> = [0u64, 1, 255, 256, 257, 10_000]
+            .iter()
+            .map(|&n| crowd(&passes, key(n)))
+            .collect();
         for n in [0u64, 1, 255, 256, 257, 10_000] {
             let (got, err, behind) = walk(
                 passes
                     .join(key(n), u64::MAX, || counting(n, None, &fills))
+                    .1
                     .expect("joined"),
             );
             assert_eq!(got, (0..n).collect::<Vec<_>>(), "n = {n}");
@@ -672,8 +736,9 @@ mod tests {
 
     #[test]
     fn the_window_holds_at_most_its_value_bytes_but_two_segments() {
-        let passes = SharedPasses::default();
+        let passes = Arc::new(SharedPasses::default());
         let fills = Arc::new(AtomicU64::new(0));
+        let _other = crowd(&passes, key(2));
         let n = 10 * SEGMENT_ENTRIES as u64;
         let source = |value_len| {
             Box::new(Counting {
@@ -688,9 +753,11 @@ mod tests {
         let window = 3 * SEGMENT_ENTRIES as u64 * 4096;
         let slow = passes
             .join(key(2), window, || source(4096))
+            .1
             .expect("joined");
         let fast = passes
             .join(key(2), window, || source(4096))
+            .1
             .expect("joined");
         let (got, _, behind) = walk(fast);
         assert!(!behind && got.len() as u64 == n);
@@ -703,13 +770,16 @@ mod tests {
 
     #[test]
     fn a_lone_cursor_never_waits() {
-        let passes = SharedPasses::default();
+        let passes = Arc::new(SharedPasses::default());
         let fills = Arc::new(AtomicU64::new(0));
         let n = 40 * SEGMENT_ENTRIES as u64;
+        // A pass with one cursor (the other walker never joins).
+        let _other = crowd(&passes, key(9));
         let started = Instant::now();
         let (got, _, _) = walk(
             passes
                 .join(key(9), u64::MAX, || counting(n, None, &fills))
+                .1
                 .expect("joined"),
         );
         assert_eq!(got.len() as u64, n);
@@ -719,11 +789,13 @@ mod tests {
 
     #[test]
     fn an_error_ends_the_pass_after_the_entries_before_it() {
-        let passes = SharedPasses::default();
+        let passes = Arc::new(SharedPasses::default());
         let fills = Arc::new(AtomicU64::new(0));
+        let _other = crowd(&passes, key(1));
         let (got, err, _) = walk(
             passes
                 .join(key(1), u64::MAX, || counting(1000, Some(700), &fills))
+                .1
                 .expect("joined"),
         );
         assert_eq!(got, (0..700).collect::<Vec<_>>());
@@ -732,8 +804,9 @@ mod tests {
 
     #[test]
     fn many_threads_share_one_merge_and_see_the_same_entries() {
-        let passes = Arc::new(SharedPasses::default());
+        let passes = Arc::new(Arc::new(SharedPasses::default()));
         let fills = Arc::new(AtomicU64::new(0));
+        let _other = crowd(&passes, key(7));
         let n = 50_000u64;
         let barrier = Arc::new(std::sync::Barrier::new(16));
         let handles: Vec<_> = (0..16)
@@ -747,6 +820,7 @@ mod tests {
                     barrier.wait();
                     let c = passes
                         .join(key(7), u64::MAX, || counting(n, None, &fills))
+                        .1
                         .expect("joined");
                     walk(c)
                 })
@@ -782,14 +856,17 @@ mod tests {
 
     #[test]
     fn a_cursor_left_behind_is_told_and_the_window_stays_bounded() {
-        let passes = SharedPasses::default();
+        let passes = Arc::new(SharedPasses::default());
         let fills = Arc::new(AtomicU64::new(0));
+        let _other = crowd(&passes, key(3));
         let n = (WINDOW as u64 + 8) * SEGMENT_ENTRIES as u64;
         let slow = passes
             .join(key(3), u64::MAX, || counting(n, None, &fills))
+            .1
             .expect("joined");
         let fast = passes
             .join(key(3), u64::MAX, || counting(n, None, &fills))
+            .1
             .expect("joined");
         assert_eq!(
             fills.load(Ordering::SeqCst),
@@ -813,11 +890,13 @@ mod tests {
 
     #[test]
     fn a_new_pass_starts_when_the_current_one_moved_on() {
-        let passes = SharedPasses::default();
+        let passes = Arc::new(SharedPasses::default());
         let fills = Arc::new(AtomicU64::new(0));
+        let _others = (crowd(&passes, key(4)), crowd(&passes, key(5)));
         let n = 3 * SEGMENT_ENTRIES as u64;
         let mut a = passes
             .join(key(4), u64::MAX, || counting(n, None, &fills))
+            .1
             .expect("joined");
         for _ in 0..SEGMENT_ENTRIES {
             assert!(matches!(a.advance(), Step::On));
@@ -825,6 +904,7 @@ mod tests {
         // Segment 0 is still resident (WINDOW > 2): a newcomer joins.
         let b = passes
             .join(key(4), u64::MAX, || counting(n, None, &fills))
+            .1
             .expect("joined");
         assert_eq!(passes.counters.joined.load(Ordering::SeqCst), 1);
         assert_eq!(walk(b).0.len() as u64, n);
@@ -832,6 +912,7 @@ mod tests {
         // Another state: its own pass.
         let c = passes
             .join(key(5), u64::MAX, || counting(10, None, &fills))
+            .1
             .expect("joined");
         assert_eq!(walk(c).0.len(), 10);
         assert_eq!(passes.counters.passes.load(Ordering::SeqCst), 2);
