@@ -108,7 +108,8 @@ pub struct ReadOptions {
     /// forward share one merge with the other iterators doing the same over
     /// the same state at the same time: the first one to reach an entry
     /// merges it (and reads its blob value), the others read what it left
-    /// (`docs/shared-passes.md`). An iterator that seeks, moves backward or
+    /// (`docs/shared-passes.md`). An iterator that starts while no other
+    /// walks the state walks alone, at no cost. An iterator that seeks, moves backward or
     /// falls too far behind goes on alone, with the same results. Default
     /// `true`; `false` gives every iterator its own merge.
     pub shared_passes: bool,
