@@ -23,9 +23,10 @@
 //! the first segment is also kept (as long) while the pass is young, or
 //! while an earlier pass of the same state still has iterators, so
 //! iterators that start together, or finish one pass and start the next,
-//! find the new pass still at its start. (A lone iterator makes no pass.) After the wait the
-//! segment goes all the same: an iterator that finds its next segment gone
-//! goes on alone, from its last key, on its own merge (the caller's job).
+//! find the new pass still at its start. (A lone iterator makes no pass.)
+//! After the wait the segment goes all the same: an iterator that finds
+//! its next segment gone goes on alone, from its last key, on its own
+//! merge (the caller's job).
 //!
 //! Thread-safety: [`SharedPasses`] and [`SharedPass`] are shared by every
 //! iterator of the database; a [`Cursor`] belongs to one iterator.
