@@ -92,14 +92,15 @@ impl BlobReaders {
         }
     }
 
-    /// Reads the shared chunk of the value `raw` (an encoded pointer)
-    /// ahead, unless it is one of `recent` (the chunks this caller asked
-    /// for last, updated here) or its file is still being written. False
-    /// when the read was turned away (see [`Self::prefetch_shared`]).
-    pub(crate) fn read_ahead(&self, raw: &[u8], recent: &mut [(u64, u64)]) -> bool {
-        let Some(p) = super::format::BlobPointer::decode(raw) else {
-            return true; // the read of the value reports it
-        };
+    /// Reads the shared chunk of the value `p` points to ahead, unless it
+    /// is one of `recent` (the chunks this caller asked for last, updated
+    /// here) or its file is still being written. False when the read was
+    /// turned away (see [`Self::prefetch_shared`]).
+    pub(crate) fn read_ahead(
+        &self,
+        p: &super::format::BlobPointer,
+        recent: &mut [(u64, u64)],
+    ) -> bool {
         let chunk = (p.file_number, p.offset / super::shared_chunks::CHUNK as u64);
         if recent.contains(&chunk) || self.shared.is_none() || self.is_being_written(chunk.0) {
             return true;

@@ -74,14 +74,13 @@ impl PassSource {
                 self.scout = None;
                 return;
             };
-            if blob {
-                let len = BlobPointer::decode(raw).map_or(0, |p| u64::from(p.length));
+            // (A malformed pointer is reported by the read of its value.)
+            if blob && let Some(p) = BlobPointer::decode(raw) {
                 // Behind `main`: the value is being read; just catch up.
-                if self.scouted >= self.made && !s.blob_readers().read_ahead(raw, &mut self.recent)
-                {
+                if self.scouted >= self.made && !s.blob_readers().read_ahead(&p, &mut self.recent) {
                     return; // turned away: ask again at the next segment
                 }
-                self.scouted += len;
+                self.scouted += u64::from(p.length);
             }
             s.move_next();
         }

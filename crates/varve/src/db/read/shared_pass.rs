@@ -305,18 +305,6 @@ impl SharedPass {
         Some(seg)
     }
 
-    /// `Some(Some(seg))` when segment `id` is resident (the caller is
-    /// counted in it), `Some(None)` when it left, `None` when not made yet.
-    fn resident(&self, id: u64) -> Option<Option<Arc<Segment>>> {
-        let ring = lock(&self.ring);
-        if id < ring.base {
-            return Some(None);
-        }
-        let s = ring.segs.get((id - ring.base) as usize)?;
-        s.readers.fetch_add(1, Ordering::SeqCst);
-        Some(Some(Arc::clone(s)))
-    }
-
     /// Drops the oldest segments until one more fits, waiting up to
     /// [`PACE`] for iterators still in the oldest.
     fn make_room<'a>(&'a self, mut ring: MutexGuard<'a, Ring>) -> MutexGuard<'a, Ring> {
@@ -441,22 +429,15 @@ impl SharedPasses {
         let current = reg.passes.get(&key).and_then(Weak::upgrade);
         if let Some(p) = &current {
             p.cursors.fetch_add(1, Ordering::SeqCst);
-            match p.resident(0) {
-                Some(Some(seg)) => {
-                    self.counters.joined.fetch_add(1, Ordering::Relaxed);
-                    return (ticket, Some(Cursor::on(Arc::clone(p), seg)));
-                }
-                Some(None) => {} // it moved on
-                None => {
-                    // Its first segment is being made: wait for it.
-                    drop(reg);
-                    if let Some(seg) = p.segment(0) {
-                        self.counters.joined.fetch_add(1, Ordering::Relaxed);
-                        return (ticket, Some(Cursor::on(Arc::clone(p), seg)));
-                    }
-                    reg = lock(&self.registry);
-                }
+            // Its first segment: resident, being made (wait for it), or
+            // gone (it moved on). Outside the registry's lock: other
+            // states' iterators go on meanwhile.
+            drop(reg);
+            if let Some(seg) = p.segment(0) {
+                self.counters.joined.fetch_add(1, Ordering::Relaxed);
+                return (ticket, Some(Cursor::on(Arc::clone(p), seg)));
             }
+            reg = lock(&self.registry);
             p.cursors.fetch_sub(1, Ordering::SeqCst);
         }
         if others == 0 {
