@@ -9,6 +9,8 @@
 
 use std::sync::Barrier;
 
+mod common;
+
 use varve::{Db, Options, ReadOptions, Snapshot};
 
 fn key(i: u64) -> Vec<u8> {
@@ -51,6 +53,17 @@ fn database(dir: &std::path::Path) -> Db {
     }
     db.delete_range(key(2000)..key(2100)).expect("delete range");
     db
+}
+
+/// Keys `0..KEYS`, each a 4 KiB blob value, compacted into one level
+/// (values in key order), closed.
+fn blob_database(dir: &std::path::Path) {
+    let db = Db::open(dir, options()).expect("open");
+    for i in 0..KEYS {
+        db.put(key(i), value(i, 0, true)).expect("put");
+    }
+    db.compact_range(None, None).expect("compact");
+    db.close().expect("close");
 }
 
 fn own(snapshot: &Snapshot) -> ReadOptions {
@@ -264,24 +277,8 @@ fn iterators_that_leave_the_pass_go_on_alone_with_the_same_results() {
 #[test]
 fn a_damaged_blob_value_is_an_error_for_every_iterator_of_the_pass() {
     let dir = tempfile::tempdir().expect("tempdir");
-    {
-        let db = Db::open(dir.path(), options()).expect("open");
-        for i in 0..KEYS {
-            db.put(key(i), value(i, 0, true)).expect("put");
-        }
-        db.compact_range(None, None).expect("compact");
-        db.close().expect("close");
-    }
-    let blob = std::fs::read_dir(dir.path())
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "blob"))
-        .max_by_key(|p| std::fs::metadata(p).expect("stat").len())
-        .expect("a blob file");
-    let mut bytes = std::fs::read(&blob).expect("read");
-    let at = bytes.len() / 2;
-    bytes[at] ^= 0x40;
-    std::fs::write(&blob, &bytes).expect("write");
+    blob_database(dir.path());
+    common::flip_byte_in_largest_blob(dir.path());
     let db = Db::open(dir.path(), options()).expect("open");
     let start = Barrier::new(16);
     std::thread::scope(|s| {
@@ -323,14 +320,7 @@ fn a_damaged_blob_value_is_an_error_for_every_iterator_of_the_pass() {
 #[test]
 fn a_key_only_pass_reads_no_values_and_a_value_pass_reads_them_once() {
     let dir = tempfile::tempdir().expect("tempdir");
-    {
-        let db = Db::open(dir.path(), options()).expect("open");
-        for i in 0..KEYS {
-            db.put(key(i), value(i, 0, true)).expect("put");
-        }
-        db.compact_range(None, None).expect("compact");
-        db.close().expect("close");
-    }
+    blob_database(dir.path());
     // A pool that holds the whole database: each chunk is loaded once.
     let db = Db::open(
         dir.path(),

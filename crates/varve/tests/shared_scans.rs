@@ -7,6 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Barrier;
 
+mod common;
+
 use varve::{Db, Options, ReadOptions};
 
 /// Key `i`: 8-byte big-endian.
@@ -183,17 +185,7 @@ fn short_scans_do_not_load_chunks_and_reverse_scans_still_read() {
 fn a_damaged_value_in_a_shared_chunk_is_an_error_for_every_scan() {
     let dir = tempfile::tempdir().expect("tempdir");
     drop(database(dir.path(), 0));
-    // Flip a byte in the middle of the largest blob file's values.
-    let blob = std::fs::read_dir(dir.path())
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "blob"))
-        .max_by_key(|p| std::fs::metadata(p).expect("stat").len())
-        .expect("a blob file");
-    let mut bytes = std::fs::read(&blob).expect("read");
-    let at = bytes.len() / 2;
-    bytes[at] ^= 0x40;
-    std::fs::write(&blob, &bytes).expect("write");
+    common::flip_byte_in_largest_blob(dir.path());
     let db = Db::open(dir.path(), options(16 << 20)).expect("open");
     std::thread::scope(|s| {
         for _ in 0..8 {

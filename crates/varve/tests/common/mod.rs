@@ -230,3 +230,18 @@ pub fn remove_range(
         model.remove(&k);
     }
 }
+
+/// Flips one bit in the middle of the largest blob file in `dir` (its
+/// values, not its header or footer, for a file of many values).
+pub fn flip_byte_in_largest_blob(dir: &Path) {
+    let blob = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "blob"))
+        .max_by_key(|p| std::fs::metadata(p).expect("stat").len())
+        .expect("a blob file");
+    let mut bytes = std::fs::read(&blob).expect("read");
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    std::fs::write(&blob, &bytes).expect("write");
+}
