@@ -13,6 +13,17 @@
 #             ~21 GB; the same filesystem disk-limits.sh measures
 #   REPS      repetitions of each measurement (default 3), interleaved
 #   KEEP=1    keep the databases (they are reused by a later run when present)
+#   OLD       a varve-bench of an earlier commit: the regression check. Each
+#             varve run is repeated right after with OLD on its own
+#             databases (paths ending in -old, labels in " @old"), the
+#             RocksDB runs are left out, and a table of medians (ops/sec,
+#             new / old, "<0.97" marked) follows the raw lines
+#
+# Regression check against the main an issue started from, e.g.:
+#   git worktree add /tmp/base <commit> && (cd /tmp/base &&
+#     CARGO_TARGET_DIR=/tmp/base-target cargo build --release -p varve-bench)
+#   OLD=/tmp/base-target/release/varve-bench BIN=target/release/varve-bench \
+#     REPS=3 scripts/bench-issues.sh writes sync mget scan
 #
 # Sections:
 #   disk     scripts/disk-limits.sh on DB_DIR
@@ -51,14 +62,34 @@ fi
 mkdir -p "$DB_DIR"
 
 # run LABEL ENGINE FLAGS... : one varve-bench run; prints "LABEL | <result lines>".
+# With OLD set: RocksDB runs are skipped and each varve run is followed by
+# the same run of OLD on the "-old" twin of its database.
+RESULTS="$(mktemp "${TMPDIR:-/tmp}/bench-issues.XXXXXX")"
+trap 'rm -f "$RESULTS"' EXIT
+one() { # BIN LABEL ENGINE FLAGS...
+    local bin="$1" label="$2" engine="$3"
+    shift 3
+    "$bin" --engine="$engine" --compression_type=none "$@" 2>&1 \
+        | grep -E '^[a-z]+ +:' | sed "s/^/$label | /" | tee -a "$RESULTS" || true
+}
 run() {
     local label="$1" engine="$2"
     shift 2
-    "$BIN" --engine="$engine" --compression_type=none "$@" 2>&1 \
-        | grep -E '^[a-z]+ +:' | sed "s/^/$label | /" || true
+    if [ -n "${OLD:-}" ] && [ "$engine" = rocksdb ]; then
+        return
+    fi
+    one "$BIN" "$label" "$engine" "$@"
+    if [ -n "${OLD:-}" ] && [ "$engine" = varve ]; then
+        local args=() a
+        for a in "$@"; do
+            case "$a" in --db=*) a="$a-old" ;; esac
+            args+=("$a")
+        done
+        one "$OLD" "$label @old" varve "${args[@]}"
+    fi
 }
 
-fresh() { rm -rf "$1"; }
+fresh() { rm -rf "$1" "$1-old"; }
 
 # disk_rate LABEL DIR : the disk's sequential rate right now over DIR's own
 # table files (fio, read in order, 1 MiB reads, QD4, O_DIRECT), for the cold
@@ -267,6 +298,9 @@ section_compact() {
         for s in 1 2; do
             fresh "$DB_DIR/cc-run"
             cp -r "$DB_DIR/cc-base" "$DB_DIR/cc-run"
+            if [ -n "${OLD:-}" ]; then
+                cp -r "$DB_DIR/cc-base-old" "$DB_DIR/cc-run-old"
+            fi
             sync
             run "compact subcompactions=$s rep$rep" varve --benchmarks=compact --use_existing_db=true \
                 "${ten[@]}" --subcompactions=$s --db="$DB_DIR/cc-run"
@@ -278,6 +312,39 @@ section_compact() {
 for s in "${SECTIONS[@]}"; do
     "section_$s"
 done
+if [ -n "${OLD:-}" ]; then
+    echo "## medians, new / old (OLD=$OLD)"
+    python3 - "$RESULTS" <<'PY'
+import re, statistics, sys
+from collections import defaultdict
+
+# "LABEL | bench : ... N ops/sec ...": one line per benchmark of a run; a
+# run of "readrandom,readrandom" gives two, told apart by their order.
+runs = defaultdict(lambda: defaultdict(list))
+last_label, seen = None, defaultdict(int)
+for line in open(sys.argv[1]):
+    m = re.match(r"(.*?) \| (\w+) +:.*?([\d.]+) ops/sec", line)
+    if not m:
+        continue
+    label, bench, ops = m.group(1), m.group(2), float(m.group(3))
+    if label != last_label:
+        last_label, seen = label, defaultdict(int)
+    seen[bench] += 1
+    side = "old" if label.endswith(" @old") else "new"
+    key = re.sub(r" ?rep\d+", "", label.removesuffix(" @old"))
+    runs[(key, bench, seen[bench])][side].append(ops)
+print(f"| measurement | old ops/s | new ops/s | new / old |")
+print("|---|---:|---:|---:|")
+for (key, bench, n), sides in runs.items():
+    if not sides["old"] or not sides["new"]:
+        continue
+    o, w = statistics.median(sides["old"]), statistics.median(sides["new"])
+    r = w / o if o else float("nan")
+    mark = " <0.97" if r < 0.97 else ""
+    name = f"{key} {bench}" + (f" #{n}" if n > 1 else "")
+    print(f"| {name} | {o:,.0f} | {w:,.0f} | {r:.3f}{mark} |")
+PY
+fi
 if [ "${KEEP:-0}" != 1 ]; then
     rm -rf "$DB_DIR"
 fi

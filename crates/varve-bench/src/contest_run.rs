@@ -56,6 +56,8 @@ pub struct PhaseReport {
     pub read_bytes: u64,
     /// File-system bytes the process wrote (`write_bytes`).
     pub write_bytes: u64,
+    /// CPU seconds (user + system, all threads) the phase's work took.
+    pub cpu_secs: f64,
 }
 
 impl PhaseReport {
@@ -63,7 +65,7 @@ impl PhaseReport {
     pub fn line(&self) -> String {
         format!(
             "contest-phase: phase={} secs={:.6} ops={} bytes={} open_secs={:.6} peak_rss={} \
-             read_bytes={} write_bytes={}",
+             read_bytes={} write_bytes={} cpu_secs={:.3}",
             self.phase,
             self.secs,
             self.ops,
@@ -71,7 +73,8 @@ impl PhaseReport {
             self.open_secs,
             self.peak_rss,
             self.read_bytes,
-            self.write_bytes
+            self.write_bytes,
+            self.cpu_secs
         )
     }
 
@@ -90,6 +93,7 @@ impl PhaseReport {
                 "peak_rss" => r.peak_rss = v.parse().ok()?,
                 "read_bytes" => r.read_bytes = v.parse().ok()?,
                 "write_bytes" => r.write_bytes = v.parse().ok()?,
+                "cpu_secs" => r.cpu_secs = v.parse().ok()?,
                 _ => {}
             }
         }
@@ -132,6 +136,7 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
         latency: false,
         progress: None,
     };
+    let cpu0 = report::cpu_secs();
     let t1 = Instant::now();
     let (ops, bytes) = match phase {
         "write" => {
@@ -152,6 +157,10 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
         }
     };
     let secs = t1.elapsed().as_secs_f64();
+    let cpu_secs = match (cpu0, report::cpu_secs()) {
+        (Some(a), Some(b)) => b - a,
+        _ => 0.0,
+    };
     let io1 = proc_io();
     let rep = PhaseReport {
         phase: phase.to_string(),
@@ -162,6 +171,7 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
         peak_rss: report::peak_rss().unwrap_or(0),
         read_bytes: io1.0.saturating_sub(io0.0),
         write_bytes: io1.1.saturating_sub(io0.1),
+        cpu_secs,
     };
     writeln!(out, "{}", rep.line())?;
     out.flush()?;
@@ -284,15 +294,18 @@ pub fn run(flags: &Flags, db: &Path, out: &mut dyn Write) -> Result<Vec<RunResul
         flags.engine,
         db.display()
     )?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut reports = Vec::new();
     for phase in phases {
         let r = spawn_phase(flags, db, phase)?;
         writeln!(
             out,
-            "contest: {phase} done in {:.3} s (open {:.3} s, peak RSS {:.2} GiB)",
+            "contest: {phase} done in {:.3} s (open {:.3} s, peak RSS {:.2} GiB, CPU {:.1} s: {:.0}% of {cores} cores)",
             r.secs,
             r.open_secs,
-            gib(r.peak_rss)
+            gib(r.peak_rss),
+            r.cpu_secs,
+            100.0 * r.cpu_secs / (r.secs.max(1e-9) * cores as f64)
         )?;
         out.flush()?;
         reports.push(r);
@@ -390,6 +403,7 @@ mod tests {
             peak_rss: 1 << 30,
             read_bytes: 7,
             write_bytes: 9,
+            cpu_secs: 2.75,
         };
         assert_eq!(PhaseReport::parse(&r.line()), Some(r));
         assert_eq!(PhaseReport::parse("fillseq : 1 ops"), None);

@@ -177,6 +177,19 @@ pub fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// CPU seconds (user + system) the process used so far, all its threads
+/// (io_uring's kernel workers included), from `/proc/self/stat` in
+/// `USER_HZ` ticks (100 on Linux: fixed by the kernel's ABI).
+pub fn cpu_secs() -> Option<f64> {
+    let s = fs::read_to_string("/proc/self/stat").ok()?;
+    // The name (field 2) may hold spaces: fields after it follow its `)`.
+    let rest = &s[s.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11);
+    let utime: u64 = f.next()?.parse().ok()?;
+    let stime: u64 = f.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
 /// Resets `VmHWM` to the current RSS; false when the kernel refuses.
 pub fn reset_peak_rss() -> bool {
     fs::write("/proc/self/clear_refs", "5").is_ok()
@@ -218,6 +231,26 @@ pub fn dir_bytes(dir: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// CPU time is read and grows while this process spins (however
+    /// loaded the machine: the loop waits for it, up to 20 s).
+    #[test]
+    fn cpu_secs_grows_with_work() {
+        let a = cpu_secs().expect("/proc/self/stat is readable");
+        let t = std::time::Instant::now();
+        let mut x = 1u64;
+        let mut b = a;
+        while b < a + 0.05 && t.elapsed() < std::time::Duration::from_secs(20) {
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            b = cpu_secs().expect("/proc/self/stat is readable");
+        }
+        assert!(
+            b >= a + 0.05,
+            "20 s of spinning shows as CPU time ({a} -> {b})"
+        );
+    }
 
     #[test]
     fn json_record_has_every_field() {
