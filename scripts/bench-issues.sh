@@ -17,7 +17,13 @@
 #             varve run is repeated right after with OLD on its own
 #             databases (paths ending in -old, labels in " @old"), the
 #             RocksDB runs are left out, and a table of medians (ops/sec,
-#             new / old, "<0.97" marked) follows the raw lines
+#             or 1/seconds for a one-step line such as compact; new / old,
+#             "<0.97" marked) follows the raw lines. Each build fills its
+#             own databases, so a cold read also measures where the file
+#             system put them and whether the host's cache beneath a
+#             virtual disk still holds them (the one filled last is
+#             favoured): re-check a marked line on one database (a copy per
+#             build: a newer build may upgrade it past what the older reads)
 #
 # Regression check against the main an issue started from, e.g.:
 #   git worktree add /tmp/base <commit> && (cd /tmp/base &&
@@ -318,31 +324,39 @@ if [ -n "${OLD:-}" ]; then
 import re, statistics, sys
 from collections import defaultdict
 
-# "LABEL | bench : ... N ops/sec ...": one line per benchmark of a run; a
-# run of "readrandom,readrandom" gives two, told apart by their order.
+# "LABEL | bench : ... N ops/sec S seconds K operations": one line per
+# benchmark of a run; a run of "readrandom,readrandom" gives two, told
+# apart by their order. Higher is better: ops/sec, or 1/seconds for a
+# one-operation step (compact, waitforcompaction) that took 10 ms or more.
 runs = defaultdict(lambda: defaultdict(list))
 last_label, seen = None, defaultdict(int)
 for line in open(sys.argv[1]):
-    m = re.match(r"(.*?) \| (\w+) +:.*?([\d.]+) ops/sec", line)
+    m = re.match(r"(.*?) \| (\w+) +:.*?([\d.]+) ops/sec +([\d.]+) seconds +(\d+) operations", line)
     if not m:
         continue
-    label, bench, ops = m.group(1), m.group(2), float(m.group(3))
+    label, bench = m.group(1), m.group(2)
+    ops, secs, n = float(m.group(3)), float(m.group(4)), int(m.group(5))
     if label != last_label:
         last_label, seen = label, defaultdict(int)
     seen[bench] += 1
+    if n == 1:
+        if secs < 0.01:
+            continue
+        bench, ops = bench + " (1/s)", 1.0 / secs
     side = "old" if label.endswith(" @old") else "new"
     key = re.sub(r" ?rep\d+", "", label.removesuffix(" @old"))
-    runs[(key, bench, seen[bench])][side].append(ops)
-print(f"| measurement | old ops/s | new ops/s | new / old |")
+    runs[(key, bench, seen[m.group(2)])][side].append(ops)
+print("| measurement | old | new | new / old |")
 print("|---|---:|---:|---:|")
-for (key, bench, n), sides in runs.items():
+for (key, bench, k), sides in runs.items():
     if not sides["old"] or not sides["new"]:
         continue
     o, w = statistics.median(sides["old"]), statistics.median(sides["new"])
     r = w / o if o else float("nan")
     mark = " <0.97" if r < 0.97 else ""
-    name = f"{key} {bench}" + (f" #{n}" if n > 1 else "")
-    print(f"| {name} | {o:,.0f} | {w:,.0f} | {r:.3f}{mark} |")
+    name = f"{key} {bench}" + (f" #{k}" if k > 1 else "")
+    fmt = (lambda v: f"{v:,.0f}") if o >= 100 else (lambda v: f"{v:.3f}")
+    print(f"| {name} | {fmt(o)} | {fmt(w)} | {r:.3f}{mark} |")
 PY
 fi
 if [ "${KEEP:-0}" != 1 ]; then
