@@ -104,19 +104,9 @@ const POSITION: u64 = 0xD6E8_FEB8_6659_FD93;
 
 /// True if `v` is exactly key number `k`'s value.
 pub fn is_value_of(k: u64, v: &[u8]) -> bool {
-    if v.len() != VALUE {
-        return false;
-    }
-    let h = mix(k);
-    let mut m = 0u64;
-    let mut diff = 0u64;
-    for w in v.chunks_exact(8) {
-        m = m.wrapping_add(POSITION);
-        let mut word = [0u8; 8];
-        word.copy_from_slice(w);
-        diff |= u64::from_le_bytes(word) ^ h ^ m;
-    }
-    diff == 0
+    let mut want = [0u8; VALUE];
+    value_of(k, &mut want);
+    v == want
 }
 
 /// The key numbers thread `t` of `threads` owns, in a random order.
