@@ -173,6 +173,10 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
         write_bytes: io1.1.saturating_sub(io0.1),
         cpu_secs,
     };
+    if flags.contest_stats {
+        // Before the report line: the run kills the write phase on it.
+        eprintln!("{}", opened.engine.stats());
+    }
     writeln!(out, "{}", rep.line())?;
     out.flush()?;
     if phase == "write" {

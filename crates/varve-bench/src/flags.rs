@@ -335,6 +335,13 @@ pub struct Flags {
     #[arg(long, default_value = "write,verify,read,range")]
     pub contest_phases: String,
 
+    /// `contest`: each phase's process prints the engine's statistics
+    /// (stalls, flushes, memory, open time) to stderr when its work is
+    /// done (the write phase's before its SIGKILL).
+    #[arg(long, default_value_t = false, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = parse_bool)]
+    pub contest_stats: bool,
+
     /// The command line as parsed (normalized, without the program name),
     /// for the `contest` run to start its phase processes with.
     #[arg(skip)]

@@ -578,6 +578,17 @@ impl BlobLane {
         Ok(Some(p))
     }
 
+    /// The lane has appended values that are not durable yet, or a
+    /// file given up after a failure (see [`sync`](Self::sync)).
+    fn has_unsynced(&self) -> bool {
+        self.has_failed.load(Ordering::Acquire)
+            || self
+                .open
+                .lock()
+                .as_ref()
+                .is_some_and(|f| f.file.len() > f.synced)
+    }
+
     /// Makes every value appended so far durable (the open file's
     /// `fdatasync`, run outside the lane's mutex). Sealed files are durable
     /// already.
@@ -777,6 +788,9 @@ impl BlobLane {
     }
 }
 
+/// Most threads [`BlobWriteLanes::sync_parallel`] syncs lanes with.
+const SYNC_THREADS: usize = 16;
+
 /// The write lanes of a database: a writer takes the lane of its thread.
 #[derive(Debug)]
 pub(crate) struct BlobWriteLanes {
@@ -894,6 +908,49 @@ impl BlobWriteLanes {
     /// Makes every value appended so far durable.
     pub(crate) fn sync(&self) -> Result<()> {
         self.lanes.iter().try_for_each(BlobLane::sync)
+    }
+
+    /// As [`sync`](Self::sync), with the lanes that have values to make
+    /// durable synced by up to [`SYNC_THREADS`] threads at once (this one
+    /// and scoped helpers): their waits for the disk (the writes in
+    /// flight, the partial chunk, the `fdatasync`) overlap, and the file
+    /// system commits their `fdatasync`s together instead of one after
+    /// another. For a flush, which makes every lane durable at once; a
+    /// `sync` writer keeps the sequential form (64 of them at once must not
+    /// start a thousand threads). Every dirty lane is synced even when one
+    /// fails (each failure is the lane's own, `BlobLane::sync`); the
+    /// first error is returned. A helper that cannot be started leaves its
+    /// share to the others.
+    pub(crate) fn sync_parallel(&self) -> Result<()> {
+        let dirty: Vec<&BlobLane> = self.lanes.iter().filter(|l| l.has_unsynced()).collect();
+        if dirty.len() < 2 {
+            return dirty.into_iter().try_for_each(BlobLane::sync);
+        }
+        let next = AtomicUsize::new(0);
+        let first: Mutex<Option<Error>> = Mutex::new(None);
+        let work = || {
+            while let Some(lane) = dirty.get(next.fetch_add(1, Ordering::Relaxed)) {
+                if let Err(e) = lane.sync() {
+                    first.lock().get_or_insert(e);
+                }
+            }
+        };
+        std::thread::scope(|s| {
+            for _ in 1..dirty.len().min(SYNC_THREADS) {
+                let helper = std::thread::Builder::new()
+                    .name("varve-blob-sync".into())
+                    .spawn_scoped(s, work);
+                if helper.is_err() {
+                    break;
+                }
+            }
+            work();
+        });
+        debug_assert!(
+            next.load(Ordering::Relaxed) >= dirty.len(),
+            "every dirty lane was taken"
+        );
+        first.into_inner().map_or(Ok(()), Err)
     }
 
     /// True if a lane still appends to blob file `number`, or gave it up

@@ -691,3 +691,66 @@ fn lanes_by_key_keep_nearby_keys_together() {
     });
     assert_eq!(file_of_lane.len(), 4, "all four lanes used");
 }
+
+/// A flush's parallel sync makes every lane's values durable, one
+/// `fdatasync` per lane that has something new and none for the others;
+/// a failed one fails the sync without keeping the other lanes from
+/// theirs, and a later sync covers the lane that failed. After a power
+/// loss, every value the successful syncs covered reads back.
+#[test]
+fn a_parallel_sync_syncs_every_dirty_lane_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = crate::io::FaultInjectingFs::new(Arc::new(PosixFs));
+    let files = Files::default();
+    let by_key = LaneOptions {
+        by_key: true,
+        ..LaneOptions::default()
+    };
+    const LANES: usize = 24;
+    let lanes = BlobWriteLanes::new(
+        &(Arc::new(fs.clone()) as Arc<dyn FileSystem>),
+        dir.path(),
+        LANES,
+        1,
+        by_key,
+    );
+    lanes.sync_parallel().expect("nothing to sync");
+    // One value in each of the first 20 lanes (a key per lane).
+    let key = |lane: u64| (lane * (u64::MAX / LANES as u64) + u64::MAX / 48).to_be_bytes();
+    let mut pointers = Vec::new();
+    for lane in 0..20u64 {
+        assert_eq!(key_lane(&key(lane), LANES), lane as usize);
+        let p = lanes
+            .put(&files, &key(lane), &value(lane * 6))
+            .expect("put");
+        pointers.push((lane, p.expect("room")));
+    }
+    let before = fs.syncs();
+    lanes.sync_parallel().expect("sync");
+    assert_eq!(fs.syncs(), before + 20, "one fdatasync per lane written");
+    lanes.sync_parallel().expect("sync again");
+    assert_eq!(fs.syncs(), before + 20, "nothing new: no fdatasync");
+
+    // Every fdatasync fails: the sync fails, and each lane tried its own.
+    for lane in 0..20u64 {
+        let p = lanes
+            .put(&files, &key(lane), &value(lane * 6 + 4))
+            .expect("put");
+        pointers.push((lane + 100, p.expect("room")));
+    }
+    fs.fail_syncs(true);
+    let before = fs.syncs();
+    lanes.sync_parallel().expect_err("the fdatasyncs fail");
+    assert_eq!(fs.syncs(), before, "a failed fdatasync is not counted");
+    fs.fail_syncs(false);
+    lanes.sync_parallel().expect("sync once the disk is back");
+    assert!(fs.syncs() > before, "the given-up files were synced");
+
+    fs.crash();
+    drop(lanes);
+    fs.apply_power_loss(11).expect("power loss");
+    for (n, p) in &pointers {
+        let i = if *n >= 100 { (n - 100) * 6 + 4 } else { n * 6 };
+        assert_eq!(read(dir.path(), p).expect("read"), value(i), "value {n}");
+    }
+}

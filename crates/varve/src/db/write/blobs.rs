@@ -85,6 +85,12 @@ pub(crate) fn sync_all(db: &DbInner) -> Result<()> {
     db.blob_lanes.try_for_each(|_, lanes| lanes.sync())
 }
 
+/// [`sync_all`] for a flush: each keyspace's dirty lanes synced at once
+/// (`BlobWriteLanes::sync_parallel`).
+pub(crate) fn sync_all_parallel(db: &DbInner) -> Result<()> {
+    db.blob_lanes.try_for_each(|_, lanes| lanes.sync_parallel())
+}
+
 /// Seals the open file of every lane of every keyspace that had no value
 /// since the previous call, or only a trickle (at each flush; see
 /// `BlobLane::seal_if_idle`).
