@@ -96,6 +96,14 @@ pub mod testing {
         file.sync_data()
     }
 
+    /// The WAL record of `batch` stamped with sequence numbers from
+    /// `sequence` (an encoded write batch, for [`write_wal`]).
+    pub fn wal_record(batch: &crate::WriteBatch, sequence: u64) -> Vec<u8> {
+        let mut batch = batch.clone();
+        batch.set_sequence(sequence);
+        batch.encoded().to_vec()
+    }
+
     /// Writes a sealed blob file numbered `number` at `path` holding
     /// `values` (key, value) in chunks of about `chunk_size` bytes; returns
     /// each value's file offset.

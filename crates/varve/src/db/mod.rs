@@ -227,6 +227,7 @@ impl Db {
         self.inner.writes.drain_writers();
         bg::stop(&self.inner);
         self.inner.writes.stop();
+        self.inner.writes.discard_prepared(&self.inner);
         let result = if self.inner.is_poisoned.load(Ordering::Acquire) {
             Ok(())
         } else {

@@ -6,9 +6,11 @@
 //! A torn or zero-filled tail (what a crash leaves) is cut off the file and
 //! reported in `LOG` and in the [`RecoveryReport`]; damage followed by good
 //! records is `Error::Corruption` naming the file and offset (the WAL reader
-//! decides which is which). A torn tail in a log that is not the newest one
-//! cannot come from a crash (the writer syncs a log before starting the
-//! next), so with `paranoid_checks` it is corruption too, unless everything
+//! decides which is which). A torn tail in a log that a log with records
+//! follows cannot come from a crash (the writer syncs a log before any
+//! record goes into the next; a next log made ahead of its switch holds
+//! only its header until then), so with `paranoid_checks` it is
+//! corruption too, unless everything
 //! from the end of the good data on is zero: that is preallocated space of a
 //! memory-mapped log (`wal::MappedLogFile`) whose process died before the
 //! file was cut to length, not lost data.
@@ -276,7 +278,15 @@ pub(crate) fn recover(
             cut_log_at(info_log, &mut report, &path, offset, size, why.clone());
             blob_cut = Some((number, why));
         } else if let TailStatus::Truncated { offset, reason } = outcome.tail {
-            let newest = i + 1 == logs.len();
+            // The newest log with records: the ones after it (if any) were
+            // made ahead of a switch that never came, and hold none.
+            let newest = i + 1 == logs.len()
+                || logs[i + 1..]
+                    .iter()
+                    .map(|&n| holds_no_record(fs, dir, n))
+                    .collect::<Result<Vec<bool>>>()?
+                    .into_iter()
+                    .all(|empty| empty);
             if !newest && options.paranoid_checks && !wal::zero_from(fs, &path, offset)? {
                 return Err(Error::corruption(
                     &path,
@@ -323,6 +333,20 @@ pub(crate) fn recover(
         last_sequence,
         report,
     })
+}
+
+/// Whether log `number` of `dir` holds no record: a log made ahead of a
+/// switch that never came (`db/write/room.rs`, `prepare_switch`), whose
+/// header is all it has, or only part of it (a power loss while it was
+/// being made). A log with damage before good records is not such a log
+/// (`false`: the torn tail before it stays corruption).
+fn holds_no_record(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<bool> {
+    let path = wal_path(dir, number);
+    match wal::replay(fs, &path, number, |_, _| Ok(())) {
+        Ok(outcome) => Ok(outcome.records == 0),
+        Err(Error::Corruption { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// Why `batch` (the record at `offset` of log `path`) cannot be replayed:

@@ -72,8 +72,11 @@ pub(crate) struct WritePath {
     /// reserving memtable room until their insert; a memtable switch holds
     /// it exclusively.
     gate: RwLock<Arc<WalLog>>,
-    /// One memtable switch (or stall) at a time.
+    /// One memtable switch (or stall, or switch preparation) at a time.
     switching: Mutex<()>,
+    /// The next log, made ahead of the switch away from the current one
+    /// (`room::prepare_switch`); only changed under `switching`.
+    prepared: Mutex<Option<room::Prepared>>,
     seq: Sequencer,
     syncer: syncer::Syncer,
     /// Sequence ranges of writes placed in the current log that failed
@@ -93,6 +96,7 @@ impl WritePath {
         WritePath {
             gate: RwLock::new(Arc::new(log)),
             switching: Mutex::new(()),
+            prepared: Mutex::new(None),
             seq: Sequencer::new(last_sequence),
             syncer: syncer::Syncer::default(),
             failed_writes: Mutex::new(Vec::new()),
@@ -143,6 +147,13 @@ impl WritePath {
     /// Stops the syncing thread.
     pub(crate) fn stop(&self) {
         self.syncer.stop();
+    }
+
+    /// Removes the next log made ahead of a switch, if any (at close: no
+    /// empty log newer than the live one stays behind).
+    pub(crate) fn discard_prepared(&self, db: &DbInner) {
+        let _one = self.switching.lock();
+        room::discard_prepared(db);
     }
 
     /// Writes and fdatasyncs every record placed in the current log.
@@ -427,6 +438,12 @@ fn apply(
     // Read-your-writes: reads wait for the published sequence to cover
     // this write (see `sequencer`), so the writer itself does not wait.
     wp.seq.acknowledge(last);
+    // The writer that filled the log to its high-water mark makes the
+    // next one, so that the switch holds the writers only for the old
+    // log's tail.
+    if log.take_high_water() {
+        room::prepare_switch(db, &log);
+    }
     let Some(end) = end else {
         return Ok(());
     };

@@ -104,6 +104,9 @@ pub(crate) struct WalLog {
     /// takes one write whatever it references.
     pub(super) blob_budget: u64,
     pub(super) blob_reserved: AtomicU64,
+    /// Set by the first writer that found 7/8 of the room or of the blob
+    /// budget reserved ([`take_high_water`](Self::take_high_water)).
+    high_water: AtomicBool,
     pub(super) pool: SlotPool,
     pub(super) sink: OrderedSink,
     /// Largest end offset of any record placed so far.
@@ -172,6 +175,7 @@ impl WalLog {
             reserved: AtomicUsize::new(0),
             blob_budget: u64::MAX,
             blob_reserved: AtomicU64::new(0),
+            high_water: AtomicBool::new(false),
             pool,
             path: file.path().to_path_buf(),
             sink: OrderedSink {
@@ -271,6 +275,19 @@ impl WalLog {
             }
         }
         true
+    }
+
+    /// True for exactly one caller: the first to find 7/8 of the memtable
+    /// room or of the blob budget reserved, the moment to make the next
+    /// log ahead of the switch (`room::prepare_switch`). Two loads per
+    /// write until then.
+    pub(crate) fn take_high_water(&self) -> bool {
+        let high = self.reserved.load(Ordering::Relaxed) >= self.budget - self.budget / 8
+            || (self.blob_budget != u64::MAX
+                && self.blob_reserved.load(Ordering::Relaxed)
+                    >= self.blob_budget - self.blob_budget / 8);
+        high && !self.high_water.load(Ordering::Relaxed)
+            && !self.high_water.swap(true, Ordering::Relaxed)
     }
 
     /// Gives back a reservation whose write did not happen.
