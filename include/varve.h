@@ -643,6 +643,28 @@ varve_status varve_readoptions_set_readahead_size(varve_readoptions_t *ro,
                                                   char **errptr);
 
 /**
+ * Iterators that start at the first key without bounds and walk forward
+ * share one merge with the other iterators doing the same over the same
+ * state at the same time (`docs/shared-passes.md`); an iterator that
+ * seeks, steps back or falls behind goes on alone with the same results.
+ * Default true; false gives every iterator its own merge.
+ *
+ * # Safety
+ * As for `varve_readoptions_set_snapshot`.
+ */
+varve_status varve_readoptions_set_shared_passes(varve_readoptions_t *ro, bool v, char **errptr);
+
+/**
+ * An iterator's seek positions its sources (memtables, L0 files,
+ * levels) concurrently on fibers through io_uring (one after another,
+ * with the same results, where io_uring is not available). Default true.
+ *
+ * # Safety
+ * As for `varve_readoptions_set_snapshot`.
+ */
+varve_status varve_readoptions_set_concurrent_seeks(varve_readoptions_t *ro, bool v, char **errptr);
+
+/**
  * New write options with the defaults (no sync, WAL on). Free with
  * `varve_writeoptions_destroy`. NULL only if the library panicked.
  */

@@ -350,6 +350,12 @@ class ReadOptions {
     ReadOptions &set_readahead_size(std::size_t bytes) {
         return set(varve_readoptions_set_readahead_size, bytes);
     }
+    /** Forward iterators from the first key share one merge (default true). */
+    ReadOptions &set_shared_passes(bool v) { return set(varve_readoptions_set_shared_passes, v); }
+    /** Seeks position their sources concurrently (default true). */
+    ReadOptions &set_concurrent_seeks(bool v) {
+        return set(varve_readoptions_set_concurrent_seeks, v);
+    }
 
     const varve_readoptions_t *handle() const noexcept { return h_; }
 

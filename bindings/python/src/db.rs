@@ -291,47 +291,74 @@ impl PyDb {
     /// unbounded), in key order, or descending from just below ``stop``
     /// down to ``start`` with ``reverse=True``. Lazy: entries are read in
     /// batches as you iterate, with the GIL released. The iterator sees the
-    /// database as of this call.
-    #[pyo3(signature = (start = None, stop = None, *, reverse = false))]
+    /// database as of this call. Unbounded forward iterators that walk at
+    /// the same time share one merge (``shared_passes=True``, the default;
+    /// see ``ReadOptions::shared_passes``); ``shared_passes=False`` gives
+    /// this one its own.
+    #[pyo3(signature = (start = None, stop = None, *, reverse = false, shared_passes = true))]
     fn items(
         &self,
         py: Python<'_>,
         start: Option<Bytes>,
         stop: Option<Bytes>,
         reverse: bool,
+        shared_passes: bool,
     ) -> PyResult<PyDbIterator> {
-        reads::scan(py, &self.handle, None, start, stop, reverse, Yield::Items)
+        reads::scan(
+            py,
+            &self.handle,
+            None,
+            (start, stop),
+            (reverse, shared_passes),
+            Yield::Items,
+        )
     }
 
     /// Keys with ``start <= key < stop``, lazily (see ``items``). Reads no
     /// values.
-    #[pyo3(signature = (start = None, stop = None, *, reverse = false))]
+    #[pyo3(signature = (start = None, stop = None, *, reverse = false, shared_passes = true))]
     fn keys(
         &self,
         py: Python<'_>,
         start: Option<Bytes>,
         stop: Option<Bytes>,
         reverse: bool,
+        shared_passes: bool,
     ) -> PyResult<PyDbIterator> {
-        reads::scan(py, &self.handle, None, start, stop, reverse, Yield::Keys)
+        reads::scan(
+            py,
+            &self.handle,
+            None,
+            (start, stop),
+            (reverse, shared_passes),
+            Yield::Keys,
+        )
     }
 
     /// Values of the keys with ``start <= key < stop``, lazily (see
     /// ``items``).
-    #[pyo3(signature = (start = None, stop = None, *, reverse = false))]
+    #[pyo3(signature = (start = None, stop = None, *, reverse = false, shared_passes = true))]
     fn values(
         &self,
         py: Python<'_>,
         start: Option<Bytes>,
         stop: Option<Bytes>,
         reverse: bool,
+        shared_passes: bool,
     ) -> PyResult<PyDbIterator> {
-        reads::scan(py, &self.handle, None, start, stop, reverse, Yield::Values)
+        reads::scan(
+            py,
+            &self.handle,
+            None,
+            (start, stop),
+            (reverse, shared_passes),
+            Yield::Values,
+        )
     }
 
     /// ``iter(db)``: every key in order.
     fn __iter__(&self, py: Python<'_>) -> PyResult<PyDbIterator> {
-        self.keys(py, None, None, false)
+        self.keys(py, None, None, false, true)
     }
 
     /// Number of keys with ``start <= key < stop``, counted on ``threads``

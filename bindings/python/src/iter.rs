@@ -39,6 +39,8 @@ pub(crate) struct Scan {
     pub stop: Option<Vec<u8>>,
     pub reverse: bool,
     pub what: Yield,
+    /// `ReadOptions::shared_passes`.
+    pub shared: bool,
 }
 
 impl Scan {
@@ -69,12 +71,14 @@ impl PyDbIterator {
                 stop,
                 reverse,
                 what,
+                shared,
             } = scan;
             let iter = (!empty).then(|| {
                 db.iter_opt(&varve::ReadOptions {
                     snapshot,
                     iterate_lower_bound: start,
                     iterate_upper_bound: stop,
+                    shared_passes: shared,
                     ..varve::ReadOptions::default()
                 })
             });

@@ -104,14 +104,14 @@ pub(crate) fn multi_get<'py>(
     )
 }
 
-/// A lazy iterator over `[start, stop)`.
+/// A lazy iterator over `[start, stop)`, backward with `reverse`, in a
+/// shared pass with `shared` (`ReadOptions::shared_passes`).
 pub(crate) fn scan(
     py: Python<'_>,
     handle: &Arc<Handle>,
     snapshot: Option<varve::Snapshot>,
-    start: Option<Bytes>,
-    stop: Option<Bytes>,
-    reverse: bool,
+    (start, stop): (Option<Bytes>, Option<Bytes>),
+    (reverse, shared): (bool, bool),
     what: Yield,
 ) -> PyResult<PyDbIterator> {
     let scan = Scan {
@@ -119,6 +119,7 @@ pub(crate) fn scan(
         stop: crate::bytes::bound(stop),
         reverse,
         what,
+        shared,
     };
     PyDbIterator::open(py, handle, scan, snapshot)
 }

@@ -90,46 +90,70 @@ impl PySnapshot {
 
     /// ``(key, value)`` pairs of ``[start, stop)`` as of the snapshot,
     /// lazily (see ``Db.items``).
-    #[pyo3(signature = (start = None, stop = None, *, reverse = false))]
+    #[pyo3(signature = (start = None, stop = None, *, reverse = false, shared_passes = true))]
     fn items(
         &self,
         py: Python<'_>,
         start: Option<Bytes>,
         stop: Option<Bytes>,
         reverse: bool,
+        shared_passes: bool,
     ) -> PyResult<PyDbIterator> {
         let pin = Some(self.pin(py)?);
-        reads::scan(py, &self.handle, pin, start, stop, reverse, Yield::Items)
+        reads::scan(
+            py,
+            &self.handle,
+            pin,
+            (start, stop),
+            (reverse, shared_passes),
+            Yield::Items,
+        )
     }
 
     /// Keys of ``[start, stop)`` as of the snapshot, lazily.
-    #[pyo3(signature = (start = None, stop = None, *, reverse = false))]
+    #[pyo3(signature = (start = None, stop = None, *, reverse = false, shared_passes = true))]
     fn keys(
         &self,
         py: Python<'_>,
         start: Option<Bytes>,
         stop: Option<Bytes>,
         reverse: bool,
+        shared_passes: bool,
     ) -> PyResult<PyDbIterator> {
         let pin = Some(self.pin(py)?);
-        reads::scan(py, &self.handle, pin, start, stop, reverse, Yield::Keys)
+        reads::scan(
+            py,
+            &self.handle,
+            pin,
+            (start, stop),
+            (reverse, shared_passes),
+            Yield::Keys,
+        )
     }
 
     /// Values of ``[start, stop)`` as of the snapshot, lazily.
-    #[pyo3(signature = (start = None, stop = None, *, reverse = false))]
+    #[pyo3(signature = (start = None, stop = None, *, reverse = false, shared_passes = true))]
     fn values(
         &self,
         py: Python<'_>,
         start: Option<Bytes>,
         stop: Option<Bytes>,
         reverse: bool,
+        shared_passes: bool,
     ) -> PyResult<PyDbIterator> {
         let pin = Some(self.pin(py)?);
-        reads::scan(py, &self.handle, pin, start, stop, reverse, Yield::Values)
+        reads::scan(
+            py,
+            &self.handle,
+            pin,
+            (start, stop),
+            (reverse, shared_passes),
+            Yield::Values,
+        )
     }
 
     fn __iter__(&self, py: Python<'_>) -> PyResult<PyDbIterator> {
-        self.keys(py, None, None, false)
+        self.keys(py, None, None, false, true)
     }
 
     /// Number of keys in ``[start, stop)`` as of the snapshot (see

@@ -64,6 +64,12 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, s: &varve::DbStats) -> PyResult<Boun
         shared_scan_loads,
         shared_scan_hits,
         shared_scan_no_room,
+        shared_passes,
+        shared_pass_joins,
+        shared_pass_segments,
+        shared_pass_behind,
+        shared_pass_paced,
+        shared_pass_bytes,
         open_records_replayed,
     );
     let levels = PyList::empty(py);

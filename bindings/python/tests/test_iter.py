@@ -134,3 +134,29 @@ def test_iterator_as_context_manager(db: varve.Db) -> None:
         assert next(it) == (b"a", b"1")
     with pytest.raises(varve.ClosedError):
         next(it)
+
+
+def test_shared_passes_share_one_merge_and_see_the_same(filled) -> None:
+    """Two iterators from the first key at once share one merge (a pass)
+    unless ``shared_passes=False``; either way each sees the model."""
+    db, model = filled
+    want = sorted(model.items())
+    for shared in (False, True):
+        before = db.stats_dict()["shared_passes"]
+        a = db.items(shared_passes=shared)
+        b = db.items(shared_passes=shared)
+        got_a: List[Tuple[bytes, bytes]] = []
+        got_b: List[Tuple[bytes, bytes]] = []
+        for x, y in zip(a, b):
+            got_a.append(x)
+            got_b.append(y)
+        got_a.extend(a)
+        got_b.extend(b)
+        assert got_a == want and got_b == want
+        passes = db.stats_dict()["shared_passes"] - before
+        assert (passes >= 1) if shared else (passes == 0), (shared, passes)
+    assert list(db.keys(shared_passes=False)) == [k for k, _ in want]
+    assert list(db.values(shared_passes=True)) == [v for _, v in want]
+    snap = db.snapshot()
+    assert list(snap.items(shared_passes=False)) == want
+    assert list(snap.keys(shared_passes=True)) == [k for k, _ in want]

@@ -285,6 +285,40 @@ pub unsafe extern "C" fn varve_readoptions_set_readahead_size(
     unsafe { set_read(ro, errptr, |o| o.readahead_size = bytes) }
 }
 
+/// Iterators that start at the first key without bounds and walk forward
+/// share one merge with the other iterators doing the same over the same
+/// state at the same time (`docs/shared-passes.md`); an iterator that
+/// seeks, steps back or falls behind goes on alone with the same results.
+/// Default true; false gives every iterator its own merge.
+///
+/// # Safety
+/// As for `varve_readoptions_set_snapshot`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_readoptions_set_shared_passes(
+    ro: *mut varve_readoptions_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: forwarded contract.
+    unsafe { set_read(ro, errptr, |o| o.shared_passes = v) }
+}
+
+/// An iterator's seek positions its sources (memtables, L0 files,
+/// levels) concurrently on fibers through io_uring (one after another,
+/// with the same results, where io_uring is not available). Default true.
+///
+/// # Safety
+/// As for `varve_readoptions_set_snapshot`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn varve_readoptions_set_concurrent_seeks(
+    ro: *mut varve_readoptions_t,
+    v: bool,
+    errptr: *mut *mut c_char,
+) -> varve_status {
+    // SAFETY: forwarded contract.
+    unsafe { set_read(ro, errptr, |o| o.concurrent_seeks = v) }
+}
+
 /// New write options with the defaults (no sync, WAL on). Free with
 /// `varve_writeoptions_destroy`. NULL only if the library panicked.
 #[unsafe(no_mangle)]

@@ -97,6 +97,7 @@ class Snapshot:
         stop: Optional[_BytesLike] = None,
         *,
         reverse: bool = False,
+        shared_passes: bool = True,
     ) -> DbIterator[Tuple[bytes, bytes]]: ...
     def keys(
         self,
@@ -104,6 +105,7 @@ class Snapshot:
         stop: Optional[_BytesLike] = None,
         *,
         reverse: bool = False,
+        shared_passes: bool = True,
     ) -> DbIterator[bytes]: ...
     def values(
         self,
@@ -111,6 +113,7 @@ class Snapshot:
         stop: Optional[_BytesLike] = None,
         *,
         reverse: bool = False,
+        shared_passes: bool = True,
     ) -> DbIterator[bytes]: ...
     def __iter__(self) -> DbIterator[bytes]: ...
     def par_count(
@@ -187,6 +190,7 @@ class Db:
         stop: Optional[_BytesLike] = None,
         *,
         reverse: bool = False,
+        shared_passes: bool = True,
     ) -> DbIterator[Tuple[bytes, bytes]]: ...
     def keys(
         self,
@@ -194,6 +198,7 @@ class Db:
         stop: Optional[_BytesLike] = None,
         *,
         reverse: bool = False,
+        shared_passes: bool = True,
     ) -> DbIterator[bytes]: ...
     def values(
         self,
@@ -201,6 +206,7 @@ class Db:
         stop: Optional[_BytesLike] = None,
         *,
         reverse: bool = False,
+        shared_passes: bool = True,
     ) -> DbIterator[bytes]: ...
     def __iter__(self) -> DbIterator[bytes]: ...
     def par_count(

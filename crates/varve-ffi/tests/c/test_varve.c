@@ -736,6 +736,65 @@ static void test_iterators(varve_db_t *db) {
     EXPECT_MSG("iter_out");
 }
 
+/* The "Shared passes: N passes" count of varve_stats (a line that is
+ * there once a pass was made). */
+static unsigned long long shared_passes_of(varve_db_t *db) {
+    char *stats = NULL;
+    OK(varve_stats(db, &stats, &err));
+    CHECK(stats != NULL);
+    const char *p = stats ? strstr(stats, "Shared passes: ") : NULL;
+    unsigned long long n = p ? strtoull(p + strlen("Shared passes: "), NULL, 10) : 0;
+    varve_free(stats);
+    return n;
+}
+
+/* Two iterators from the first key, stepped in turn: both see the same
+ * keys (returned: how many); with shared passes they share one merge. */
+static size_t walk_two(varve_db_t *db, bool shared) {
+    varve_readoptions_t *ro = varve_readoptions_create();
+    OK(varve_readoptions_set_shared_passes(ro, shared, &err));
+    OK(varve_readoptions_set_concurrent_seeks(ro, !shared, &err));
+    varve_iterator_t *a = NULL, *b = NULL;
+    OK(varve_iter_create(db, ro, &a, &err));
+    OK(varve_iter_create(db, ro, &b, &err));
+    varve_readoptions_destroy(ro);
+    OK(varve_iter_seek_to_first(a, &err));
+    OK(varve_iter_seek_to_first(b, &err));
+    size_t n = 0;
+    while (varve_iter_valid(a)) {
+        size_t alen = 0, blen = 0;
+        CHECK(varve_iter_valid(b));
+        const char *ak = varve_iter_key(a, &alen);
+        const char *bk = varve_iter_key(b, &blen);
+        CHECK(bk != NULL && alen == blen && memcmp(ak, bk, alen) == 0);
+        const char *av = varve_iter_value(a, &alen);
+        const char *bv = varve_iter_value(b, &blen);
+        CHECK(bv != NULL && alen == blen && memcmp(av, bv, alen) == 0);
+        OK(varve_iter_next(a, &err));
+        OK(varve_iter_next(b, &err));
+        n++;
+    }
+    CHECK(!varve_iter_valid(b));
+    OK(varve_iter_status(a, &err));
+    OK(varve_iter_status(b, &err));
+    varve_iter_destroy(a);
+    varve_iter_destroy(b);
+    return n;
+}
+
+static void test_shared_passes(varve_db_t *db) {
+    unsigned long long before = shared_passes_of(db);
+    size_t alone = walk_two(db, false);
+    CHECK(alone > 20);
+    CHECK(shared_passes_of(db) == before); /* no pass without shared passes */
+    CHECK(walk_two(db, true) == alone);
+    CHECK(shared_passes_of(db) == before + 1); /* one merge for both */
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_readoptions_set_shared_passes(NULL, true, &err));
+    EXPECT_MSG("read options is NULL");
+    EXPECT(VARVE_INVALID_ARGUMENT, varve_readoptions_set_concurrent_seeks(NULL, true, &err));
+    EXPECT_MSG("read options is NULL");
+}
+
 static void test_scans(varve_db_t *db) {
     /* 3000 keys of ~120 bytes, in tables: the anchors need index blocks. */
     char key[32], val[128];
@@ -1075,6 +1134,7 @@ int main(int argc, char **argv) {
     test_multi_get(db);
     test_snapshots(db);
     test_iterators(db);
+    test_shared_passes(db);
     test_scans(db);
     test_admin(db);
     OK(varve_close(db, &err));

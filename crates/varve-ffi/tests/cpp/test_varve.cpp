@@ -396,6 +396,7 @@ static void test_iterators(varve::Db &db) {
     db.put("it-l", "after snapshot");
     ro.clear_iterate_lower_bound().clear_iterate_upper_bound().set_snapshot(s);
     ro.set_fill_cache(false).set_readahead_size(0);
+    ro.set_shared_passes(false).set_concurrent_seeks(false);
     varve::Iterator all = db.iterator(ro);
     std::size_t n = 0;
     bool saw_k = false, saw_l = false;
