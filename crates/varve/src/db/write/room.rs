@@ -3,13 +3,16 @@
 //! switch that also starts a new WAL file, and [`restart_log`], the switch
 //! `Db::resume` makes after a failure.
 //!
-//! Thread-safety: [`make_room`], [`switch_memtable`] and [`restart_log`]
-//! run under the write path's `switching` mutex (one switcher at a time).
+//! Thread-safety: [`make_room`], [`switch_memtable`], [`prepare_switch`]
+//! and [`restart_log`] run under the write path's `switching` mutex (one
+//! switcher at a time).
 //! The switch takes the write gate exclusively: every writer that took a
 //! sequence number has inserted into the old memtable and placed its record
 //! in the old log before the gate is granted. Invariants: the old log is
 //! fully written and fdatasync'ed before the new log takes over, so a power
-//! loss can never keep a newer log while losing the end of an older one; a
+//! loss can never keep a newer log *with records* while losing the end of
+//! an older one (a log made ahead by [`prepare_switch`] holds no record
+//! until it takes over, and recovery knows such logs); a
 //! log that failed is first cut to its stop point (a record boundary) and
 //! fdatasync'ed, so it is a complete log too, never a non-final log with a
 //! torn tail; a new log whose creation failed is removed, so no stray
@@ -147,13 +150,13 @@ pub(crate) fn switch_keyspaces(
     need: usize,
     keyspaces: Option<KeyspaceSet<'_>>,
 ) -> Result<()> {
-    // Before the writers are held (`switching` keeps the current log
-    // current meanwhile): most of the old log written and synced, so that
-    // the sync under the gate has only its tail left, and the next log
-    // created (file, preallocation, directory entry). Under a disk busy
-    // with blob chunks, both took 3-130 ms each with every writer waiting.
-    // Usually that was done at the log's high-water mark, with the writers
-    // still going (`prepare_switch`).
+    // The next log is the one made ahead at the old log's high-water mark
+    // (`prepare_switch`) if it still fits; otherwise the old log is synced
+    // and the next one created here, still before the writers are held
+    // (`switching` keeps the current log current meanwhile). Either way
+    // the sync under the gate has only the old log's tail left: under a
+    // disk busy with blob chunks, syncing it all and creating the next
+    // log took 3-130 ms each with every writer waiting.
     let asked = Instant::now();
     let current = db.writes.current();
     let ids: Vec<u32> = match &keyspaces {
