@@ -158,18 +158,7 @@ impl WritePath {
 
     /// Writes and fdatasyncs every record placed in the current log.
     pub(crate) fn sync_wal(&self, db: &DbInner) -> Result<()> {
-        let log = self.current();
-        match log.flush_and_sync() {
-            Ok(true) => {
-                Counters::add(&db.counters.wal_syncs, 1);
-                Ok(())
-            }
-            Ok(false) => Ok(()),
-            Err(e) => {
-                db.poison_wal(&log, wal_failure(&log), &e);
-                Err(e)
-            }
-        }
+        sync_log(db, &self.current())
     }
 
     /// Makes the current memtable immutable (if it holds anything) and waits
@@ -361,10 +350,10 @@ fn apply(
     let wp = &db.writes;
     let _counted = opts.sync.then(|| wp.syncer.sync_writer());
     let count = batch.len() as u64;
-    let (log, gate) = loop {
+    let (log, gate, high_water) = loop {
         let gate = wp.gate.read();
-        if gate.try_reserve(charge, blob_bytes) {
-            break (Arc::clone(&gate), gate);
+        if let Some(high_water) = gate.try_reserve(charge, blob_bytes) {
+            break (Arc::clone(&gate), gate, high_water);
         }
         drop(gate);
         room::make_room(db, charge, blob_bytes)?;
@@ -441,7 +430,7 @@ fn apply(
     // The writer that filled the log to its high-water mark makes the
     // next one, so that the switch holds the writers only for the old
     // log's tail.
-    if log.take_high_water() {
+    if high_water {
         room::prepare_switch(db, &log);
     }
     let Some(end) = end else {
@@ -469,6 +458,22 @@ fn apply(
         return Err(failed(db, &log, (first, last), end, record_len, e));
     }
     Ok(())
+}
+
+/// Writes and fdatasyncs every record placed in `log` so far, counting
+/// the fdatasync; a failure poisons the database.
+pub(super) fn sync_log(db: &DbInner, log: &WalLog) -> Result<()> {
+    match log.flush_and_sync() {
+        Ok(true) => {
+            Counters::add(&db.counters.wal_syncs, 1);
+            Ok(())
+        }
+        Ok(false) => Ok(()),
+        Err(e) => {
+            db.poison_wal(log, wal_failure(log), &e);
+            Err(e)
+        }
+    }
 }
 
 /// The error path of a write whose record (sequences `seqs`, `len` bytes

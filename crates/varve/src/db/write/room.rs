@@ -172,7 +172,7 @@ pub(crate) fn switch_keyspaces(
             if let Some(p) = stale {
                 discard(db, p);
             }
-            sync_old_log(db, &current)?;
+            super::sync_log(db, &current)?;
             match create_log(db, need, &ids) {
                 Ok((log, mem)) => (log, mem, false),
                 Err(e) => {
@@ -191,7 +191,7 @@ pub(crate) fn switch_keyspaces(
         "the current log changes only under `switching`"
     );
     let old_blob_bytes = old.blob_bytes();
-    if let Err(e) = sync_old_log(db, &old) {
+    if let Err(e) = super::sync_log(db, &old) {
         // The new log never takes over: no stray newer log for recovery.
         let path = log.path().to_path_buf();
         drop(log);
@@ -288,7 +288,7 @@ pub(crate) fn prepare_switch(db: &DbInner, log: &Arc<WalLog>) {
     if !Arc::ptr_eq(&current, log) || db.writes.prepared.lock().is_some() {
         return;
     }
-    if sync_old_log(db, &current).is_err() {
+    if super::sync_log(db, &current).is_err() {
         return;
     }
     let ids: Vec<u32> = current.keyspace_mems.iter().map(|(id, _)| *id).collect();
@@ -324,22 +324,6 @@ fn discard(db: &DbInner, p: Prepared) {
             "removing the unused WAL {} failed: {e}",
             path.display()
         ));
-    }
-}
-
-/// Writes and fdatasyncs every record placed in `log` so far (poisoning
-/// the database if that fails).
-fn sync_old_log(db: &DbInner, log: &WalLog) -> Result<()> {
-    match log.flush_and_sync() {
-        Ok(true) => {
-            Counters::add(&db.counters.wal_syncs, 1);
-            Ok(())
-        }
-        Ok(false) => Ok(()),
-        Err(e) => {
-            db.poison_err("WAL sync before switch failed", &e);
-            Err(e)
-        }
     }
 }
 

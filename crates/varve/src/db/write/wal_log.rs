@@ -104,8 +104,8 @@ pub(crate) struct WalLog {
     /// takes one write whatever it references.
     pub(super) blob_budget: u64,
     pub(super) blob_reserved: AtomicU64,
-    /// Set by the first writer that found 7/8 of the room or of the blob
-    /// budget reserved ([`take_high_water`](Self::take_high_water)).
+    /// Set by the first reservation that took the room or the blob bytes
+    /// past 7/8 of the budget ([`try_reserve`](Self::try_reserve)).
     high_water: AtomicBool,
     pub(super) pool: SlotPool,
     pub(super) sink: OrderedSink,
@@ -258,36 +258,35 @@ impl WalLog {
     }
 
     /// Reserves `charge` memtable bytes and `blob` referenced blob bytes
-    /// (a write's pointers); `false` (nothing reserved) when either does
+    /// (a write's pointers); `None` (nothing reserved) when either does
     /// not fit. The first write with blob bytes always fits them.
-    pub(crate) fn try_reserve(&self, charge: usize, blob: u64) -> bool {
+    ///
+    /// `Some(true)` for exactly one reservation per log: the first whose
+    /// bytes took the reserved room or blob bytes to 7/8 of the budget,
+    /// the moment to make the next log ahead of the switch
+    /// (`room::prepare_switch`). It is read off the `fetch_add`s the
+    /// reservation makes anyway; the flag is touched only by a crossing.
+    pub(crate) fn try_reserve(&self, charge: usize, blob: u64) -> Option<bool> {
         let before = self.reserved.fetch_add(charge, Ordering::Relaxed);
-        if before.saturating_add(charge) > self.budget {
+        let after = before.saturating_add(charge);
+        if after > self.budget {
             self.reserved.fetch_sub(charge, Ordering::Relaxed);
-            return false;
+            return None;
         }
+        let mark = self.budget - self.budget / 8;
+        let mut crossed = before < mark && after >= mark;
         if blob > 0 {
             let before = self.blob_reserved.fetch_add(blob, Ordering::Relaxed);
-            if before > 0 && before.saturating_add(blob) > self.blob_budget {
+            let after = before.saturating_add(blob);
+            if before > 0 && after > self.blob_budget {
                 self.blob_reserved.fetch_sub(blob, Ordering::Relaxed);
                 self.reserved.fetch_sub(charge, Ordering::Relaxed);
-                return false;
+                return None;
             }
+            let mark = self.blob_budget - self.blob_budget / 8;
+            crossed |= before < mark && after >= mark;
         }
-        true
-    }
-
-    /// True for exactly one caller: the first to find 7/8 of the memtable
-    /// room or of the blob budget reserved, the moment to make the next
-    /// log ahead of the switch (`room::prepare_switch`). Two loads per
-    /// write until then.
-    pub(crate) fn take_high_water(&self) -> bool {
-        let high = self.reserved.load(Ordering::Relaxed) >= self.budget - self.budget / 8
-            || (self.blob_budget != u64::MAX
-                && self.blob_reserved.load(Ordering::Relaxed)
-                    >= self.blob_budget - self.blob_budget / 8);
-        high && !self.high_water.load(Ordering::Relaxed)
-            && !self.high_water.swap(true, Ordering::Relaxed)
+        Some(crossed && !self.high_water.swap(true, Ordering::Relaxed))
     }
 
     /// Gives back a reservation whose write did not happen.
