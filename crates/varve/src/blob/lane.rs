@@ -112,6 +112,23 @@ impl Default for LaneOptions {
     }
 }
 
+/// How far a lane had appended when a flush began: what the flush must
+/// make durable before its tables' pointers may outlive the WAL
+/// ([`BlobLane::sync_to`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// The lane holds a file given up after a failure: its values are made
+    /// durable as [`BlobLane::sync`] does.
+    Failed,
+    /// The bytes below `len` of open file `number` (the file's length
+    /// then).
+    At { number: u64, len: u64 },
+}
+
+/// How long [`BlobLane::sync_to`] lets the lane go between looks at the
+/// chunk writes it waits for.
+const MARK_POLL: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// One write lane.
 #[derive(Debug)]
 pub(crate) struct BlobLane {
@@ -578,17 +595,6 @@ impl BlobLane {
         Ok(Some(p))
     }
 
-    /// The lane has appended values that are not durable yet, or a
-    /// file given up after a failure (see [`sync`](Self::sync)).
-    fn has_unsynced(&self) -> bool {
-        self.has_failed.load(Ordering::Acquire)
-            || self
-                .open
-                .lock()
-                .as_ref()
-                .is_some_and(|f| f.file.len() > f.synced)
-    }
-
     /// Makes every value appended so far durable (the open file's
     /// `fdatasync`, run outside the lane's mutex). Sealed files are durable
     /// already.
@@ -652,6 +658,95 @@ impl BlobLane {
             }
         }
         Ok(())
+    }
+
+    /// Where the lane's appended bytes end now, if any of them is not
+    /// durable yet (`None`: nothing to sync).
+    pub(crate) fn mark(&self) -> Option<Mark> {
+        let open = self.open.lock();
+        // Under the mutex, as in `sync`: a give-up before this is seen.
+        if self.has_failed.load(Ordering::Acquire) {
+            return Some(Mark::Failed);
+        }
+        let f = open.as_ref()?;
+        let len = f.file.len();
+        (len > f.synced).then_some(Mark::At {
+            number: f.number,
+            len,
+        })
+    }
+
+    /// Makes the bytes below `mark` durable, as [`sync`](Self::sync) makes
+    /// every appended byte, but without holding up the lane's writers
+    /// while the disk works.
+    ///
+    /// `sync` takes the lane's mutex for the writes in flight and for a
+    /// direct write of the partial chunk, and the lane's writers wait all
+    /// that time. A flush needs only the bytes appended before it began,
+    /// which by the time its tables are built are usually in chunk writes
+    /// that completed or are on their way. So: while the marked bytes are
+    /// all handed to the blob file, look (briefly, under the mutex) at the
+    /// writes that completed, let the lane go and look again in
+    /// [`MARK_POLL`]; once they are all written, `fdatasync` the file
+    /// outside the mutex. Marked bytes that are still only staged (a slow
+    /// lane), a file given up after a failure and a plain (not staged)
+    /// file take `sync` itself. A file sealed since the mark was made
+    /// durable by its seal.
+    pub(crate) fn sync_to(&self, mark: Mark) -> Result<()> {
+        let Mark::At { number, len } = mark else {
+            return self.sync();
+        };
+        let (handle, path) = loop {
+            let mut open = self.open.lock();
+            if self.has_failed.load(Ordering::Acquire) {
+                drop(open);
+                return self.sync();
+            }
+            let Some(f) = open.as_mut() else {
+                return Ok(()); // sealed (durable) since the mark
+            };
+            if f.number != number || f.synced >= len {
+                return Ok(());
+            }
+            let LaneFile::Staged(s) = &mut f.file else {
+                drop(open);
+                return self.sync();
+            };
+            if let Err(e) = s.reap() {
+                self.give_up(&mut open);
+                return Err(e);
+            }
+            if s.readable_len() >= len {
+                let h = (s.sync_handle(), s.path().to_path_buf());
+                self.publish(open.as_ref());
+                break h;
+            }
+            if s.handed_off_len() < len {
+                drop(open);
+                return self.sync();
+            }
+            self.publish(open.as_ref());
+            drop(open);
+            std::thread::sleep(MARK_POLL);
+        };
+        let synced = handle.sync_data().map_err(|e| Error::io(&path, e));
+        let mut open = self.open.lock();
+        match synced {
+            Ok(()) => {
+                if let Some(f) = open.as_mut()
+                    && f.number == number
+                {
+                    f.synced = f.synced.max(len);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if open.as_ref().is_some_and(|f| f.number == number) {
+                    self.give_up(&mut open);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// After a put failed: opens the lane's next file now (registered, its
@@ -788,8 +883,44 @@ impl BlobLane {
     }
 }
 
-/// Most threads [`BlobWriteLanes::sync_parallel`] syncs lanes with.
+/// Most threads [`BlobWriteLanes::sync_to_marks`] syncs lanes with.
 const SYNC_THREADS: usize = 16;
+
+/// Runs `job` on every item, on up to [`SYNC_THREADS`] threads at once
+/// (this one and scoped helpers): the jobs' waits for the disk overlap.
+/// Every item is taken even when a job fails; the first error is
+/// returned. A helper that cannot be started leaves its share to the
+/// others.
+fn on_threads<T: Sync>(items: &[T], job: impl Fn(&T) -> Result<()> + Sync) -> Result<()> {
+    if items.len() < 2 {
+        return items.iter().try_for_each(job);
+    }
+    let next = AtomicUsize::new(0);
+    let first: Mutex<Option<Error>> = Mutex::new(None);
+    let work = || {
+        while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if let Err(e) = job(item) {
+                first.lock().get_or_insert(e);
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..items.len().min(SYNC_THREADS) {
+            let helper = std::thread::Builder::new()
+                .name("varve-blob-sync".into())
+                .spawn_scoped(s, work);
+            if helper.is_err() {
+                break;
+            }
+        }
+        work();
+    });
+    debug_assert!(
+        next.load(Ordering::Relaxed) >= items.len(),
+        "every item was taken"
+    );
+    first.into_inner().map_or(Ok(()), Err)
+}
 
 /// The write lanes of a database: a writer takes the lane of its thread.
 #[derive(Debug)]
@@ -910,47 +1041,29 @@ impl BlobWriteLanes {
         self.lanes.iter().try_for_each(BlobLane::sync)
     }
 
-    /// As [`sync`](Self::sync), with the lanes that have values to make
-    /// durable synced by up to [`SYNC_THREADS`] threads at once (this one
-    /// and scoped helpers): their waits for the disk (the writes in
-    /// flight, the partial chunk, the `fdatasync`) overlap, and the file
-    /// system commits their `fdatasync`s together instead of one after
-    /// another. For a flush, which makes every lane durable at once; a
-    /// `sync` writer keeps the sequential form (64 of them at once must not
-    /// start a thousand threads). Every dirty lane is synced even when one
-    /// fails (each failure is the lane's own, `BlobLane::sync`); the
-    /// first error is returned. A helper that cannot be started leaves its
-    /// share to the others.
-    pub(crate) fn sync_parallel(&self) -> Result<()> {
-        let dirty: Vec<&BlobLane> = self.lanes.iter().filter(|l| l.has_unsynced()).collect();
-        if dirty.len() < 2 {
-            return dirty.into_iter().try_for_each(BlobLane::sync);
-        }
-        let next = AtomicUsize::new(0);
-        let first: Mutex<Option<Error>> = Mutex::new(None);
-        let work = || {
-            while let Some(lane) = dirty.get(next.fetch_add(1, Ordering::Relaxed)) {
-                if let Err(e) = lane.sync() {
-                    first.lock().get_or_insert(e);
-                }
-            }
-        };
-        std::thread::scope(|s| {
-            for _ in 1..dirty.len().min(SYNC_THREADS) {
-                let helper = std::thread::Builder::new()
-                    .name("varve-blob-sync".into())
-                    .spawn_scoped(s, work);
-                if helper.is_err() {
-                    break;
-                }
-            }
-            work();
-        });
-        debug_assert!(
-            next.load(Ordering::Relaxed) >= dirty.len(),
-            "every dirty lane was taken"
-        );
-        first.into_inner().map_or(Ok(()), Err)
+    /// Each lane's [`BlobLane::mark`], in lane order.
+    pub(crate) fn marks(&self) -> Vec<Option<Mark>> {
+        self.lanes.iter().map(BlobLane::mark).collect()
+    }
+
+    /// Makes the bytes below each lane's mark durable
+    /// ([`BlobLane::sync_to`]), up to [`SYNC_THREADS`] lanes at once: their
+    /// waits for the disk overlap, and the file system commits their
+    /// `fdatasync`s together instead of one after another. For a flush,
+    /// with the marks taken when it began; a `sync` writer keeps the
+    /// sequential [`sync`](Self::sync) (64 of them at once must not start
+    /// a thousand threads). Every marked lane is synced even when one
+    /// fails (each failure is the lane's own); the first error is
+    /// returned.
+    pub(crate) fn sync_to_marks(&self, marks: &[Option<Mark>]) -> Result<()> {
+        debug_assert_eq!(marks.len(), self.lanes.len(), "one mark per lane");
+        let marked: Vec<(&BlobLane, Mark)> = self
+            .lanes
+            .iter()
+            .zip(marks)
+            .filter_map(|(lane, m)| m.map(|m| (lane, m)))
+            .collect();
+        on_threads(&marked, |(lane, mark)| lane.sync_to(*mark))
     }
 
     /// True if a lane still appends to blob file `number`, or gave it up

@@ -371,6 +371,23 @@ impl StagedFile {
         s.base + s.flushed as u64
     }
 
+    /// Bytes handed to the blob file: every byte below it is in a chunk
+    /// write that completed or is in flight (or was written by
+    /// [`flush_partial`](Self::flush_partial)); the bytes from it on are
+    /// only staged. Never less than [`readable_len`](Self::readable_len).
+    pub(crate) fn handed_off_len(&self) -> u64 {
+        let s = &self.slots[self.cur];
+        s.base + s.flushed as u64
+    }
+
+    /// Records the chunk writes that completed, without waiting for any
+    /// (raises [`readable_len`](Self::readable_len) over them).
+    pub(crate) fn reap(&mut self) -> Result<()> {
+        self.note_written()?;
+        debug_assert!(self.readable_len() <= self.handed_off_len());
+        Ok(())
+    }
+
     /// Stages `data` after the bytes appended so far.
     pub(crate) fn append(&mut self, data: &[u8]) -> Result<()> {
         let number = self.number;

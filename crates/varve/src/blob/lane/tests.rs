@@ -692,13 +692,15 @@ fn lanes_by_key_keep_nearby_keys_together() {
     assert_eq!(file_of_lane.len(), 4, "all four lanes used");
 }
 
-/// A flush's parallel sync makes every lane's values durable, one
-/// `fdatasync` per lane that has something new and none for the others;
-/// a failed one fails the sync without keeping the other lanes from
-/// theirs, and a later sync covers the lane that failed. After a power
-/// loss, every value the successful syncs covered reads back.
+/// A flush's sync (to the marks taken when it began) makes every marked
+/// lane's values durable, one `fdatasync` per lane that has something new
+/// and none for the others; a failed one fails the sync without keeping
+/// the other lanes from theirs, and a later sync covers the lane that
+/// failed. After a power loss, every value the successful syncs covered
+/// reads back. (Plain files, as the fault-injecting file system gives,
+/// take `BlobLane::sync` for each marked lane.)
 #[test]
-fn a_parallel_sync_syncs_every_dirty_lane_once() {
+fn a_flush_sync_syncs_every_marked_lane_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = crate::io::FaultInjectingFs::new(Arc::new(PosixFs));
     let files = Files::default();
@@ -714,7 +716,13 @@ fn a_parallel_sync_syncs_every_dirty_lane_once() {
         1,
         by_key,
     );
-    lanes.sync_parallel().expect("nothing to sync");
+    assert!(
+        lanes.marks().iter().all(Option::is_none),
+        "nothing to sync: no marks"
+    );
+    lanes
+        .sync_to_marks(&lanes.marks())
+        .expect("nothing to sync");
     // One value in each of the first 20 lanes (a key per lane).
     let key = |lane: u64| (lane * (u64::MAX / LANES as u64) + u64::MAX / 48).to_be_bytes();
     let mut pointers = Vec::new();
@@ -726,9 +734,9 @@ fn a_parallel_sync_syncs_every_dirty_lane_once() {
         pointers.push((lane, p.expect("room")));
     }
     let before = fs.syncs();
-    lanes.sync_parallel().expect("sync");
+    lanes.sync_to_marks(&lanes.marks()).expect("sync");
     assert_eq!(fs.syncs(), before + 20, "one fdatasync per lane written");
-    lanes.sync_parallel().expect("sync again");
+    lanes.sync_to_marks(&lanes.marks()).expect("sync again");
     assert_eq!(fs.syncs(), before + 20, "nothing new: no fdatasync");
 
     // Every fdatasync fails: the sync fails, and each lane tried its own.
@@ -740,10 +748,14 @@ fn a_parallel_sync_syncs_every_dirty_lane_once() {
     }
     fs.fail_syncs(true);
     let before = fs.syncs();
-    lanes.sync_parallel().expect_err("the fdatasyncs fail");
+    lanes
+        .sync_to_marks(&lanes.marks())
+        .expect_err("the fdatasyncs fail");
     assert_eq!(fs.syncs(), before, "a failed fdatasync is not counted");
     fs.fail_syncs(false);
-    lanes.sync_parallel().expect("sync once the disk is back");
+    lanes
+        .sync_to_marks(&lanes.marks())
+        .expect("sync once the disk is back");
     assert!(fs.syncs() > before, "the given-up files were synced");
 
     fs.crash();
@@ -753,4 +765,90 @@ fn a_parallel_sync_syncs_every_dirty_lane_once() {
         let i = if *n >= 100 { (n - 100) * 6 + 4 } else { n * 6 };
         assert_eq!(read(dir.path(), p).expect("read"), value(i), "value {n}");
     }
+}
+
+/// With staged files, a flush's sync to a mark its lane has moved past
+/// waits only for the chunk writes that hold the marked bytes and
+/// `fdatasync`s: the partial chunk is not written (the blob file stays
+/// shorter than what the lane appended), and every marked value is in the
+/// blob file itself. A mark inside the chunk being staged (a slow lane)
+/// takes the full sync, partial chunk included. A mark on a file sealed
+/// since needs nothing.
+#[test]
+fn a_sync_to_a_passed_mark_leaves_the_partial_chunk_staged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let files = Files::default();
+    let opts = LaneOptions {
+        chunk_size: 4 * PAGE,
+        file_size: 1 << 20,
+        by_key: false,
+    };
+    let lanes = lanes_in(dir.path(), 1, opts);
+    let page = |i: u64| vec![i as u8 + 1; PAGE];
+    let mut pointers = Vec::new();
+    for i in 0..6u64 {
+        let p = lanes.put(&files, format!("k{i}").as_bytes(), &page(i));
+        pointers.push(p.expect("put").expect("room"));
+    }
+    let marks = lanes.marks();
+    let Some(Mark::At { number, len }) = marks[0] else {
+        panic!("an open file with unsynced bytes: {marks:?}");
+    };
+    // Well past the mark: the chunks holding it are ended, their writes
+    // started, and a value stays staged in the current chunk.
+    for i in 6..14u64 {
+        let p = lanes.put(&files, format!("k{i}").as_bytes(), &page(i));
+        pointers.push(p.expect("put").expect("room"));
+    }
+    let appended = lanes.lanes[0]
+        .open
+        .lock()
+        .as_ref()
+        .expect("open")
+        .file
+        .len();
+    assert!(appended > len);
+    lanes.sync_to_marks(&marks).expect("sync to the marks");
+    let path = blob_file_path(dir.path(), number);
+    let on_disk = std::fs::metadata(&path).expect("blob file").len();
+    assert!(
+        on_disk >= len && on_disk < appended,
+        "the marked bytes ({len}) are in the file ({on_disk}), the staged tail \
+         (to {appended}) is not"
+    );
+    {
+        let open = lanes.lanes[0].open.lock();
+        let f = open.as_ref().expect("open");
+        assert_eq!(f.synced, len, "synced exactly to the mark");
+    }
+    for (i, p) in pointers.iter().enumerate().take(6) {
+        let end = p.offset + u64::from(p.length);
+        assert!(end <= len);
+        assert_eq!(read(dir.path(), p).expect("read"), page(i as u64));
+    }
+    // Synced already: the same marks again do nothing.
+    lanes.sync_to_marks(&marks).expect("again");
+
+    // A mark in the chunk being staged: the partial chunk is written.
+    let marks = lanes.marks();
+    let Some(Mark::At { len, .. }) = marks[0] else {
+        panic!("unsynced bytes: {marks:?}");
+    };
+    assert_eq!(len, appended);
+    lanes.sync_to_marks(&marks).expect("sync the partial chunk");
+    let on_disk = std::fs::metadata(&path).expect("blob file").len();
+    assert!(on_disk >= appended, "the partial chunk was written");
+    for (i, p) in pointers.iter().enumerate() {
+        assert_eq!(read(dir.path(), p).expect("read"), page(i as u64));
+    }
+
+    // Sealed since the mark: nothing to do.
+    let p = lanes.put(&files, b"last", &page(20)).expect("put");
+    let marks = lanes.marks();
+    assert!(matches!(marks[0], Some(Mark::At { .. })));
+    lanes.seal(&files).expect("seal");
+    lanes
+        .sync_to_marks(&marks)
+        .expect("a sealed file is durable");
+    assert_eq!(read(dir.path(), &p.expect("room")).expect("read"), page(20));
 }

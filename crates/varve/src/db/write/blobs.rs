@@ -16,7 +16,7 @@ use super::super::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::file_writer::BlobFileMeta;
 use crate::blob::format::BlobPointer;
-use crate::blob::lane::{BlobFiles, BlobWriteLanes};
+use crate::blob::lane::{BlobFiles, BlobWriteLanes, Mark};
 use crate::db::stats::Counters;
 use crate::error::{Error, Result};
 use crate::version::{BlobFileEdit, VersionEdit};
@@ -85,10 +85,29 @@ pub(crate) fn sync_all(db: &DbInner) -> Result<()> {
     db.blob_lanes.try_for_each(|_, lanes| lanes.sync())
 }
 
-/// [`sync_all`] for a flush: each keyspace's dirty lanes synced at once
-/// (`BlobWriteLanes::sync_parallel`).
-pub(crate) fn sync_all_parallel(db: &DbInner) -> Result<()> {
-    db.blob_lanes.try_for_each(|_, lanes| lanes.sync_parallel())
+/// Where every keyspace's lanes' appended bytes end now (`BlobLane::mark`):
+/// taken when a flush begins, after its memtables stopped taking writes,
+/// so the marks cover every value those memtables point to (a value is
+/// appended before its write takes its place in a memtable).
+pub(crate) fn marks(db: &DbInner) -> Vec<(u32, Vec<Option<Mark>>)> {
+    let mut marks = Vec::new();
+    let _ = db.blob_lanes.try_for_each(|id, lanes| {
+        marks.push((id, lanes.marks()));
+        Ok::<(), ()>(())
+    });
+    marks
+}
+
+/// Makes the bytes below `marks` durable (`BlobWriteLanes::sync_to_marks`),
+/// for a flush: its writers are not held up while the disk works. A
+/// keyspace dropped since has nothing left to make durable.
+pub(crate) fn sync_to_marks(db: &DbInner, marks: &[(u32, Vec<Option<Mark>>)]) -> Result<()> {
+    for (id, marks) in marks {
+        if let Some(lanes) = db.blob_lanes.of(*id) {
+            lanes.sync_to_marks(marks)?;
+        }
+    }
+    Ok(())
 }
 
 /// Seals the open file of every lane of every keyspace that had no value
