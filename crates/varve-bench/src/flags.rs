@@ -285,6 +285,14 @@ pub struct Flags {
     #[arg(long, default_value_t = 2)]
     pub subcompactions: usize,
 
+    /// L0 tables that start an L0 compaction (db_bench's name; not given:
+    /// each engine's default, 4 for varve and RocksDB). varve:
+    /// `Options::l0_compaction_trigger`; rocksdb:
+    /// `level0_file_num_compaction_trigger`; fjall has no such setting (an
+    /// error).
+    #[arg(long)]
+    pub level0_file_num_compaction_trigger: Option<usize>,
+
     /// Block cache size in bytes (db_bench default: 8 MiB).
     #[arg(long, default_value_t = 8 << 20)]
     pub cache_size: u64,
@@ -667,6 +675,9 @@ mod tests {
         }
         let f = parse(&["-sync=1", "-disable_wal=true", "-use_direct_reads=1"]);
         assert!(f.sync && f.disable_wal && f.use_direct_reads);
+        assert_eq!(f.level0_file_num_compaction_trigger, None, "engine default");
+        let f = parse(&["-level0_file_num_compaction_trigger=10"]);
+        assert_eq!(f.level0_file_num_compaction_trigger, Some(10));
         let mut v = vec!["varve-bench".to_string(), "--sync=maybe".to_string()];
         assert!(Flags::parse_from_args(v.clone()).is_err());
         v[1] = "--compression_type=zstd".into();

@@ -93,6 +93,10 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         "--keyspaces={}: not supported by fjall (its keyspaces are not wired into varve-bench)",
         flags.keyspaces
     );
+    anyhow::ensure!(
+        flags.level0_file_num_compaction_trigger.is_none(),
+        "--level0_file_num_compaction_trigger: fjall has no such setting"
+    );
     let kv = kv_separation(flags)?;
     let db = Database::builder(path)
         .cache_size(flags.cache_size)

@@ -34,7 +34,7 @@ pub fn open(flags: &Flags, _path: &Path) -> Result<Opened> {
         engine: Box::new(Memory::default()),
         ignored: vec![
             "all storage flags (cache_size, bloom_bits, direct IO, compression, sync, \
-             disable_wal, write_buffer_size, blob files): the memory engine keeps nothing \
+             disable_wal, write_buffer_size, level0_file_num_compaction_trigger, blob files): the memory engine keeps nothing \
              on disk"
                 .into(),
         ],

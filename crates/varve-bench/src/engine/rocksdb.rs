@@ -48,6 +48,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     opts.set_use_direct_reads(flags.use_direct_reads);
     opts.set_use_direct_io_for_flush_and_compaction(flags.use_direct_io_for_flush_and_compaction);
     opts.set_max_subcompactions(u32::try_from(flags.subcompactions.max(1)).unwrap_or(u32::MAX));
+    if let Some(n) = flags.level0_file_num_compaction_trigger {
+        opts.set_level_zero_file_num_compaction_trigger(i32::try_from(n).unwrap_or(i32::MAX));
+    }
     opts.set_compression_type(match flags.compression_type.as_str() {
         "lz4" => DBCompressionType::Lz4,
         _ => DBCompressionType::None,

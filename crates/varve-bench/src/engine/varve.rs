@@ -72,6 +72,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
             _ => varve::WalWriter::Mapped,
         },
         max_subcompactions: flags.subcompactions.max(1),
+        l0_compaction_trigger: flags
+            .level0_file_num_compaction_trigger
+            .unwrap_or(defaults.l0_compaction_trigger),
         min_blob_size: flags.enable_blob_files.then_some(flags.min_blob_size),
         pinned_blob_tables_size: flags
             .pinned_blob_tables_size
