@@ -43,6 +43,22 @@ pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {
     }
 }
 
+/// What a write's slowdown check needs of a super-version, in one word:
+/// the most L0 tables of any keyspace (high half) and the most immutable
+/// memtables of any keyspace (low half). Unpack with
+/// [`unpack_write_pressure`].
+pub(crate) fn write_pressure(sv: &SuperVersion) -> u64 {
+    let l0 = u32::try_from(sv.max_l0_files()).unwrap_or(u32::MAX);
+    let imms = u32::try_from(sv.max_imms()).unwrap_or(u32::MAX);
+    (u64::from(l0) << 32) | u64::from(imms)
+}
+
+/// `(most L0 tables, most immutable memtables)` from a
+/// [`write_pressure`] word.
+pub(crate) fn unpack_write_pressure(word: u64) -> (usize, usize) {
+    ((word >> 32) as usize, (word & u64::from(u32::MAX)) as usize)
+}
+
 /// State shared by the database handle, its background threads and its
 /// iterators.
 pub(crate) struct DbInner {
@@ -54,6 +70,11 @@ pub(crate) struct DbInner {
     pub(crate) lock: Mutex<Option<Box<dyn FileLock>>>,
     /// What readers consult (memtables + table files); replaced whole.
     pub(crate) state: RwLock<Arc<SuperVersion>>,
+    /// [`write_pressure`] of the current `state`, stored with every
+    /// install: each write checks it for a slowdown with one load instead
+    /// of taking the super-version's lock and reference count, which all
+    /// writers share.
+    pub(crate) write_pressure: AtomicU64,
     /// The manifest and current version; lock before `state`.
     pub(crate) versions: Mutex<VersionSet>,
     /// Versions installed and maybe still held by readers (pins files).
@@ -211,6 +232,9 @@ impl DbInner {
     pub(crate) fn install_unordered(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
         let mut st = self.state.write();
         let next = Arc::new(f(&st));
+        // Under the state's write lock: stored in install order.
+        self.write_pressure
+            .store(write_pressure(&next), Ordering::Release);
         // Every keyspace's new version is tracked, so its files stay while
         // a reader holds it.
         let mut live = self.live_versions.lock();
@@ -265,6 +289,19 @@ impl DbInner {
             l0_compaction_trigger: self.options.l0_compaction_trigger,
             max_bytes_for_level_base: self.options.max_bytes_for_level_base,
             max_bytes_for_level_multiplier: self.options.max_bytes_for_level_multiplier,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_pressure_packs_both_counts() {
+        for (l0, imms) in [(0, 0), (1, 0), (0, 1), (36, 3), (u32::MAX as usize, 7)] {
+            let word = (u64::try_from(l0).expect("fits") << 32) | imms as u64;
+            assert_eq!(unpack_write_pressure(word), (l0, imms));
         }
     }
 }

@@ -547,16 +547,18 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         .reader_pool
         .clone()
         .unwrap_or_else(|| ReaderPool::with_engine(0, a.options.io_engine));
+    let sv = SuperVersion {
+        mem: a.mem,
+        imms: a.imms,
+        version: Arc::clone(&version),
+        keyspaces: keyspace_trees,
+    };
     DbInner {
         dir: a.dir.to_path_buf(),
         fs: Arc::clone(&a.options.fs),
         lock: Mutex::new(Some(a.lock)),
-        state: RwLock::new(Arc::new(SuperVersion {
-            mem: a.mem,
-            imms: a.imms,
-            version: Arc::clone(&version),
-            keyspaces: keyspace_trees,
-        })),
+        write_pressure: AtomicU64::new(super::inner::write_pressure(&sv)),
+        state: RwLock::new(Arc::new(sv)),
         keyspaces: RwLock::new(keyspace_states(&a.options, &a.versions)),
         versions: Mutex::new(a.versions),
         live_versions: Mutex::new(live_versions),

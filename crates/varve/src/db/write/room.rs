@@ -39,15 +39,16 @@ const LOST_REPORT_WAIT: Duration = Duration::from_secs(10);
 /// L0 at the slowdown trigger, or one immutable memtable short of the stop.
 pub(super) fn slowdown(db: &DbInner) {
     let o = &db.options;
-    let sv = db.super_version();
-    let counter = if sv.max_l0_files() >= o.l0_slowdown_writes_trigger {
+    let (l0, imms) = super::super::inner::unpack_write_pressure(
+        db.write_pressure.load(std::sync::atomic::Ordering::Acquire),
+    );
+    let counter = if l0 >= o.l0_slowdown_writes_trigger {
         &db.counters.stall_slowdowns_l0
-    } else if o.max_immutable_memtables >= 2 && sv.max_imms() + 1 >= o.max_immutable_memtables {
+    } else if o.max_immutable_memtables >= 2 && imms + 1 >= o.max_immutable_memtables {
         &db.counters.stall_slowdowns_memtables
     } else {
         return;
     };
-    drop(sv);
     Counters::add(counter, 1);
     Counters::add(&db.counters.stall_micros, 1000);
     std::thread::sleep(Duration::from_millis(1));
