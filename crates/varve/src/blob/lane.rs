@@ -19,6 +19,7 @@
 //! into it is handed out; `readable` never claims bytes the blob file does
 //! not hold.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -638,26 +639,35 @@ impl BlobLane {
         };
         self.publish(open.as_ref());
         drop(open);
-        if let Some((h, path)) = handle {
-            let synced = h.sync_data().map_err(|e| Error::io(&path, e));
-            let mut open = self.open.lock();
-            match synced {
-                Ok(()) => {
-                    if let Some(f) = open.as_mut()
-                        && f.number == number
-                    {
-                        f.synced = f.synced.max(len);
-                    }
+        match handle {
+            Some((h, path)) => self.sync_file_outside(&h, &path, number, len),
+            None => Ok(()),
+        }
+    }
+
+    /// `fdatasync`s open file `number` through its second handle `h`,
+    /// outside the lane's mutex, once its bytes below `len` are written:
+    /// on success they are recorded durable, on failure the file is given
+    /// up (if still open).
+    fn sync_file_outside(&self, h: &File, path: &Path, number: u64, len: u64) -> Result<()> {
+        let synced = h.sync_data().map_err(|e| Error::io(path, e));
+        let mut open = self.open.lock();
+        match synced {
+            Ok(()) => {
+                if let Some(f) = open.as_mut()
+                    && f.number == number
+                {
+                    f.synced = f.synced.max(len);
                 }
-                Err(e) => {
-                    if open.as_ref().is_some_and(|f| f.number == number) {
-                        self.give_up(&mut open);
-                    }
-                    return Err(e);
+                Ok(())
+            }
+            Err(e) => {
+                if open.as_ref().is_some_and(|f| f.number == number) {
+                    self.give_up(&mut open);
                 }
+                Err(e)
             }
         }
-        Ok(())
     }
 
     /// Where the lane's appended bytes end now, if any of them is not
@@ -729,24 +739,7 @@ impl BlobLane {
             drop(open);
             std::thread::sleep(MARK_POLL);
         };
-        let synced = handle.sync_data().map_err(|e| Error::io(&path, e));
-        let mut open = self.open.lock();
-        match synced {
-            Ok(()) => {
-                if let Some(f) = open.as_mut()
-                    && f.number == number
-                {
-                    f.synced = f.synced.max(len);
-                }
-                Ok(())
-            }
-            Err(e) => {
-                if open.as_ref().is_some_and(|f| f.number == number) {
-                    self.give_up(&mut open);
-                }
-                Err(e)
-            }
-        }
+        self.sync_file_outside(&handle, &path, number, len)
     }
 
     /// After a put failed: opens the lane's next file now (registered, its

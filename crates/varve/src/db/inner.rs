@@ -48,8 +48,14 @@ pub(crate) fn table_options(o: &Options) -> TableBuilderOptions {
 /// memtables of any keyspace (low half). Unpack with
 /// [`unpack_write_pressure`].
 pub(crate) fn write_pressure(sv: &SuperVersion) -> u64 {
-    let l0 = u32::try_from(sv.max_l0_files()).unwrap_or(u32::MAX);
-    let imms = u32::try_from(sv.max_imms()).unwrap_or(u32::MAX);
+    pack_write_pressure(sv.max_l0_files(), sv.max_imms())
+}
+
+/// The [`write_pressure`] word of `l0` tables and `imms` immutable
+/// memtables (each held at `u32::MAX`).
+fn pack_write_pressure(l0: usize, imms: usize) -> u64 {
+    let l0 = u32::try_from(l0).unwrap_or(u32::MAX);
+    let imms = u32::try_from(imms).unwrap_or(u32::MAX);
     (u64::from(l0) << 32) | u64::from(imms)
 }
 
@@ -300,8 +306,13 @@ mod tests {
     #[test]
     fn write_pressure_packs_both_counts() {
         for (l0, imms) in [(0, 0), (1, 0), (0, 1), (36, 3), (u32::MAX as usize, 7)] {
-            let word = (u64::try_from(l0).expect("fits") << 32) | imms as u64;
+            let word = pack_write_pressure(l0, imms);
             assert_eq!(unpack_write_pressure(word), (l0, imms));
         }
+        // Counts past a half's range are held at its top, never spill.
+        assert_eq!(
+            unpack_write_pressure(pack_write_pressure(usize::MAX, usize::MAX)),
+            (u32::MAX as usize, u32::MAX as usize)
+        );
     }
 }

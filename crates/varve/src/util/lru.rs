@@ -36,7 +36,8 @@ impl Hasher for IntHasher {
     }
 }
 
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+/// A hash map keyed by small integers, hashed with [`IntHasher`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
 
 /// What the map holds per key: everything a hit needs, in one place.
 #[derive(Debug)]

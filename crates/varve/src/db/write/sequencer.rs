@@ -29,8 +29,6 @@
 //! earlier one; every range handed out is completed exactly once (also on
 //! failure) so publishing never stalls behind a failed writer.
 
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -38,7 +36,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
 use crate::keys::MAX_SEQUENCE;
-use crate::util::lru::IntHasher;
+use crate::util::lru::FastMap;
 
 /// Sequence assignment and in-order publication.
 #[derive(Debug)]
@@ -50,7 +48,7 @@ pub(crate) struct Sequencer {
     /// number, so a hash map: with 64 writers on two cores, a writer
     /// preempted in its insert leaves thousands of ranges pending, and
     /// every write inserts and removes one.
-    pending: Mutex<HashMap<u64, u64, BuildHasherDefault<IntHasher>>>,
+    pending: Mutex<FastMap<u64, u64>>,
     cv: Condvar,
     waiters: AtomicUsize,
     /// The highest sequence of any write that returned (or is about to):
@@ -63,7 +61,7 @@ impl Sequencer {
     pub(crate) fn new(last_sequence: u64) -> Sequencer {
         Sequencer {
             next: AtomicU64::new(last_sequence + 1),
-            pending: Mutex::new(HashMap::default()),
+            pending: Mutex::new(FastMap::default()),
             cv: Condvar::new(),
             waiters: AtomicUsize::new(0),
             acked: AtomicU64::new(last_sequence),
