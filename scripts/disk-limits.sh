@@ -9,11 +9,13 @@
 # directory under DIR (removed afterwards):
 #   4 KiB random read IOPS, O_DIRECT, queue depth 1 and 32 (io_uring, else libaio)
 #   sequential read and write MB/s, 1 MiB blocks, O_DIRECT, queue depth 4
-#   sequential write MB/s into new files (SIZE each, written once, not
-#     time-based): 1 file at queue depth 3, and 4 files at once at queue
-#     depth 3 each, 1 MiB blocks, O_DIRECT: the way an engine writes
-#     fresh blob files and tables (on ext4 a write that allocates
-#     blocks costs more than one over written blocks)
+#   sequential write MB/s into new files (written once, not time-based):
+#     1 file and 4 files at once (SIZE each), and 64 files at once (SIZE/16
+#     each: as many as the contest's blob write lanes), each at queue
+#     depth 3, 1 MiB blocks, O_DIRECT: the way an engine writes fresh blob
+#     files and tables (on ext4 a write that allocates blocks costs more
+#     than one over written blocks, and writes that extend a file are
+#     done one at a time per file)
 #   fdatasync/s: 4 KiB buffered writes, each followed by fdatasync
 # and prints a markdown table. Installs fio with apt-get when missing.
 set -euo pipefail
@@ -89,12 +91,13 @@ echo "disk-limits: seqread 1M" >&2
 read -r _ SR < <(run sr --rw=read --bs=1M --iodepth=4 --ioengine="$ENGINE" --direct=1 | metric read)
 echo "disk-limits: seqwrite 1M" >&2
 read -r _ SW < <(run sw --rw=write --bs=1M --iodepth=4 --ioengine="$ENGINE" --direct=1 | metric write)
-# new_files JOBS: MB/s of JOBS jobs each writing a new SIZE file once.
+# new_files JOBS [SIZE]: MB/s of JOBS jobs each writing a new file of SIZE
+# (default $SIZE) once.
 new_files() {
     local dir="$WORK/new"
     rm -rf "$dir"
     mkdir -p "$dir"
-    fio --name=new --directory="$dir" --size="$SIZE" --numjobs="$1" --group_reporting \
+    fio --name=new --directory="$dir" --size="${2:-$SIZE}" --numjobs="$1" --group_reporting \
         --rw=write --bs=1M --iodepth=3 --ioengine="$ENGINE" --direct=1 --fallocate=none \
         --output-format=json 2>/dev/null | metric write
     rm -rf "$dir"
@@ -103,6 +106,10 @@ echo "disk-limits: seqwrite 1M into a new file" >&2
 read -r _ SWN1 < <(new_files 1)
 echo "disk-limits: seqwrite 1M into 4 new files" >&2
 read -r _ SWN4 < <(new_files 4)
+echo "disk-limits: seqwrite 1M into 64 new files" >&2
+# SIZE/16 each (whole MiB): 64 files hold 4 x SIZE, as the 4-file test.
+SIZE64="$(( $(numfmt --from=iec "$SIZE") / 16 / 1048576 ))M"
+read -r _ SWN64 < <(new_files 64 "$SIZE64")
 echo "disk-limits: fdatasync 4k" >&2
 read -r FS FSBW < <(run fs --rw=write --bs=4k --ioengine=psync --fdatasync=1 --direct=0 | metric sync)
 
@@ -115,4 +122,5 @@ echo "| sequential read, 1 MiB, O_DIRECT | $SR MB/s |"
 echo "| sequential write, 1 MiB, O_DIRECT | $SW MB/s |"
 echo "| sequential write into a new file, 1 MiB, QD3, O_DIRECT | $SWN1 MB/s |"
 echo "| sequential write into 4 new files at once, 1 MiB, QD3 each, O_DIRECT | $SWN4 MB/s |"
+echo "| sequential write into 64 new files at once, 1 MiB, QD3 each, O_DIRECT | $SWN64 MB/s |"
 echo "| 4 KiB write + fdatasync | $FS fdatasync/s ($FSBW MB/s) |"
