@@ -233,8 +233,8 @@ print("| engine | write MB/s | of seq write | of 4-new-file write | of 64-new-fi
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for e, r in res.items():
     w, rd = med(r["write"]), med(r["read"])
-    print(f"| {e} | {w:.0f} | {w / seqw:.0%} | {w / neww:.0%} | {pct(w, new64)} | {rd:.0f} "
-          f"| {rd / iops:.0%} "
+    print(f"| {e} | {w:.0f} | {pct(w, seqw)} | {pct(w, neww)} | {pct(w, new64)} | {rd:.0f} "
+          f"| {pct(rd, iops)} "
           f"| {med(r['range']):.0f} | {med(r['range_pass_x']):.2f} | {med(r['range_wall_x']):.2f} "
           f"| {med(r['reopen']):.3f} | {med(r['rss']):.2f} | {med(r['peak']):.2f} | {r['ooms']} "
           f"| {r['failed']} |")
@@ -245,7 +245,7 @@ if files["qd32"] or files["threads"] or files["seq"]:
           f"{ft:.0f} IOPS, sequential read {fs:.0f} MB/s")
     for e, r in res.items():
         rd = med(r["read"])
-        print(f"{e}: read {rd / fq:.0%} of the files' QD32 IOPS, {rd / ft:.0%} of their "
+        print(f"{e}: read {pct(rd, fq)} of the files' QD32 IOPS, {pct(rd, ft)} of their "
               f"{THREADS}-thread IOPS; range wall / (2 x DB / the files' sequential read) "
               f"{med(r['range_wall_x']) * fs / seqr if seqr else float('nan'):.2f}")
 if "varve" in res and "rocksdb" in res:
