@@ -132,28 +132,6 @@ impl Arena {
         }
     }
 
-    /// Hints the processor to start loading the cache line at `offset`
-    /// (a skiplist walk asks for the node after the one it is about to
-    /// compare, so that the two cache misses overlap). Only a hint: no
-    /// memory is read, and any offset is harmless.
-    #[inline]
-    pub(crate) fn prefetch(&self, offset: u32) {
-        #[cfg(all(target_arch = "x86_64", target_feature = "sse", not(loom)))]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            // Pointer arithmetic only (`wrapping_add`), never dereferenced.
-            let p = self.base.as_ptr().wrapping_add(offset as usize);
-            // SAFETY: `_mm_prefetch` needs SSE, which this build enables
-            // (the `cfg` above; every x86_64 target has it). A prefetch
-            // reads nothing into the program and never faults, whatever the
-            // address (`prefetch_of_any_offset_is_harmless` tries offsets
-            // past the end).
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>().cast_const()) };
-        }
-        #[cfg(not(all(target_arch = "x86_64", target_feature = "sse", not(loom))))]
-        let _ = offset;
-    }
-
     /// Copies `src` to `offset`.
     ///
     /// # Safety
@@ -242,21 +220,6 @@ mod tests {
             assert_eq!(a.slice(off + 4, 5), b"hello");
             assert_eq!(a.slice(off + 9, 3), &[0, 0, 0], "the arena is zeroed");
         }
-    }
-
-    #[test]
-    fn prefetch_of_any_offset_is_harmless() {
-        let a = Arena::new(64);
-        let off = a.alloc(8, 4).expect("fits");
-        // SAFETY: fresh word owned by this thread.
-        unsafe { a.word(off).store(9, Ordering::Relaxed) };
-        for at in [0, off, 63, 64, 4096, u32::MAX / 2, u32::MAX] {
-            a.prefetch(at);
-        }
-        // SAFETY: as above.
-        let word = unsafe { a.word(off).load(Ordering::Relaxed) };
-        assert_eq!(word, 9, "a prefetch changes nothing");
-        assert_eq!(a.used(), 8);
     }
 
     #[test]

@@ -274,18 +274,6 @@ impl SkipList {
     ) -> (u32, u32) {
         loop {
             let next = self.link(before, level).load(Ordering::Acquire);
-            if next != 0 && next != after {
-                // The node after `next` on this level is the next one
-                // compared if `next` is passed: start loading it while
-                // `next` is compared (RocksDB's InlineSkipList does the
-                // same). Reading `next`'s link touches the cache line its
-                // key comparison loads anyway.
-                self.arena.prefetch(
-                    self.link(next, level)
-                        .load(Ordering::Relaxed)
-                        .wrapping_add(WORD),
-                );
-            }
             debug_assert!(
                 next == 0
                     || next != after
