@@ -110,7 +110,8 @@ cleanup() {
 trap cleanup EXIT
 
 # The disk's limits before the engines run and again after them (the
-# disk here moves from hour to hour; the ratios use the mean of the two).
+# disk here moves from hour to hour; the ratios use the mean of the two,
+# or the one that gave a result).
 echo "## disk (before the runs)"
 DB_DIR="$DB_DIR" "$ROOT/scripts/disk-limits.sh" "$DB_DIR" | tee "$WORK/disk.1.md"
 
@@ -155,13 +156,22 @@ echo "## summary (medians of $REPS)"
 python3 - "$WORK" "$ENGINES" "$THREADS" <<'EOF'
 import json, os, re, statistics, sys
 work, engines, THREADS = sys.argv[1], sys.argv[2].split(), sys.argv[3]
-# Each disk limit: the mean of its measures before and after the runs.
+def limits(name):
+    """The (what, value) rows of a disk-limits.sh or files-limits.sh table
+    in work/name that hold a positive number ("n/a" and 0: no result)."""
+    path = os.path.join(work, name)
+    if not os.path.exists(path):
+        return
+    for line in open(path):
+        m = re.match(r"\| (.+?) \| ([\d.]+) ", line)
+        if m and float(m.group(2)) > 0:
+            yield m.group(1), float(m.group(2))
+# Each disk limit: the mean of its measures before and after the runs
+# (of the one, if fio gave no result for the other).
 seen = {}
 for name in ("disk.1.md", "disk.2.md"):
-    for line in open(os.path.join(work, name)):
-        m = re.match(r"\| (.+?) \| ([\d.]+) ", line)
-        if m:
-            seen.setdefault(m.group(1), []).append(float(m.group(2)))
+    for what, v in limits(name):
+        seen.setdefault(what, []).append(v)
 disk = {k: statistics.mean(v) for k, v in seen.items()}
 seqw = disk.get("sequential write, 1 MiB, O_DIRECT", 0)
 neww = disk.get("sequential write into 4 new files at once, 1 MiB, QD3 each, O_DIRECT", 0)
@@ -175,13 +185,7 @@ files = {"qd32": [], "threads": [], "seq": []}
 for name in sorted(os.listdir(work)):
     if not (name.startswith("files.") and name.endswith(".md")):
         continue
-    for line in open(os.path.join(work, name)):
-        m = re.match(r"\| (.+?) \| ([\d.]+) ", line)
-        if not m:
-            continue
-        what, v = m.group(1), float(m.group(2))
-        if v <= 0:
-            continue
+    for what, v in limits(name):
         if what.startswith("4 KiB random read") and "QD32" in what:
             files["qd32"].append(v)
         elif what.startswith("4 KiB random read"):
@@ -222,7 +226,7 @@ for e in engines:
         rows["rss"].append(max(j["peak_rss_bytes"] for j in recs.values()) / 2**30)
     res[e] = rows
 med = lambda v: statistics.median(v) if v else float("nan")
-pct = lambda a, b: f"{a / b:.0%}" if b else "n/a"
+pct = lambda a, b: f"{a / b:.0%}" if b and b == b else "n/a"  # b == b: not NaN
 print("disk limits: the mean of the measures before and after the runs")
 print(f"disk: sequential write {seqw:.0f} MB/s (into 4 new files {neww:.0f}, into 64 new "
       f"files {new64:.0f}), sequential read {seqr:.0f} MB/s, 4 KiB QD32 {iops:.0f} IOPS")
