@@ -18,6 +18,7 @@ pub(crate) mod db_iter;
 pub(crate) mod multi_get;
 pub(crate) mod multi_get_cached;
 pub(crate) mod par_scan;
+pub(crate) mod pass_pace;
 pub(crate) mod pass_source;
 pub(crate) mod shared_pass;
 

@@ -37,12 +37,15 @@
 //! once ([`OnceLock`]).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use super::pass_pace::Pace;
 use crate::blob::readahead::BlobValue;
 use crate::error::{Error, Result};
+use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{Condvar, Mutex, MutexGuard};
 
 /// Entries per segment.
 pub(crate) const SEGMENT_ENTRIES: usize = 256;
@@ -217,12 +220,11 @@ impl Drop for Making<'_> {
 /// One pass; see the module docs.
 pub(crate) struct SharedPass {
     ring: Mutex<Ring>,
-    /// Signalled when an iterator leaves a segment while a leader waits.
-    left: Condvar,
+    /// A leader's wait for the iterators in the oldest segment, and their
+    /// signal when the last one leaves it.
+    pace: Pace,
     /// Signalled when a segment was made.
     made: Condvar,
-    /// A leader waits on `left`.
-    waiting: AtomicBool,
     /// The merge. It (and the read state it pins) stays until the pass
     /// goes: while the pass is in the map, its state's address cannot name
     /// another state.
@@ -319,19 +321,13 @@ impl SharedPass {
                     now + PACE
                 });
                 if now < until {
-                    self.waiting.store(true, Ordering::SeqCst);
-                    // Re-read after announcing the wait: an iterator
-                    // leaving now either sees `waiting` or is seen here.
-                    // (Iterators of the pass before do not signal: poll.)
-                    if self.busy(&ring.segs[0]) {
-                        let slice = (until - now).min(PACE / 10);
-                        ring = self
-                            .left
-                            .wait_timeout(ring, slice)
-                            .unwrap_or_else(|e| e.into_inner())
-                            .0;
-                    }
-                    self.waiting.store(false, Ordering::SeqCst);
+                    // Woken by the last iterator to leave the segment, or
+                    // after the slice (iterators of the pass before, and
+                    // the pass's youth, do not signal: they are polled).
+                    let slice = (until - now).min(PACE / 10);
+                    ring = self.pace.wait(ring, slice, |r| {
+                        r.segs.front().is_some_and(|s| self.busy(s))
+                    });
                     continue;
                 }
             }
@@ -364,10 +360,7 @@ impl SharedPass {
 
     /// The caller left `seg`.
     fn leave(&self, seg: &Segment) {
-        if seg.readers.fetch_sub(1, Ordering::SeqCst) == 1 && self.waiting.load(Ordering::SeqCst) {
-            let _ring = lock(&self.ring);
-            self.left.notify_all();
-        }
+        self.pace.leave(&seg.readers, &self.ring);
     }
 }
 
@@ -451,9 +444,8 @@ impl SharedPasses {
                 value_bytes: 0,
                 making: false,
             }),
-            left: Condvar::new(),
+            pace: Pace::new(),
             made: Condvar::new(),
-            waiting: AtomicBool::new(false),
             values_wanted: AtomicBool::new(false),
             source: Mutex::new(make()),
             cursors: AtomicUsize::new(1),
@@ -596,7 +588,7 @@ impl Drop for Cursor {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
