@@ -69,6 +69,7 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, s: &varve::DbStats) -> PyResult<Boun
         shared_pass_segments,
         shared_pass_behind,
         shared_pass_paced,
+        shared_pass_refused,
         shared_pass_bytes,
         open_records_replayed,
     );

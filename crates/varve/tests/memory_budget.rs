@@ -308,3 +308,82 @@ fn keyspaces_share_the_blob_staging_part() {
     }
     assert_eq!(ks.get(b"o-late").expect("get"), Some(big(7)));
 }
+
+/// Shared passes reserve their segments from the read-ahead part: with
+/// the smallest budget (a read-ahead part of 768 KiB, fewer than ten
+/// segments of 1,000-byte values), 16 threads scanning the whole database
+/// twice share passes until the part is full, then the iterators that
+/// find no room go on alone; the part is never passed and every scan sees
+/// every key, once, in order.
+#[test]
+fn shared_passes_stay_within_the_read_ahead_part() {
+    const N: u32 = 20_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = Options {
+        memory_budget: Some(16 << 20),
+        min_blob_size: None,
+        target_file_size: 1 << 20,
+        ..Options::default()
+    };
+    let db = Arc::new(Db::open(dir.path(), opts).expect("open"));
+    let big = |i: u32| {
+        let mut v = value(i);
+        v.resize(1000, (i % 249) as u8);
+        v
+    };
+    for i in 0..N {
+        db.put(key(i), big(i)).expect("put");
+    }
+    db.flush().expect("flush");
+    db.wait_for_compactions().expect("compactions");
+    let limit = db.stats().memory.readahead_limit;
+    assert!(limit > 0 && limit < 1 << 20, "{limit}");
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let scanners: Vec<_> = (0..16)
+            .map(|t| {
+                let db = Arc::clone(&db);
+                s.spawn(move || {
+                    for pass in 0..2 {
+                        let mut i = 0u32;
+                        for kv in db.iter() {
+                            let (k, v) = kv.expect("scan");
+                            assert_eq!(k, key(i), "thread {t} pass {pass}");
+                            assert_eq!(v, big(i), "thread {t} pass {pass}");
+                            i += 1;
+                        }
+                        assert_eq!(i, N, "thread {t} pass {pass} saw every key");
+                    }
+                })
+            })
+            .collect();
+        let db = Arc::clone(&db);
+        let stop = &stop;
+        let sampler = s.spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let st = db.stats();
+                let m = &st.memory;
+                assert!(m.readahead <= limit && m.readahead_peak <= limit, "{m:?}");
+                assert!(st.shared_pass_bytes <= limit, "{st}");
+                n += 1;
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            n
+        });
+        for h in scanners {
+            h.join().expect("scanner");
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(sampler.join().expect("sampler") > 0);
+    });
+    let st = db.stats();
+    eprintln!("{st}");
+    assert!(st.shared_passes > 0, "passes were shared: {st}");
+    assert!(
+        st.shared_pass_refused > 0,
+        "the part was too small for the window: {st}"
+    );
+    assert!(st.memory.readahead_peak <= limit);
+    assert_eq!(st.shared_pass_bytes, 0, "no pass left");
+}

@@ -115,6 +115,7 @@ pub fn stats(cli: &Cli) -> Result<Outcome> {
             "shared_pass_segments": s.shared_pass_segments,
             "shared_pass_behind": s.shared_pass_behind,
             "shared_pass_paced": s.shared_pass_paced,
+            "shared_pass_refused": s.shared_pass_refused,
             "shared_pass_bytes": s.shared_pass_bytes,
             "open_micros": s.open_times.total.as_micros() as u64,
             "open_manifest_micros": s.open_times.manifest.as_micros() as u64,

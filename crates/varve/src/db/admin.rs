@@ -101,6 +101,7 @@ impl Db {
             s.shared_pass_segments = r(&c.segments);
             s.shared_pass_behind = r(&c.behind);
             s.shared_pass_paced = r(&c.paced);
+            s.shared_pass_refused = r(&c.refused);
             s.shared_pass_bytes = r(&c.bytes);
         }
         s.open_records_replayed = db.recovery.records;

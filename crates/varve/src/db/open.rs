@@ -553,6 +553,9 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         version: Arc::clone(&version),
         keyspaces: keyspace_trees,
     };
+    let shared_passes = Arc::new(super::read::shared_pass::SharedPasses::new(
+        a.table_cache.readahead_gauge().cloned(),
+    ));
     DbInner {
         dir: a.dir.to_path_buf(),
         fs: Arc::clone(&a.options.fs),
@@ -590,7 +593,7 @@ fn assemble(a: Assembly<'_>) -> DbInner {
         deletions_paused: std::sync::atomic::AtomicUsize::new(0),
         obsolete_kept: std::sync::atomic::AtomicBool::new(false),
         ttl_floor: AtomicU64::new(0),
-        shared_passes: Default::default(),
+        shared_passes,
         time_samples: Default::default(),
         options: a.options,
         memory_plan: a.memory_plan,

@@ -202,6 +202,10 @@ pub struct DbStats {
     pub shared_pass_behind: u64,
     /// Waits of a pass's leader for an iterator at the window's tail.
     pub shared_pass_paced: u64,
+    /// Segments a pass did not make for lack of room in the memory
+    /// budget's read-ahead part (the iterators that wanted them went on
+    /// alone).
+    pub shared_pass_refused: u64,
     /// Bytes of merged segments the passes hold now (keys, pointers and
     /// inline values; blob values stay in the shared scan chunks).
     pub shared_pass_bytes: u64,
@@ -365,6 +369,7 @@ impl DbStats {
             shared_pass_segments: 0,
             shared_pass_behind: 0,
             shared_pass_paced: 0,
+            shared_pass_refused: 0,
             shared_pass_bytes: 0,
             memory: MemoryStats::default(),
             open_times: super::recovery::OpenTimes::default(),
@@ -442,12 +447,13 @@ impl DbStats {
         if self.shared_passes > 0 {
             let _ = writeln!(
                 s,
-                "Shared passes: {} passes, {} joins, {} segments merged, {} iterators fell behind, {} paced, {:.1} MiB resident",
+                "Shared passes: {} passes, {} joins, {} segments merged, {} iterators fell behind, {} paced, {} refused, {:.1} MiB resident",
                 self.shared_passes,
                 self.shared_pass_joins,
                 self.shared_pass_segments,
                 self.shared_pass_behind,
                 self.shared_pass_paced,
+                self.shared_pass_refused,
                 mib(self.shared_pass_bytes)
             );
         }

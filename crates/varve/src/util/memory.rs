@@ -8,8 +8,9 @@
 //! the limit: the caller then makes do with less (a scan reads without
 //! read-ahead), which is how the engine degrades instead of growing.
 //!
-//! Used by the pinned blob pointer tables (`sst/pinned.rs`) and by table
-//! read-ahead (`sst/readahead`).
+//! Used by the pinned blob pointer tables (`sst/pinned.rs`), by table
+//! read-ahead (`sst/readahead`) and by shared passes' segments
+//! (`db/read/shared_pass.rs`, in the read-ahead part).
 //!
 //! Thread-safe (atomics only). Invariants: `used <= limit` at every point,
 //! `used` is the sum of the live reservations' bytes, `peak >= used`.

@@ -771,15 +771,19 @@ impl DbIterator {
         if !self.positioned {
             self.seek_to_first();
         }
-        while self.valid && !seg.full() {
+        while self.valid {
             debug_assert_eq!(self.direction, Direction::Forward);
             let raw = self.iter.value();
+            let key = keys::user_key(self.iter.key());
+            if !seg.room_for(key.len() + raw.len()) {
+                break;
+            }
             let mut len = 0;
             if self.blob {
                 len = BlobPointer::decode(raw).map_or(0, |p| u64::from(p.length));
                 *bytes += len;
             }
-            seg.push(keys::user_key(self.iter.key()), raw, self.blob, len);
+            seg.push(key, raw, self.blob, len);
             self.move_next();
         }
         if self.valid {

@@ -15,7 +15,12 @@
 //! `window_bytes` (the values an iterator read stay in their entries, as
 //! copies or as views that keep shared chunks resident), plus the one
 //! each iterator is in; a segment holds at most [`SEGMENT_ENTRIES`]
-//! entries and about [`SEGMENT_BYTES`] of keys and inline values.
+//! entries and [`SEGMENT_BYTES`] of keys and inline values (or its one
+//! first entry, if larger). With a memory budget, a segment reserves its
+//! bound ([`SEGMENT_RESERVE`]) from the read-ahead part's gauge before
+//! any entry is taken from the source, keeps what it holds reserved while
+//! it lives, and is not made when there is no room: the iterators that
+//! wanted it go on alone, as when they fall behind.
 //!
 //! Pacing (leaders wait, briefly, for followers): the iterator that makes a
 //! segment when the window is full drops the oldest one only when no
@@ -46,6 +51,7 @@ use crate::blob::readahead::BlobValue;
 use crate::error::{Error, Result};
 use crate::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::{Condvar, Mutex, MutexGuard};
+use crate::util::memory::{MemoryGauge, Reservation};
 
 /// Entries per segment.
 pub(crate) const SEGMENT_ENTRIES: usize = 256;
@@ -88,6 +94,12 @@ struct Entry {
     loaded: OnceLock<Result<BlobValue>>,
 }
 
+/// Bytes a segment reserves before it is made (with a memory budget):
+/// its keys and raw values and its entries; shrunk to what it holds once
+/// made.
+pub(crate) const SEGMENT_RESERVE: usize =
+    SEGMENT_BYTES + SEGMENT_ENTRIES * std::mem::size_of::<Entry>();
+
 /// Entries of a pass under construction.
 pub(crate) struct SegmentBuilder {
     bytes: Vec<u8>,
@@ -97,6 +109,8 @@ pub(crate) struct SegmentBuilder {
     values_wanted: bool,
     /// Bytes of the blob values of the entries.
     value_bytes: u64,
+    /// The segment's part of the memory budget (`None` without one).
+    room: Option<Reservation>,
 }
 
 impl SegmentBuilder {
@@ -106,9 +120,32 @@ impl SegmentBuilder {
         self.values_wanted
     }
 
-    /// True once no more entries go in.
-    pub(crate) fn full(&self) -> bool {
-        self.entries.len() >= SEGMENT_ENTRIES || self.bytes.len() >= SEGMENT_BYTES
+    /// True if an entry of `len` key and raw-value bytes goes in next:
+    /// fewer than [`SEGMENT_ENTRIES`] entries, and the bytes stay within
+    /// [`SEGMENT_BYTES`]; a first entry larger than that goes in alone if
+    /// the budget (when there is one) has room for it. False: the source
+    /// stops before the entry (the next segment starts with it).
+    pub(crate) fn room_for(&mut self, len: usize) -> bool {
+        if self.entries.len() >= SEGMENT_ENTRIES {
+            return false;
+        }
+        if self.bytes.len() + len <= SEGMENT_BYTES {
+            return true;
+        }
+        if !self.entries.is_empty() {
+            return false;
+        }
+        match &mut self.room {
+            None => true,
+            Some(r) => {
+                let fits = r.resize(SEGMENT_RESERVE - SEGMENT_BYTES + len);
+                if fits {
+                    // Exactly: the reservation covers the capacity.
+                    self.bytes.reserve_exact(len);
+                }
+                fits
+            }
+        }
     }
 
     /// Appends an entry (`raw`: the value, or a blob pointer, of a value
@@ -117,7 +154,12 @@ impl SegmentBuilder {
         if blob {
             self.value_bytes += value_len;
         }
-        debug_assert!(!self.full());
+        debug_assert!(
+            self.entries.len() < SEGMENT_ENTRIES
+                && (self.entries.is_empty()
+                    || self.bytes.len() + key.len() + raw.len() <= SEGMENT_BYTES),
+            "room_for said yes"
+        );
         debug_assert!(
             self.entries.last().is_none_or(|_| {
                 let n = self.entries.len() - 1;
@@ -156,6 +198,9 @@ pub(crate) struct Segment {
     readers: AtomicUsize,
     /// Bytes of the blob values of the entries.
     value_bytes: u64,
+    /// Its part of the memory budget, given back when the last iterator
+    /// (or the window) lets it go.
+    _room: Option<Reservation>,
 }
 
 impl Segment {
@@ -192,6 +237,9 @@ pub(crate) struct PassCounters {
     pub(crate) behind: AtomicU64,
     /// Waits of a leader for an iterator in the oldest segment.
     pub(crate) paced: AtomicU64,
+    /// Segments not made for lack of room in the memory budget (the
+    /// iterators that wanted them went on alone).
+    pub(crate) refused: AtomicU64,
     /// Bytes of segments resident now.
     pub(crate) bytes: AtomicU64,
 }
@@ -239,6 +287,9 @@ pub(crate) struct SharedPass {
     started: Instant,
     /// Blob value bytes the window holds before it drops segments early.
     window_bytes: u64,
+    /// The gauge segments reserve from (the read-ahead part of the memory
+    /// budget), if any.
+    room: Option<Arc<MemoryGauge>>,
     counters: Arc<PassCounters>,
 }
 
@@ -250,7 +301,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl SharedPass {
     /// Segment `id`, with the caller counted in it; `None` once it left
-    /// the window (the caller fell behind).
+    /// the window (the caller fell behind), or when the memory budget had
+    /// no room to make it (the caller goes on alone, on its own merge,
+    /// whose read-ahead the budget bounds too).
     fn segment(&self, id: u64) -> Option<Arc<Segment>> {
         let mut ring = lock(&self.ring);
         loop {
@@ -274,18 +327,35 @@ impl SharedPass {
         drop(ring);
         // Clears `making` and wakes the waiters however this ends.
         let making = Making(self);
+        // Room first: a source's entries, once taken, must go into this
+        // segment.
+        let room = match &self.room {
+            None => None,
+            Some(g) => match g.try_reserve(SEGMENT_RESERVE) {
+                Some(r) => Some(r),
+                None => return self.refused(making),
+            },
+        };
         let mut b = SegmentBuilder {
-            bytes: Vec::new(),
+            // Allocated once at its bound, so the reservation covers it.
+            bytes: Vec::with_capacity(if room.is_some() { SEGMENT_BYTES } else { 0 }),
             entries: Vec::with_capacity(SEGMENT_ENTRIES),
             values_wanted: self.values_wanted.load(Ordering::Relaxed),
             value_bytes: 0,
+            room,
         };
         // (Nobody asks past the last segment, so the source has more.)
         let (more, error) = match lock(&self.source).fill(&mut b) {
             Ok(more) => (more, None),
             Err(e) => (false, Some(e)),
         };
-        let seg = Arc::new(Segment {
+        if b.entries.is_empty() && more && error.is_none() {
+            // Only a first entry larger than the budget's room stops a
+            // source with no entry taken: nothing of the pass is lost.
+            return self.refused(making);
+        }
+        b.bytes.shrink_to_fit();
+        let mut seg = Segment {
             id,
             bytes: b.bytes,
             entries: b.entries,
@@ -293,7 +363,17 @@ impl SharedPass {
             error,
             readers: AtomicUsize::new(1),
             value_bytes: b.value_bytes,
-        });
+            _room: None,
+        };
+        if let Some(mut r) = b.room {
+            let shrunk = r.resize(seg.footprint());
+            debug_assert!(
+                shrunk && r.bytes() >= seg.footprint(),
+                "the reservation covers the segment"
+            );
+            seg._room = Some(r);
+        }
+        let seg = Arc::new(seg);
         self.counters.segments.fetch_add(1, Ordering::Relaxed);
         self.counters
             .bytes
@@ -305,6 +385,14 @@ impl SharedPass {
         drop(ring);
         drop(making);
         Some(seg)
+    }
+
+    /// A segment the budget had no room for: counted; the caller goes on
+    /// alone.
+    fn refused(&self, making: Making<'_>) -> Option<Arc<Segment>> {
+        drop(making);
+        self.counters.refused.fetch_add(1, Ordering::Relaxed);
+        None
     }
 
     /// Drops the oldest segments until one more fits, waiting up to
@@ -377,6 +465,8 @@ struct Registry {
 pub(crate) struct SharedPasses {
     registry: Mutex<Registry>,
     pub(crate) counters: Arc<PassCounters>,
+    /// The gauge segments reserve from (with a memory budget).
+    room: Option<Arc<MemoryGauge>>,
 }
 
 /// An iterator's registration as walking a state from its start, for as
@@ -399,6 +489,15 @@ impl Drop for Ticket {
 }
 
 impl SharedPasses {
+    /// Passes whose segments reserve their bytes from `room` (the
+    /// read-ahead part of the memory budget), if given.
+    pub(crate) fn new(room: Option<Arc<MemoryGauge>>) -> SharedPasses {
+        SharedPasses {
+            room,
+            ..SharedPasses::default()
+        }
+    }
+
     /// Registers an iterator that starts to walk the state of `key` from
     /// its first key, and finds it a pass: the newest pass of the state
     /// when that one is still at its start; else, when other iterators
@@ -452,6 +551,7 @@ impl SharedPasses {
             before: current.as_ref().map_or_else(Weak::new, Arc::downgrade),
             started: Instant::now(),
             window_bytes,
+            room: self.room.clone(),
             counters: Arc::clone(&self.counters),
         });
         reg.passes.insert(key, Arc::downgrade(&pass));
@@ -606,7 +706,7 @@ mod tests {
     impl Source for Counting {
         fn fill(&mut self, seg: &mut SegmentBuilder) -> Result<bool> {
             self.fills.fetch_add(1, Ordering::SeqCst);
-            while self.next < self.n && !seg.full() {
+            while self.next < self.n && seg.room_for(8 + 3) {
                 if self.fail_after == Some(self.next) {
                     return Err(Error::corruption("test", self.next, "injected"));
                 }
@@ -890,5 +990,91 @@ mod tests {
             .expect("joined");
         assert_eq!(walk(c).0.len(), 10);
         assert_eq!(passes.counters.passes.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn segments_reserve_their_bytes_and_a_refused_one_sends_iterators_on_alone() {
+        let limit = 3 * SEGMENT_RESERVE;
+        let gauge = MemoryGauge::new(limit);
+        let passes = Arc::new(SharedPasses::new(Some(Arc::clone(&gauge))));
+        let fills = Arc::new(AtomicU64::new(0));
+        let _other = crowd(&passes, key(6));
+        let n = 1000 * SEGMENT_ENTRIES as u64;
+        let (_t1, a) = passes.join(key(6), u64::MAX, || counting(n, None, &fills));
+        // `b` stays at the start: the pass keeps every segment it made
+        // (up to the window), so the gauge fills and refuses one.
+        let (_t2, b) = passes.join(key(6), u64::MAX, || counting(n, None, &fills));
+        let (a, b) = (a.expect("a pass"), b.expect("joined"));
+        let resident = |at: &str| {
+            assert!(gauge.used() <= limit, "{at}: {} of {limit}", gauge.used());
+            assert!(
+                passes.counters.bytes.load(Ordering::SeqCst) as usize <= gauge.used(),
+                "{at}: every resident segment is reserved"
+            );
+        };
+        resident("first segment");
+        let (seen_a, err, behind) = walk(a);
+        assert!(err.is_none());
+        assert!(behind, "a refused segment sends the iterator on alone");
+        let made = seen_a.len() / SEGMENT_ENTRIES;
+        assert!((3..WINDOW).contains(&made), "{made} segments fit");
+        assert_eq!(seen_a, (0..seen_a.len() as u64).collect::<Vec<_>>());
+        assert_eq!(passes.counters.refused.load(Ordering::SeqCst), 1);
+        resident("refused");
+        // The entries the refusal left in the source are not lost: the
+        // iterator behind reads the same segments, and the same end.
+        let (seen_b, _, behind) = walk(b);
+        assert!(behind);
+        assert_eq!(seen_b, seen_a);
+        resident("both behind");
+        drop(passes);
+        assert_eq!(gauge.used(), 0, "every segment gave its bytes back");
+    }
+
+    #[test]
+    fn a_first_entry_larger_than_a_segment_needs_room_for_itself() {
+        struct Big(u64);
+        impl Source for Big {
+            fn fill(&mut self, seg: &mut SegmentBuilder) -> Result<bool> {
+                while self.0 < 3 && seg.room_for(8 + 2 * SEGMENT_BYTES) {
+                    seg.push(&self.0.to_be_bytes(), &vec![7; 2 * SEGMENT_BYTES], false, 0);
+                    self.0 += 1;
+                }
+                Ok(self.0 < 3)
+            }
+        }
+        for (limit, fits) in [
+            (SEGMENT_RESERVE + SEGMENT_BYTES, false),
+            (8 * SEGMENT_RESERVE, true),
+        ] {
+            let gauge = MemoryGauge::new(limit);
+            let passes = Arc::new(SharedPasses::new(Some(Arc::clone(&gauge))));
+            let _other = crowd(&passes, key(7));
+            let (_t, c) = passes.join(key(7), u64::MAX, || Box::new(Big(0)));
+            if !fits {
+                assert!(
+                    c.is_none(),
+                    "no room for the first entry: no pass, nothing taken"
+                );
+                assert_eq!(passes.counters.refused.load(Ordering::SeqCst), 1);
+                continue;
+            }
+            let mut c = c.expect("a pass");
+            let mut got = 0;
+            loop {
+                assert!(gauge.used() <= limit);
+                assert_eq!(c.raw().0.len(), 2 * SEGMENT_BYTES);
+                got += 1;
+                match c.advance() {
+                    Step::On => {}
+                    Step::End(e) => {
+                        assert!(e.is_none());
+                        break;
+                    }
+                    Step::Behind => panic!("room for each"),
+                }
+            }
+            assert_eq!(got, 3, "one entry a segment");
+        }
     }
 }
