@@ -498,6 +498,14 @@ impl SharedPasses {
         }
     }
 
+    /// True unless the budget's part has less than a segment's bound free
+    /// (a hint: a segment still reserves for itself when it is made).
+    fn room_for_a_segment(&self) -> bool {
+        self.room
+            .as_ref()
+            .is_none_or(|g| g.limit().saturating_sub(g.used()) >= SEGMENT_RESERVE)
+    }
+
     /// Registers an iterator that starts to walk the state of `key` from
     /// its first key, and finds it a pass: the newest pass of the state
     /// when that one is still at its start; else, when other iterators
@@ -532,7 +540,9 @@ impl SharedPasses {
             reg = lock(&self.registry);
             p.cursors.fetch_sub(1, Ordering::SeqCst);
         }
-        if others == 0 {
+        if others == 0 || !self.room_for_a_segment() {
+            // Alone, or a pass whose first segment the budget has no room
+            // for: its merge would be built only to be dropped.
             return (ticket, None);
         }
         reg.passes.retain(|_, w| w.strong_count() > 0);
@@ -1076,5 +1086,27 @@ mod tests {
             }
             assert_eq!(got, 3, "one entry a segment");
         }
+    }
+
+    #[test]
+    fn no_pass_is_made_while_the_budget_has_no_room_for_its_first_segment() {
+        let gauge = MemoryGauge::new(4 * SEGMENT_RESERVE);
+        let passes = Arc::new(SharedPasses::new(Some(Arc::clone(&gauge))));
+        let fills = Arc::new(AtomicU64::new(0));
+        let _other = crowd(&passes, key(8));
+        let taken = gauge
+            .try_reserve(3 * SEGMENT_RESERVE + 1)
+            .expect("the rest of the part");
+        let mut made = false;
+        let (_t, c) = passes.join(key(8), u64::MAX, || {
+            made = true;
+            counting(10, None, &fills)
+        });
+        assert!(c.is_none(), "walks alone");
+        assert!(!made, "no merge built for a pass that could not start");
+        assert_eq!(passes.counters.passes.load(Ordering::SeqCst), 0);
+        drop(taken);
+        let (_t, c) = passes.join(key(8), u64::MAX, || counting(10, None, &fills));
+        assert_eq!(walk(c.expect("room again: a pass")).0.len(), 10);
     }
 }
