@@ -102,24 +102,32 @@ read -r _ SR < <(run sr --rw=read --bs=1M --iodepth=4 --ioengine="$ENGINE" --dir
 echo "disk-limits: seqwrite 1M" >&2
 read -r _ SW < <(run sw --rw=write --bs=1M --iodepth=4 --ioengine="$ENGINE" --direct=1 | metric write)
 # new_files JOBS [SIZE]: MB/s of JOBS jobs each writing a new file of SIZE
-# (default $SIZE) once.
+# (default $SIZE) once. Prints only after the files are removed and that
+# removal is on disk (`sync`; with online discard ext4 trims the freed
+# blocks then), so the next test neither overlaps the removal nor finds
+# its directory removed under it. Callers read it through a command
+# substitution, which waits for the whole function: a process
+# substitution would let `read` return at the printed line while the
+# removal still ran.
 new_files() {
-    local dir="$WORK/new"
+    local dir="$WORK/new" out
     rm -rf "$dir"
     mkdir -p "$dir"
-    fio --name=new --directory="$dir" --size="${2:-$SIZE}" --numjobs="$1" --group_reporting \
+    out="$(fio --name=new --directory="$dir" --size="${2:-$SIZE}" --numjobs="$1" --group_reporting \
         --rw=write --bs=1M --iodepth=3 --ioengine="$ENGINE" --direct=1 --fallocate=none \
-        --output-format=json | metric write
+        --output-format=json | metric write)"
     rm -rf "$dir"
+    sync
+    echo "$out"
 }
 echo "disk-limits: seqwrite 1M into a new file" >&2
-read -r _ SWN1 < <(new_files 1)
+read -r _ SWN1 <<< "$(new_files 1)"
 echo "disk-limits: seqwrite 1M into 4 new files" >&2
-read -r _ SWN4 < <(new_files 4)
+read -r _ SWN4 <<< "$(new_files 4)"
 echo "disk-limits: seqwrite 1M into 64 new files" >&2
 # SIZE/16 each (whole MiB): 64 files hold 4 x SIZE, as the 4-file test.
 SIZE64="$(( $(numfmt --from=iec "$SIZE") / 16 / 1048576 ))M"
-read -r _ SWN64 < <(new_files 64 "$SIZE64")
+read -r _ SWN64 <<< "$(new_files 64 "$SIZE64")"
 echo "disk-limits: fdatasync 4k" >&2
 read -r FS FSBW < <(run fs --rw=write --bs=4k --ioengine=psync --fdatasync=1 --direct=0 | metric sync)
 
