@@ -115,7 +115,7 @@ new_files() {
     mkdir -p "$dir"
     out="$(fio --name=new --directory="$dir" --size="${2:-$SIZE}" --numjobs="$1" --group_reporting \
         --rw=write --bs=1M --iodepth=3 --ioengine="$ENGINE" --direct=1 --fallocate=none \
-        --output-format=json | metric write)"
+        --output-format=json | metric write)" || true # metric printed n/a for a failed fio
     rm -rf "$dir"
     sync
     echo "$out"
