@@ -103,21 +103,20 @@ echo "disk-limits: seqwrite 1M" >&2
 read -r _ SW < <(run sw --rw=write --bs=1M --iodepth=4 --ioengine="$ENGINE" --direct=1 | metric write)
 # new_files JOBS [SIZE]: MB/s of JOBS jobs each writing a new file of SIZE
 # (default $SIZE) once. Prints only after the files are removed and that
-# removal is on disk (`sync`; with online discard ext4 trims the freed
-# blocks then), so the next test neither overlaps the removal nor finds
+# removal is on disk (`sync -f` of the file system under test; with
+# online discard ext4 trims the freed blocks then), so the next test neither overlaps the removal nor finds
 # its directory removed under it. Callers read it through a command
 # substitution, which waits for the whole function: a process
 # substitution would let `read` return at the printed line while the
 # removal still ran.
 new_files() {
     local dir="$WORK/new" out
-    rm -rf "$dir"
-    mkdir -p "$dir"
+    mkdir "$dir"
     out="$(fio --name=new --directory="$dir" --size="${2:-$SIZE}" --numjobs="$1" --group_reporting \
         --rw=write --bs=1M --iodepth=3 --ioengine="$ENGINE" --direct=1 --fallocate=none \
         --output-format=json | metric write)" || true # metric printed n/a for a failed fio
     rm -rf "$dir"
-    sync
+    sync -f "$WORK"
     echo "$out"
 }
 echo "disk-limits: seqwrite 1M into a new file" >&2
