@@ -5,7 +5,8 @@
 //! same snapshot, however many walk together (1 to 128), whatever else
 //! they do (step back, seek, stop for a while and fall out of the window,
 //! stop early), while writes, deletes and range deletes go on; a damaged
-//! value is an error for every iterator of the pass, never a wrong value.
+//! value is an error for every iterator of the pass that asks for it (and
+//! for none that does not), never a wrong value.
 
 use std::sync::Barrier;
 
@@ -309,6 +310,52 @@ fn a_damaged_blob_value_is_an_error_for_every_iterator_of_the_pass() {
                     !it.valid() && it.status().is_err(),
                     "no seek brings it back"
                 );
+            });
+        }
+    });
+}
+
+/// A flipped byte in a blob value, and a pass of iterators of which half
+/// read values and half read keys only: each value reader stops with a
+/// corruption error at the damage, and each key-only walker sees every key
+/// with no error, as it would alone (a damaged value is an error only for
+/// an iterator that asks for it, whoever else in the pass asked first).
+#[test]
+fn a_damaged_blob_value_is_no_error_for_a_key_only_iterator_of_the_pass() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    blob_database(dir.path());
+    common::flip_byte_in_largest_blob(dir.path());
+    let db = Db::open(dir.path(), options()).expect("open");
+    let start = Barrier::new(16);
+    std::thread::scope(|s| {
+        for t in 0..16 {
+            let (db, start) = (&db, &start);
+            s.spawn(move || {
+                let reads_values = t % 2 == 0;
+                start.wait();
+                let mut it = db.iter();
+                it.seek_to_first();
+                let mut n = 0u64;
+                while it.valid() {
+                    assert_eq!(it.key(), key(n).as_slice());
+                    if reads_values {
+                        let v = it.value().to_vec();
+                        if !it.valid() {
+                            break;
+                        }
+                        assert!(v == value(n, 0, true), "a wrong value for key {n}");
+                    }
+                    n += 1;
+                    it.move_next();
+                }
+                if reads_values {
+                    let err = it.status().expect_err("the damaged value is an error");
+                    assert!(matches!(err, varve::Error::Corruption { .. }), "{err:?}");
+                    assert!(n < KEYS, "the value reader stopped at the damage");
+                } else {
+                    it.status().expect("a key-only walk reads no value");
+                    assert_eq!(n, KEYS, "the key-only walker saw every key");
+                }
             });
         }
     });

@@ -18,7 +18,7 @@
 //! cursor's next key, and the other way round, so the two meet without a
 //! copy of any key. An error of either ends both.
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -84,6 +84,13 @@ pub struct DbIterator {
     /// position (a key-only walk reads none); an `Err` makes the iterator
     /// invalid with that error.
     loaded: OnceCell<Result<BlobValue>>,
+    /// A blob value this iterator asked for failed to read (its own, in
+    /// `loaded`, or a shared pass's entry): the iterator is invalid from
+    /// then on and [`status`](Self::status) has the error. Kept as a flag
+    /// so that `valid()`, asked at every step of a scan, reads two bools.
+    /// Only this iterator's own reads set it: an iterator of a shared pass
+    /// that never asks for the damaged value goes on as it would alone.
+    failed: Cell<bool>,
     /// Where blob values are read from.
     blobs: Arc<BlobReaders>,
     /// Read-ahead of blob values for forward scans.
@@ -146,6 +153,7 @@ impl DbIterator {
             back: None,
             blob: false,
             loaded: OnceCell::new(),
+            failed: Cell::new(false),
             blobs,
             blob_ra: RefCell::new(blob_ra),
             _snapshot: snapshot,
@@ -198,12 +206,11 @@ impl DbIterator {
     /// value failed: see [`status`](Self::status)).
     #[inline]
     pub fn valid(&self) -> bool {
-        // (`loaded` is only ever set on a blob entry.)
-        self.valid
-            && match &self.shared {
-                None => !(self.blob && matches!(self.loaded.get(), Some(Err(_)))),
-                Some(c) => !matches!(c.loaded(), Some(Err(_))),
-            }
+        debug_assert!(
+            self.failed.get() || !matches!(self.loaded.get(), Some(Err(_))),
+            "a failed read of this iterator's own blob value sets `failed`"
+        );
+        self.valid & !self.failed.get()
     }
 
     /// The current key. Empty when not [`valid`](Self::valid).
@@ -252,7 +259,10 @@ impl DbIterator {
             .get_or_init(|| self.blob_ra.borrow_mut().value(&self.blobs, raw))
         {
             Ok(v) => v.as_slice(),
-            Err(_) => &[],
+            Err(_) => {
+                self.failed.set(true);
+                &[]
+            }
         }
     }
 
@@ -279,7 +289,10 @@ impl DbIterator {
         };
         match c.blob_value(read) {
             Ok(v) => v.as_slice(),
-            Err(_) => &[],
+            Err(_) => {
+                self.failed.set(true);
+                &[]
+            }
         }
     }
 
@@ -291,7 +304,9 @@ impl DbIterator {
         if let Some(Err(e)) = self.loaded.get() {
             return Err(e.duplicate());
         }
-        if let Some(Err(e)) = self.shared.as_ref().and_then(Cursor::loaded) {
+        if self.failed.get()
+            && let Some(Err(e)) = self.shared.as_ref().and_then(Cursor::loaded)
+        {
             return Err(e.duplicate());
         }
         match &self.error {
@@ -490,7 +505,8 @@ impl DbIterator {
         self.ticket = None;
         if let Some(c) = self.shared.take() {
             self.blob_ra.get_mut().set_pacing(true);
-            if let Some(Err(e)) = c.loaded()
+            if self.failed.get()
+                && let Some(Err(e)) = c.loaded()
                 && self.error.is_none()
             {
                 self.error = Some(e.duplicate());
@@ -534,7 +550,23 @@ impl DbIterator {
 
     /// Forward: advance until the internal iterator is on the newest visible
     /// value of a user key not hidden by `saved_key` (when `skipping`).
-    fn find_next_user_entry(&mut self, mut skipping: bool) {
+    ///
+    /// Two copies of one loop: a reader with nothing that hides entries
+    /// (no range tombstone, no expiry) runs the one without the test, so
+    /// its per-entry work is what it was before range tombstones and TTL.
+    #[inline]
+    fn find_next_user_entry(&mut self, skipping: bool) {
+        if self.hiding {
+            self.find_next_user_entry_in::<true>(skipping);
+        } else {
+            self.find_next_user_entry_in::<false>(skipping);
+        }
+    }
+
+    /// [`find_next_user_entry`](Self::find_next_user_entry), with the
+    /// range-tombstone and expiry test only when `HIDING`.
+    fn find_next_user_entry_in<const HIDING: bool>(&mut self, mut skipping: bool) {
+        debug_assert_eq!(HIDING, self.hiding);
         if self.error.is_some() {
             self.valid = false;
             return;
@@ -542,7 +574,12 @@ impl DbIterator {
         while self.iter.valid() {
             if let Some(p) = keys::parse_internal_key(self.iter.key()) {
                 if p.seq <= self.seq {
-                    match self.effective_kind(p.user_key, p.seq, p.kind) {
+                    let kind = if HIDING {
+                        self.effective_kind(p.user_key, p.seq, p.kind)
+                    } else {
+                        p.kind
+                    };
+                    match kind {
                         ValueKind::Deletion => {
                             self.saved_key.clear();
                             self.saved_key.extend_from_slice(p.user_key);
@@ -670,6 +707,7 @@ impl DbIterator {
                 back: None,
                 blob: false,
                 loaded: OnceCell::new(),
+                failed: Cell::new(false),
                 blobs,
                 // Backward: values come in descending order, no read-ahead.
                 blob_ra: RefCell::new(BlobReadahead::new(0, None)),
