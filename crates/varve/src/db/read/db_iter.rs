@@ -189,17 +189,15 @@ impl DbIterator {
         self
     }
 
-    /// The kind of entry `(user_key, seq)` as this reader sees it: a
-    /// deletion when a range tombstone covers it or `Options::ttl` expired
-    /// it. Inlined into the scan loops: with nothing hiding, one test.
+    /// True when a range tombstone this reader sees covers entry
+    /// `(user_key, seq)`, or `Options::ttl` expired it: it then counts as a
+    /// deletion. Asked only when `hiding` (the scan loops test that first,
+    /// the forward one at compile time).
     #[inline(always)]
-    fn effective_kind(&self, user_key: &[u8], seq: SequenceNumber, kind: ValueKind) -> ValueKind {
+    fn hidden(&self, user_key: &[u8], seq: SequenceNumber) -> bool {
+        debug_assert!(self.hiding, "asked only when something can hide");
         debug_assert_eq!(self.hiding, self.expired > 0 || !self.ranges.is_empty());
-        if self.hiding && (seq < self.expired || self.ranges.hides(user_key, seq, self.seq)) {
-            ValueKind::Deletion
-        } else {
-            kind
-        }
+        seq < self.expired || self.ranges.hides(user_key, seq, self.seq)
     }
 
     /// True when the cursor is on an entry (false once reading its blob
@@ -574,8 +572,8 @@ impl DbIterator {
         while self.iter.valid() {
             if let Some(p) = keys::parse_internal_key(self.iter.key()) {
                 if p.seq <= self.seq {
-                    let kind = if HIDING {
-                        self.effective_kind(p.user_key, p.seq, p.kind)
+                    let kind = if HIDING && self.hidden(p.user_key, p.seq) {
+                        ValueKind::Deletion
                     } else {
                         p.kind
                     };
@@ -636,7 +634,11 @@ impl DbIterator {
                 {
                     break;
                 }
-                kind = self.effective_kind(p.user_key, p.seq, p.kind);
+                kind = if self.hiding && self.hidden(p.user_key, p.seq) {
+                    ValueKind::Deletion
+                } else {
+                    p.kind
+                };
                 match kind {
                     ValueKind::Deletion => {
                         self.saved_key.clear();
