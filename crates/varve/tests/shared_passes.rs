@@ -272,46 +272,66 @@ fn iterators_that_leave_the_pass_go_on_alone_with_the_same_results() {
     );
 }
 
-/// A flipped byte in a blob value: every iterator of the pass stops with
-/// a corruption error at that value (whichever read it), and the values
-/// before it are exact.
-#[test]
-fn a_damaged_blob_value_is_an_error_for_every_iterator_of_the_pass() {
+/// A database of 4 KiB blob values with a byte flipped in one of them,
+/// walked by 16 threads that start together (so they share passes): each
+/// runs `walker` with its index.
+fn on_a_damaged_blob(walker: impl Fn(usize, &Db) + Sync) {
     let dir = tempfile::tempdir().expect("tempdir");
     blob_database(dir.path());
     common::flip_byte_in_largest_blob(dir.path());
     let db = Db::open(dir.path(), options()).expect("open");
     let start = Barrier::new(16);
     std::thread::scope(|s| {
-        for _ in 0..16 {
-            s.spawn(|| {
+        for t in 0..16 {
+            let (db, start, walker) = (&db, &start, &walker);
+            s.spawn(move || {
                 start.wait();
-                let mut it = db.iter();
-                it.seek_to_first();
-                let mut n = 0u64;
-                while it.valid() {
-                    assert_eq!(it.key(), key(n).as_slice());
-                    let v = it.value().to_vec();
-                    if !it.valid() {
-                        break;
-                    }
-                    assert!(v == value(n, 0, true), "a wrong value for key {n}");
-                    n += 1;
-                    it.move_next();
-                }
-                let err = it.status().expect_err("the damaged value is an error");
-                assert!(matches!(err, varve::Error::Corruption { .. }), "{err:?}");
-                assert!(n < KEYS, "the iterator stopped at the damage");
-                // It stays stopped, whatever it is asked next.
-                it.move_next();
-                assert!(!it.valid() && it.status().is_err());
-                it.seek_to_first();
-                assert!(
-                    !it.valid() && it.status().is_err(),
-                    "no seek brings it back"
-                );
+                walker(t, db);
             });
         }
+    });
+}
+
+/// Walks a new iterator of `db` from the first key until it turns
+/// invalid, checking every key and, when `reads_values`, every value;
+/// returns it and the number of entries it passed.
+fn walk_checked(db: &Db, reads_values: bool) -> (varve::DbIterator, u64) {
+    let mut it = db.iter();
+    it.seek_to_first();
+    let mut n = 0u64;
+    while it.valid() {
+        assert_eq!(it.key(), key(n).as_slice());
+        if reads_values {
+            let v = it.value().to_vec();
+            if !it.valid() {
+                break;
+            }
+            assert!(v == value(n, 0, true), "a wrong value for key {n}");
+        }
+        n += 1;
+        it.move_next();
+    }
+    (it, n)
+}
+
+/// A flipped byte in a blob value: every iterator of the pass stops with
+/// a corruption error at that value (whichever read it), and the values
+/// before it are exact.
+#[test]
+fn a_damaged_blob_value_is_an_error_for_every_iterator_of_the_pass() {
+    on_a_damaged_blob(|_, db| {
+        let (mut it, n) = walk_checked(db, true);
+        let err = it.status().expect_err("the damaged value is an error");
+        assert!(matches!(err, varve::Error::Corruption { .. }), "{err:?}");
+        assert!(n < KEYS, "the iterator stopped at the damage");
+        // It stays stopped, whatever it is asked next.
+        it.move_next();
+        assert!(!it.valid() && it.status().is_err());
+        it.seek_to_first();
+        assert!(
+            !it.valid() && it.status().is_err(),
+            "no seek brings it back"
+        );
     });
 }
 
@@ -322,41 +342,16 @@ fn a_damaged_blob_value_is_an_error_for_every_iterator_of_the_pass() {
 /// an iterator that asks for it, whoever else in the pass asked first).
 #[test]
 fn a_damaged_blob_value_is_no_error_for_a_key_only_iterator_of_the_pass() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    blob_database(dir.path());
-    common::flip_byte_in_largest_blob(dir.path());
-    let db = Db::open(dir.path(), options()).expect("open");
-    let start = Barrier::new(16);
-    std::thread::scope(|s| {
-        for t in 0..16 {
-            let (db, start) = (&db, &start);
-            s.spawn(move || {
-                let reads_values = t % 2 == 0;
-                start.wait();
-                let mut it = db.iter();
-                it.seek_to_first();
-                let mut n = 0u64;
-                while it.valid() {
-                    assert_eq!(it.key(), key(n).as_slice());
-                    if reads_values {
-                        let v = it.value().to_vec();
-                        if !it.valid() {
-                            break;
-                        }
-                        assert!(v == value(n, 0, true), "a wrong value for key {n}");
-                    }
-                    n += 1;
-                    it.move_next();
-                }
-                if reads_values {
-                    let err = it.status().expect_err("the damaged value is an error");
-                    assert!(matches!(err, varve::Error::Corruption { .. }), "{err:?}");
-                    assert!(n < KEYS, "the value reader stopped at the damage");
-                } else {
-                    it.status().expect("a key-only walk reads no value");
-                    assert_eq!(n, KEYS, "the key-only walker saw every key");
-                }
-            });
+    on_a_damaged_blob(|t, db| {
+        let reads_values = t % 2 == 0;
+        let (it, n) = walk_checked(db, reads_values);
+        if reads_values {
+            let err = it.status().expect_err("the damaged value is an error");
+            assert!(matches!(err, varve::Error::Corruption { .. }), "{err:?}");
+            assert!(n < KEYS, "the value reader stopped at the damage");
+        } else {
+            it.status().expect("a key-only walk reads no value");
+            assert_eq!(n, KEYS, "the key-only walker saw every key");
         }
     });
 }
