@@ -14,6 +14,23 @@
 #   reads   readrandom cold (direct reads, 8 MiB cache) and hot (1 GiB cache,
 #           second pass), 1M x 100 B, bloom_bits=10
 #   writes  fillrandom (1M x 100 B, then waitforcompaction), fresh each run
+#   cpu     the CPU-bound lines, sized for MEASURE=instructions: fillseq and
+#           fillrandom (300k x 100 B, fresh), and on a compacted 2M x 100 B
+#           database readrandom (300k gets, 1 GiB cache), readseq, count
+#           (1 and 2 threads) and seekrandom --seek_nexts=100 (20k seeks),
+#           all hot, one pass, --seed=1
+#
+# MEASURE=instructions: each run goes under valgrind's cachegrind and its
+# result is the process's user-space instruction count (lower is better)
+# instead of ops/s. On a shared virtual machine one build's timed runs
+# spread up to 1.6x and there are no hardware counters; the count of a
+# run repeats within ~0.5% (background flushes and compactions start at
+# slightly different points). It leaves out the kernel, the disk and cache
+# misses: read it beside the timed pairs, not instead. REPS=1 is enough;
+# `MEASURE=instructions REPS=1 scripts/ab.sh OLD NEW cpu` takes about two
+# minutes on two cores (cachegrind runs a program 20-50x slower). Needs
+# valgrind (apt-get install valgrind). multireadrandom is not measured so:
+# its fibers switch stacks, which valgrind takes for stack overflows.
 #
 # NEW_FLAGS: flags given to NEW_BIN's runs only (e.g. NEW_FLAGS=
 # "--enable_blob_files=true --min_blob_size=4096": small values with blob
@@ -30,15 +47,46 @@ SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(scan)
 DB_DIR="${DB_DIR:-/tmp/varve-ab}"
 REPS="${REPS:-5}"
+MEASURE="${MEASURE:-time}"
+case "$MEASURE" in
+    time) ;;
+    instructions)
+        command -v valgrind >/dev/null || {
+            echo "ab.sh: MEASURE=instructions needs valgrind (apt-get install valgrind)" >&2
+            exit 2
+        }
+        ;;
+    *)
+        echo "ab.sh: MEASURE is time or instructions, not '$MEASURE'" >&2
+        exit 2
+        ;;
+esac
 OUT="$(mktemp)"
 mkdir -p "$DB_DIR"
 
 # run LABEL BIN FLAGS...: one run; prints "LABEL | name : ..." for the last
-# pass of each benchmark (count,count and readseq,readseq: the warm pass).
+# pass of each benchmark (count,count and readseq,readseq: the warm pass),
+# or with MEASURE=instructions "LABEL | instructions : N" for the process.
 run() {
     local label="$1" bin="$2" extra=()
     shift 2
     [ "$bin" = "$NEW" ] && read -ra extra <<<"${NEW_FLAGS:-}"
+    if [ "$MEASURE" = instructions ]; then
+        local log n
+        log="$(mktemp)"
+        valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+            "$bin" --engine=varve --compression_type=none "$@" "${extra[@]}" >"$log" 2>&1 || true
+        n="$(awk '/I +refs:/ { gsub(",", "", $NF); print $NF }' "$log")"
+        if [ -z "$n" ]; then
+            echo "ab.sh: $label: no instruction count; the run printed:" >&2
+            cat "$log" >&2
+            rm -f "$log"
+            return
+        fi
+        rm -f "$log"
+        echo "$label | instructions : $n" | tee -a "$OUT"
+        return
+    fi
     "$bin" --engine=varve --compression_type=none "$@" "${extra[@]}" 2>&1 \
         | grep -E '^[a-z]+ +:' \
         | awk '{n = $1; last[n] = $0; if (!(n in seen)) { seen[n] = 1; order[++k] = n } }
@@ -111,6 +159,33 @@ section_writes() {
     done
 }
 
+section_cpu() {
+    local two=(--num=2000000 --key_size=16 --value_size=100)
+    prepare h "${two[@]}" --benchmarks=fillrandom,compact --seed=1
+    local hot=(--use_existing_db=true "${two[@]}" --seed=1)
+    for rep in $(seq "$REPS"); do
+        for v in old new; do
+            local bin="$OLD"
+            [ "$v" = new ] && bin="$NEW"
+            for w in fillseq fillrandom; do
+                rm -rf "$DB_DIR/f-$v"
+                run "$w $v" "$bin" --benchmarks="$w" --num=300000 --value_size=100 \
+                    --db="$DB_DIR/f-$v" --seed=1
+                rm -rf "$DB_DIR/f-$v"
+            done
+            run "readrandom-hot $v" "$bin" --benchmarks=readrandom "${hot[@]}" --reads=300000 \
+                --cache_size=1073741824 --db="$DB_DIR/h-$v"
+            run "readseq-hot $v" "$bin" --benchmarks=readseq "${hot[@]}" --db="$DB_DIR/h-$v"
+            for t in 1 2; do
+                run "count t=$t $v" "$bin" --benchmarks=count "${hot[@]}" --scan_threads=$t \
+                    --db="$DB_DIR/h-$v"
+            done
+            run "seekrandom100-hot $v" "$bin" --benchmarks=seekrandom --seek_nexts=100 \
+                --reads=20000 "${hot[@]}" --db="$DB_DIR/h-$v"
+        done
+    done
+}
+
 for s in "${SECTIONS[@]}"; do
     "section_$s"
 done
@@ -124,6 +199,10 @@ import re, statistics, sys, collections
 per_run = collections.defaultdict(list)
 single = set()
 for line in open(sys.argv[1]):
+    c = re.match(r"(.*) (old|new) \| instructions : ([0-9]+)$", line.strip())
+    if c:
+        per_run[(c.group(1), "instructions", c.group(2))].append(float(c.group(3)))
+        continue
     m = re.match(r"(.*) (old|new) \| (\w+) +: +([0-9.]+) micros/op ([0-9.]+) ops/sec.*? ([0-9]+) operations", line)
     if m:
         label, ver, name = m.group(1), m.group(2), m.group(3)
@@ -132,7 +211,7 @@ for line in open(sys.argv[1]):
             per_run[(label, name, ver)].append(float(m.group(4)))
         else:
             per_run[(label, name, ver)].append(float(m.group(5)))
-print("\nmedians (ops/s, or µs for one-operation steps; the last pass of each run) and new/old:")
+print("\nmedians (ops/s, µs for one-operation steps, or instructions; the last pass of each run) and new/old:")
 labels = sorted({(k[0], k[1]) for k in per_run})
 for label, name in labels:
     o = per_run.get((label, name, "old"), [])
@@ -141,6 +220,8 @@ for label, name in labels:
         continue
     mo, mn = statistics.median(o), statistics.median(n)
     unit = "µs (lower is better)" if name in single else "ops/s"
+    if name == "instructions":
+        unit = "instructions (lower is better)"
     print(f"  {label:24} {name:18} old {mo:14,.0f}  new {mn:14,.0f}  new/old {mn / mo:6.3f}  {unit}  (n={len(o)}/{len(n)})")
 PY
 rm -f "$OUT"
