@@ -103,7 +103,9 @@ pub struct DbIterator {
     /// `Options::ttl`: entries below this sequence number are expired.
     expired: SequenceNumber,
     /// `ranges` is not empty or `expired` is not 0: only then can an entry
-    /// read as a value be hidden (one test per entry when nothing hides).
+    /// read as a value be hidden (when nothing hides, the forward loop
+    /// runs a copy without the test and the backward one tests this once
+    /// per entry).
     hiding: bool,
     /// How to join a shared pass over this state (`shared_pass`): set for
     /// iterators without bounds.
