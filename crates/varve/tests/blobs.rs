@@ -396,7 +396,7 @@ fn check_follows_every_pointer_into_the_blob_files() {
     db.flush().expect("flush");
     db.close().expect("close");
     let problems = |dir: &Path| -> Vec<String> {
-        varve::tools::check_db(&PosixFs, dir, |_| {})
+        varve::tools::check_db(std::sync::Arc::new(PosixFs), dir, |_| {})
             .expect("check")
             .into_iter()
             .filter_map(|c| {

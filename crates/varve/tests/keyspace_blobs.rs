@@ -96,7 +96,8 @@ fn fill(ks: &varve::Keyspace, name: &str, generation: u32) {
 }
 
 fn assert_clean(dir: &Path) {
-    let checked = varve::tools::check_db(&varve::fs::PosixFs, dir, |_| {}).expect("check");
+    let checked = varve::tools::check_db(std::sync::Arc::new(varve::fs::PosixFs), dir, |_| {})
+        .expect("check");
     let problems: Vec<_> = checked.iter().filter(|c| c.problem.is_some()).collect();
     assert!(problems.is_empty(), "check found {problems:?}");
 }

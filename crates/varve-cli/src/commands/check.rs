@@ -33,7 +33,7 @@ pub fn check(cli: &Cli) -> Result<Outcome> {
         .is_terminal()
         .then(indicatif::ProgressBar::new_spinner);
     let files = with_path(
-        check_db(&PosixFs, dir, |p| {
+        check_db(std::sync::Arc::new(PosixFs), dir, |p| {
             if let Some(b) = &bar {
                 b.set_message(format!("checking {}", p.display()));
                 b.tick();

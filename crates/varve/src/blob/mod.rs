@@ -11,7 +11,9 @@
 //! `shared_chunks`, the chunks concurrent scans share, through
 //! `held_chunks`, the ones an iterator holds, counted against a per-shard
 //! limit by `pins`), `cache`
-//! keeps a database's readers by file number. Nothing here owns threads.
+//! keeps a database's readers by file number, and `staged_fs` reads a
+//! directory as if a crash's staged chunks were in their blob files
+//! (read-only opens, `varve check`). Nothing here owns threads.
 
 pub(crate) mod cache;
 pub(crate) mod chunk_writer;
@@ -25,3 +27,4 @@ pub(crate) mod readahead;
 pub(crate) mod reader;
 pub(crate) mod shared_chunks;
 pub(crate) mod stage;
+pub(crate) mod staged_fs;

@@ -690,6 +690,83 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
     Ok(outcomes)
 }
 
+/// A chunk a crash left staged and not yet in its blob file: what
+/// [`apply_stage`] would copy to `base`, read without writing anything
+/// (for read-only opens and `varve check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct UnappliedChunk {
+    /// The chunk's offset in the blob file.
+    pub base: u64,
+    /// The staged bytes.
+    pub data: Vec<u8>,
+}
+
+/// The staged chunks of blob file `number` at `blob` that [`apply_stage`]
+/// would copy into it, in the order it copies them (slot order; later
+/// copies overwrite earlier ones where they overlap), with what it would
+/// report of each staging file. Reads the staging files through `fs`;
+/// writes nothing. A slot whose chunk was written already, a slot not in
+/// use, and a staging file that does not check out contribute no chunk,
+/// exactly as in `apply_stage`.
+pub(crate) fn unapplied_chunks(
+    fs: &dyn crate::io::FileSystem,
+    blob: &Path,
+    number: u64,
+) -> Result<(Vec<UnappliedChunk>, Vec<StageOutcome>)> {
+    let mut chunks = Vec::new();
+    let mut outcomes = Vec::new();
+    for stage in stage_paths(blob) {
+        let bytes = match read_whole(fs, &stage) {
+            Ok(b) => b,
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        match parse_stage(&bytes, number) {
+            Ok(s) => {
+                if let Some(why) = s.torn {
+                    outcomes.push(StageOutcome::TornCopy(why));
+                }
+                if s.data.is_empty() {
+                    continue;
+                }
+                if s.written {
+                    outcomes.push(StageOutcome::Written {
+                        offset: s.base,
+                        bytes: s.data.len() as u64,
+                    });
+                } else {
+                    outcomes.push(StageOutcome::Applied {
+                        offset: s.base,
+                        bytes: s.data.len() as u64,
+                    });
+                    chunks.push(UnappliedChunk {
+                        base: s.base,
+                        data: s.data.to_vec(),
+                    });
+                }
+            }
+            Err(why) => outcomes.push(StageOutcome::Ignored(why)),
+        }
+    }
+    Ok((chunks, outcomes))
+}
+
+/// The whole of file `path`, read through `fs`.
+fn read_whole(fs: &dyn crate::io::FileSystem, path: &Path) -> Result<Vec<u8>> {
+    let mut f = fs.open_sequential(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
 /// A staging file's bytes, whose `range` was written at `base` of its blob
 /// file.
 struct Copied {

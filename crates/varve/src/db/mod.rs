@@ -43,8 +43,10 @@ use std::sync::atomic::Ordering;
 
 pub use crate::snapshot::Snapshot;
 pub use debug::DbDebug;
+pub(crate) use info_log::InfoLog;
 pub(crate) use inner::{DbInner, table_options};
 pub use keyspace::{Keyspace, MAX_KEYSPACE_NAME};
+pub(crate) use open::recover_read_only_state;
 pub use read::anchors::{Anchor, Anchors, KeyRange};
 pub use read::db_iter::DbIterator;
 pub use read::par_scan::ChunkInfo;

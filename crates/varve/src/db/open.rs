@@ -307,17 +307,7 @@ fn apply_staged_blob_bytes(
     versions: &VersionSet,
     info_log: &InfoLog,
 ) -> Result<recovery::BlobSizes> {
-    let mut sizes = recovery::BlobSizes::new();
-    let mut open = Vec::new();
-    let trees: Vec<Arc<crate::version::Version>> =
-        versions.trees().map(|(_, v)| Arc::clone(v)).collect();
-    for (&number, b) in trees.iter().flat_map(|v| v.blob_files()) {
-        if b.sealed {
-            sizes.insert(number, (b.size, true));
-        } else {
-            open.push(number);
-        }
-    }
+    let (mut sizes, open) = sealed_and_open_blob_files(versions);
     if fs.uses_os_files() && !open.is_empty() {
         // One blob file per task, a few at a time: each copies its staging
         // files in and fdatasyncs once, and with many lanes (one open file
@@ -374,7 +364,19 @@ fn apply_staged_blob_bytes(
             }
         }
     }
-    for number in open {
+    open_blob_sizes(fs, dir, &open, &mut sizes)?;
+    Ok(sizes)
+}
+
+/// Adds to `sizes` the size on `fs` of each blob file of `open` (0 for one
+/// never created), as unsealed.
+fn open_blob_sizes(
+    fs: &dyn crate::io::FileSystem,
+    dir: &Path,
+    open: &[u64],
+    sizes: &mut recovery::BlobSizes,
+) -> Result<()> {
+    for &number in open {
         let path = blob_file_path(dir, number);
         let size = match fs.file_size(&path) {
             Ok(size) => size,
@@ -383,7 +385,40 @@ fn apply_staged_blob_bytes(
         };
         sizes.insert(number, (size, false));
     }
-    Ok(sizes)
+    Ok(())
+}
+
+/// The blob files of `versions`: the sealed ones with their recorded sizes
+/// in `sizes`, and the numbers of the ones a crash may have left open.
+pub(crate) fn sealed_and_open_blob_files(versions: &VersionSet) -> (recovery::BlobSizes, Vec<u64>) {
+    let mut sizes = recovery::BlobSizes::new();
+    let mut open = Vec::new();
+    for (_, v) in versions.trees() {
+        for (&number, b) in v.blob_files() {
+            if b.sealed {
+                sizes.insert(number, (b.size, true));
+            } else {
+                open.push(number);
+            }
+        }
+    }
+    (sizes, open)
+}
+
+/// For a read-only open: the directory as a read-write open would leave it
+/// once it applied the staged chunks of the blob files a crash left open
+/// (`StagedOverlayFs`; nothing is written), and the blob sizes recovery's
+/// pointer check needs, the same a read-write open computes.
+fn staged_view(
+    fs: &Arc<dyn crate::io::FileSystem>,
+    dir: &Path,
+    versions: &VersionSet,
+) -> Result<(Arc<dyn crate::io::FileSystem>, recovery::BlobSizes)> {
+    let (mut sizes, open) = sealed_and_open_blob_files(versions);
+    let (view, _) = crate::blob::staged_fs::StagedOverlayFs::over(fs, dir, &open)?;
+    let view = view.unwrap_or_else(|| Arc::clone(fs));
+    open_blob_sizes(view.as_ref(), dir, &open, &mut sizes)?;
+    Ok((view, sizes))
 }
 
 /// Closes the blob files a crash left open (in `edit`, which also names
@@ -445,6 +480,20 @@ fn close_crash_open_blob_files(
             }
             Err(e) => return Err(e),
         };
+        // A crash while the lane was creating it: not even its header
+        // reached the file (or its staging), so no value is in it and no
+        // pointer can name one (the replay ended at any that did). Kept, it
+        // would be a sealed file without a header, which `varve check`
+        // rightly calls damaged; it is dropped like one never created, and
+        // the file goes with the obsolete files.
+        if size < crate::blob::format::PAGE as u64 {
+            info_log.log(format!(
+                "recovery: blob file {number} was being created by a crash ({size} bytes, no \
+                 header); dropped"
+            ));
+            edit.deleted_blob_files.push(number);
+            continue;
+        }
         // The tables in `edit` point into it and the WALs that also did
         // are about to be retired: its bytes must be durable first (a
         // kill -9 leaves them in the page cache only). Truncating to the
@@ -623,10 +672,52 @@ fn caches(
     (Arc::new(table_cache), block_cache)
 }
 
+/// What a read-only open recovers, before it builds the database: the
+/// version set, the directory's view with the staged chunks of crash-open
+/// blob files in place, and the replayed WALs.
+pub(crate) struct ReadOnlyState {
+    pub versions: VersionSet,
+    pub view: Arc<dyn crate::io::FileSystem>,
+    pub recovered: recovery::Recovered,
+}
+
+/// Recovers `dir` as a read-write open would, writing nothing and taking
+/// no lock: the manifest replayed and checked against the directory
+/// (`VersionSet::recover_checked`), the blob files a crash left open read
+/// with their staged chunks in place (`StagedOverlayFs`), the WALs replayed
+/// with the same pointer check (a record pointing past an open blob file's
+/// end ends the replay). `Db::open_read_only` builds on it, and `varve
+/// check` takes its verdict from it, so both refuse exactly what a
+/// read-write open refuses.
+pub(crate) fn recover_read_only_state(
+    fs: &Arc<dyn crate::io::FileSystem>,
+    dir: &Path,
+    options: &Options,
+    info_log: &InfoLog,
+) -> Result<ReadOnlyState> {
+    let mut versions = VersionSet::recover_checked(Arc::clone(fs), dir, true)?;
+    let (view, sizes) = staged_view(fs, dir, &versions)?;
+    let recovered = recovery::recover(
+        view.as_ref(),
+        dir,
+        options,
+        info_log,
+        &mut versions,
+        true,
+        Some(&sizes),
+    )?;
+    Ok(ReadOnlyState {
+        versions,
+        view,
+        recovered,
+    })
+}
+
 /// Opens an existing database without writing anything (see
-/// `Db::open_read_only`): replayed WAL data stays in memtables.
+/// `Db::open_read_only`): replayed WAL data stays in memtables, and the
+/// values a crash left staged are read from the staging files.
 pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
-    let (options, memory_plan) = options.planned()?;
+    let (mut options, memory_plan) = options.planned()?;
     options.validate()?;
     let fs = Arc::clone(&options.fs);
     if !fs.is_dir(dir)? {
@@ -641,20 +732,14 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
     let info_log = InfoLog::disabled();
     let started = Instant::now();
     let mut times = OpenTimes::default();
-    let mut versions = VersionSet::recover_checked(Arc::clone(&fs), dir, true)?;
+    let ReadOnlyState {
+        versions,
+        view,
+        recovered,
+    } = recover_read_only_state(&fs, dir, &options, &info_log)?;
     times.manifest = started.elapsed();
     let t = Instant::now();
-    // Read-only: staged bytes are not applied, so no pointer check (a value
-    // only staged reads as `Corruption` until a writable open applies it).
-    let recovered = recovery::recover(
-        fs.as_ref(),
-        dir,
-        &options,
-        &info_log,
-        &mut versions,
-        true,
-        None,
-    )?;
+    options.fs = view;
     let last_sequence = recovered.last_sequence.max(versions.last_sequence());
     // Each keyspace's replayed memtables, newest first; the newest is the
     // mutable one (no write ever reaches it).

@@ -1,21 +1,34 @@
-//! Verifying a database directory without opening it ([`check_db`]):
-//! `CURRENT` and the live manifest (every record checksum and edit), every
-//! table (footer, meta blocks, then every data block through a full
-//! iteration, and its size against the manifest), every pointer of a live
-//! table into a blob file (the value it names is read and checked against
-//! the pointer's CRC), every WAL (every record checksum and write batch),
-//! every blob file (every whole chunk and every value). Read-only;
-//! thread-safe.
+//! Verifying a database directory without opening it ([`check_db`]). The
+//! verdict is the open's: the directory is recovered exactly as a
+//! read-write open recovers it, writing nothing and taking no lock
+//! (`db::recover_read_only_state`: the manifest replayed and checked
+//! against the directory, the staged chunks of blob files a crash left
+//! open read in place, the WALs replayed with the same pointer check), and
+//! anything that recovery refuses is damage in the file it names. Then
+//! every live table (footer, meta blocks, every data block through a full
+//! iteration, its size against the manifest), every blob pointer of a live
+//! table or a replayed WAL record (the value it names is read, from the
+//! blob file or its staging, and checked against the pointer's CRC), and
+//! every live blob file (its header, every whole chunk's trailer and
+//! entries, a sealed file's footer and its size against the manifest).
 //!
-//! A damaged tail of a WAL or manifest is reported too: after a clean
-//! shutdown there is none, after a crash the next open would cut it off.
+//! What a read-write open accepts is not damage: a torn WAL or manifest
+//! tail that the open cuts off (normal after a crash), a blob file a crash
+//! left being created (no header yet), files the live manifest does not
+//! list (the open deletes them), value bytes no live pointer names
+//! (garbage). Those get a note, not a problem. Read-only; thread-safe.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::blob::reader::PointerCheck;
+use crate::blob::format::PAGE;
+use crate::blob::reader::{BlobReader, PointerCheck};
 use crate::error::{Error, Result};
+use crate::filenames::{self, FileKind};
+use crate::internal_iter::InternalIterator;
 use crate::io::FileSystem;
+use crate::keys::{ValueKind, parse_internal_key};
 use crate::sst::{verify_table, verify_table_with};
 use crate::version::manifest::{manifest_path, read_current, read_manifest};
 use crate::wal::TailStatus;
@@ -53,6 +66,9 @@ pub struct CheckedFile {
     pub kind: FileCheckKind,
     /// `None` when every checksum held.
     pub problem: Option<Problem>,
+    /// Something an open accepts and deals with, worth knowing (a torn
+    /// tail it cuts off after a crash, a file it deletes); never damage.
+    pub note: Option<String>,
 }
 
 fn problem(e: Error) -> Problem {
@@ -117,7 +133,61 @@ pub fn check_file(fs: &dyn FileSystem, path: &Path, kind: FileCheckKind) -> Chec
         path: path.to_path_buf(),
         kind,
         problem,
+        note: None,
     }
+}
+
+/// What the live manifest says the directory holds, as recovered.
+struct Live {
+    /// Table number -> (size, keyspace).
+    tables: HashMap<u64, (u64, u32)>,
+    /// Blob file number -> (keyspace, its state in the manifest).
+    blobs: HashMap<u64, (u32, BlobState)>,
+    /// WALs below this number are not replayed (the open deletes them).
+    log_number: u64,
+}
+
+impl Live {
+    fn of(versions: &crate::version::VersionSet) -> Live {
+        let mut tables = HashMap::new();
+        let mut blobs = HashMap::new();
+        for (id, v) in versions.trees() {
+            for level in 0..crate::version::NUM_LEVELS {
+                for f in v.files(level) {
+                    tables.insert(f.number, (f.file_size, id));
+                }
+            }
+            for (&n, b) in v.blob_files() {
+                let state = match (b.sealed, b.crash_closed) {
+                    (false, _) => BlobState::Open,
+                    (true, false) => BlobState::Sealed(b.size),
+                    (true, true) => BlobState::CrashClosed(b.size),
+                };
+                blobs.insert(n, (id, state));
+            }
+        }
+        Live {
+            tables,
+            blobs,
+            log_number: versions.log_number(),
+        }
+    }
+
+    fn blob_owner(&self) -> HashMap<u64, u32> {
+        self.blobs.iter().map(|(&n, &(k, _))| (n, k)).collect()
+    }
+}
+
+/// A blob file's state in the live manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BlobState {
+    /// Being written (or left open by a crash): any length, no footer.
+    Open,
+    /// Sealed with its footer, of this size.
+    Sealed(u64),
+    /// Closed by an open after a crash, at this size, without a footer
+    /// (its last chunk may lack its entries).
+    CrashClosed(u64),
 }
 
 /// A table the live manifest lists: every block (as [`check_file`]), in
@@ -132,38 +202,18 @@ fn check_live_table(
     blob_owner: &HashMap<u64, u32>,
 ) -> Result<Option<Problem>> {
     let verified = super::file_number(path, super::table, "nnnnnn.sst").and_then(|_| {
-        verify_table_with(
-            fs,
-            path,
-            |key, value| match crate::keys::parse_internal_key(key) {
-                Some(p) if p.kind == crate::keys::ValueKind::BlobIndex => {
-                    let key = || String::from_utf8_lossy(p.user_key).into_owned();
-                    let bp = blobs.check(value).map_err(|why| {
-                        Error::corruption(path, 0, format!("key {:?} {why}", key()))
-                    })?;
-                    // A keyspace's tables point only into its own blob
-                    // files (the ones its compactions collect).
-                    match blob_owner.get(&bp.file_number) {
-                        Some(&k) if k == keyspace => Ok(()),
-                        owner => Err(Error::corruption(
-                            path,
-                            0,
-                            format!(
-                                "key {:?} of keyspace {keyspace} points into blob file {}, \
-                                 which {}",
-                                key(),
-                                bp.file_number,
-                                match owner {
-                                    Some(k) => format!("belongs to keyspace {k}"),
-                                    None => "the live manifest does not list".to_string(),
-                                }
-                            ),
-                        )),
-                    }
-                }
-                _ => Ok(()),
-            },
-        )
+        verify_table_with(fs, path, |key, value| match parse_internal_key(key) {
+            Some(p) if p.kind == ValueKind::BlobIndex => check_pointer(
+                &path.display().to_string(),
+                p.user_key,
+                value,
+                keyspace,
+                blobs,
+                blob_owner,
+            )
+            .map_err(|why| Error::corruption(path, 0, why)),
+            _ => Ok(()),
+        })
     });
     if let Err(e) = verified {
         return Ok(Some(problem(e)));
@@ -175,11 +225,113 @@ fn check_live_table(
     }))
 }
 
+/// Follows the blob pointer `raw` of `key` (keyspace `keyspace`, found in
+/// `source`): the value must read and match the pointer's CRC, and the
+/// file must be one of the keyspace's own.
+fn check_pointer(
+    source: &str,
+    key: &[u8],
+    raw: &[u8],
+    keyspace: u32,
+    blobs: &mut PointerCheck<'_>,
+    blob_owner: &HashMap<u64, u32>,
+) -> std::result::Result<(), String> {
+    let key = || String::from_utf8_lossy(key).into_owned();
+    let bp = blobs
+        .check(raw)
+        .map_err(|why| format!("key {:?} {why}", key()))?;
+    match blob_owner.get(&bp.file_number) {
+        Some(&k) if k == keyspace => Ok(()),
+        owner => Err(format!(
+            "key {:?} of keyspace {keyspace} in {source} points into blob file {}, which {}",
+            key(),
+            bp.file_number,
+            match owner {
+                Some(k) => format!("belongs to keyspace {k}"),
+                None => "the live manifest does not list".to_string(),
+            }
+        )),
+    }
+}
+
+/// A live blob file, read through `view` (staged chunks in place): its
+/// header and every whole chunk's trailer and entries; a sealed file's
+/// size against the manifest and its footer. Values are checked through
+/// the pointers that name them.
+fn check_live_blob(
+    view: &dyn FileSystem,
+    path: &Path,
+    state: BlobState,
+) -> std::result::Result<Option<String>, Problem> {
+    let size = view.file_size(path).map_err(problem)?;
+    let recorded = match state {
+        BlobState::Open => None,
+        BlobState::Sealed(n) | BlobState::CrashClosed(n) => Some(n),
+    };
+    if let Some(want) = recorded
+        && size != want
+    {
+        return Err(Problem {
+            offset: size.min(want),
+            reason: format!("file is {size} bytes, the manifest records {want}"),
+        });
+    }
+    // No header: a crash came while a lane created it, so no value is in
+    // it (an open drops such a file; older builds closed it as it was).
+    if size < PAGE as u64 && state != BlobState::Sealed(size) {
+        return Ok(Some(format!(
+            "a crash left it being created ({size} bytes, no header): it holds no value"
+        )));
+    }
+    let reader = BlobReader::open(view, path, false).map_err(problem)?;
+    let walk = reader.chunks(false).map_err(problem)?;
+    if matches!(state, BlobState::Sealed(_)) && walk.footer.is_none() {
+        return Err(Problem {
+            offset: size.saturating_sub(walk.tail),
+            reason: "sealed in the manifest, but the file has no footer".into(),
+        });
+    }
+    Ok(None)
+}
+
+/// Puts `p` on the checked file `path` (kind `kind`) of `out`, adding one
+/// if the file is not there yet; a problem already found stays.
+fn blame(out: &mut Vec<CheckedFile>, path: &Path, kind: FileCheckKind, p: Problem) {
+    match out.iter_mut().find(|c| c.path == path) {
+        Some(c) => {
+            if c.problem.is_none() {
+                c.problem = Some(p);
+            }
+        }
+        None => out.push(CheckedFile {
+            path: path.to_path_buf(),
+            kind,
+            problem: Some(p),
+            note: None,
+        }),
+    }
+}
+
+/// The kind of check a file of `dir` named by an error gets.
+fn kind_of_path(path: &Path) -> FileCheckKind {
+    match path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(filenames::parse)
+    {
+        Some(FileKind::Table(_)) => FileCheckKind::Table,
+        Some(FileKind::Wal(_)) => FileCheckKind::Wal,
+        Some(FileKind::Blob(_)) => FileCheckKind::Blob,
+        Some(FileKind::Current) => FileCheckKind::Current,
+        _ => FileCheckKind::Manifest,
+    }
+}
+
 /// Checks every file of the database in `dir`, calling `progress` before
-/// each. Errors only if the directory cannot be listed; damage is reported
-/// per file.
+/// each (see the module docs). Errors only if the directory cannot be
+/// listed; damage is reported per file.
 pub fn check_db(
-    fs: &dyn FileSystem,
+    fs: Arc<dyn FileSystem>,
     dir: &Path,
     mut progress: impl FnMut(&Path),
 ) -> Result<Vec<CheckedFile>> {
@@ -191,89 +343,212 @@ pub fn check_db(
     let mut out = Vec::new();
     let current = dir.join(crate::version::manifest::CURRENT);
     progress(&current);
-    let cur = check_file(fs, &current, FileCheckKind::Current);
+    let cur = check_file(fs.as_ref(), &current, FileCheckKind::Current);
     let live_manifest = if cur.problem.is_none() {
-        read_current(fs, dir).ok()
+        read_current(fs.as_ref(), dir).ok()
     } else {
         None
     };
     out.push(cur);
+    let Some(m) = live_manifest else {
+        // Without a manifest to go by, every file is checked on its own.
+        for name in &names {
+            let path = dir.join(name);
+            let kind = match filenames::parse(name) {
+                Some(FileKind::Table(_)) => FileCheckKind::Table,
+                Some(FileKind::Wal(_)) => FileCheckKind::Wal,
+                Some(FileKind::Blob(_)) => FileCheckKind::Blob,
+                _ => continue,
+            };
+            progress(&path);
+            out.push(check_file(fs.as_ref(), &path, kind));
+        }
+        return Ok(out);
+    };
 
-    // Live tables (number -> size, keyspace) and blob files (number ->
-    // keyspace) according to the manifest.
-    let mut live: HashMap<u64, (u64, u32)> = HashMap::new();
-    let mut blob_owner: HashMap<u64, u32> = HashMap::new();
-    if let Some(m) = live_manifest {
-        let path = manifest_path(dir, m);
-        progress(&path);
-        let r = read_manifest(fs, dir, m, |edit, _| {
-            for (_, n) in &edit.deleted_files {
-                live.remove(n);
+    // The manifest's records one by one (a damaged record names its
+    // offset), then the open's own recovery, whose verdict decides.
+    let mpath = manifest_path(dir, m);
+    progress(&mpath);
+    let records = read_manifest(fs.as_ref(), dir, m, |_, _| Ok(()));
+    let (mut mproblem, mut mnote) = (None, None);
+    match records {
+        Ok(o) => {
+            if let TailStatus::Truncated { offset, reason } = o.tail {
+                mnote = Some(format!(
+                    "torn tail at offset {offset} ({reason}): an open cuts it off"
+                ));
             }
-            for (_, f) in &edit.new_files {
-                live.insert(f.number, (f.file_size, edit.keyspace));
-            }
-            for n in &edit.deleted_blob_files {
-                blob_owner.remove(n);
-            }
-            for b in &edit.blob_files {
-                blob_owner.insert(b.number, edit.keyspace);
-            }
-            // A dropped keyspace's files leave with it.
-            for k in &edit.dropped_keyspaces {
-                live.retain(|_, (_, ks)| ks != k);
-                blob_owner.retain(|_, ks| ks != k);
-            }
-            Ok(())
-        });
-        out.push(CheckedFile {
-            path,
-            kind: FileCheckKind::Manifest,
-            problem: match r {
-                Ok(o) => tail_problem(o.tail),
-                Err(e) => Some(problem(e)),
-            },
-        });
+        }
+        Err(e) => mproblem = Some(problem(e)),
     }
-    let mut blobs = PointerCheck::new(fs, dir);
+    out.push(CheckedFile {
+        path: mpath.clone(),
+        kind: FileCheckKind::Manifest,
+        problem: mproblem,
+        note: None,
+    });
+    let options = crate::options::Options::default();
+    let state = match crate::db::recover_read_only_state(
+        &fs,
+        dir,
+        &options,
+        &crate::db::InfoLog::disabled(),
+    ) {
+        Ok(state) => state,
+        Err(e) => {
+            // The open refuses the directory: the file the error names is
+            // damaged (the manifest when it names none of the files).
+            let at = match &e {
+                Error::Corruption { file, .. } if file.starts_with(dir) && file != dir => {
+                    file.clone()
+                }
+                _ => mpath.clone(),
+            };
+            blame(&mut out, &at, kind_of_path(&at), problem(e));
+            for name in &names {
+                let path = dir.join(name);
+                let kind = match filenames::parse(name) {
+                    Some(FileKind::Table(_)) => FileCheckKind::Table,
+                    Some(FileKind::Wal(_)) => FileCheckKind::Wal,
+                    Some(FileKind::Blob(_)) => FileCheckKind::Blob,
+                    _ => continue,
+                };
+                if out.iter().any(|c| c.path == path) {
+                    continue;
+                }
+                progress(&path);
+                out.push(check_file(fs.as_ref(), &path, kind));
+            }
+            return Ok(out);
+        }
+    };
+    if let Some(c) = out.iter_mut().find(|c| c.path == mpath) {
+        c.note = mnote;
+    }
+    let live = Live::of(&state.versions);
+    let blob_owner = live.blob_owner();
+    let view = Arc::clone(&state.view);
+    let mut blobs = PointerCheck::new(view.as_ref(), dir);
+    let cut: HashMap<PathBuf, String> = state
+        .recovered
+        .report
+        .truncated
+        .iter()
+        .map(|t| {
+            (
+                t.file.clone(),
+                format!(
+                    "{} bytes after offset {} are not replayed ({}): an open cuts them off",
+                    t.bytes_removed, t.offset, t.reason
+                ),
+            )
+        })
+        .collect();
     for name in &names {
         let path = dir.join(name);
-        let kind = match crate::filenames::parse(name) {
-            Some(crate::filenames::FileKind::Table(_)) => FileCheckKind::Table,
-            Some(crate::filenames::FileKind::Wal(_)) => FileCheckKind::Wal,
-            Some(crate::filenames::FileKind::Blob(_)) => FileCheckKind::Blob,
+        let (kind, number) = match filenames::parse(name) {
+            Some(FileKind::Table(n)) => (FileCheckKind::Table, n),
+            Some(FileKind::Wal(n)) => (FileCheckKind::Wal, n),
+            Some(FileKind::Blob(n)) => (FileCheckKind::Blob, n),
             _ => continue,
         };
         progress(&path);
-        let live_size = match crate::filenames::parse(name) {
-            Some(crate::filenames::FileKind::Table(n)) => live.get(&n).copied(),
-            _ => None,
+        let mut c = CheckedFile {
+            path: path.clone(),
+            kind,
+            problem: None,
+            note: None,
         };
-        let c = match live_size {
-            Some(want) => CheckedFile {
-                problem: check_live_table(fs, &path, want, &mut blobs, &blob_owner)?,
-                path,
-                kind,
+        match kind {
+            FileCheckKind::Table => match live.tables.get(&number) {
+                Some(&want) => {
+                    c.problem =
+                        check_live_table(view.as_ref(), &path, want, &mut blobs, &blob_owner)?;
+                }
+                None => {
+                    c.note = Some("not in the live manifest: an open deletes it".into());
+                }
             },
-            None => check_file(fs, &path, kind),
-        };
+            // Replayed by the recovery above: its records checked out, and
+            // a cut tail is what an open cuts too.
+            FileCheckKind::Wal if number >= live.log_number => c.note = cut.get(&path).cloned(),
+            FileCheckKind::Wal => {
+                c.note = Some("older than the manifest's log number: an open deletes it".into());
+            }
+            FileCheckKind::Blob => match live.blobs.get(&number) {
+                Some(&(_, state)) => match check_live_blob(view.as_ref(), &path, state) {
+                    Ok(note) => c.note = note,
+                    Err(p) => c.problem = Some(p),
+                },
+                None => c.note = Some("not in the live manifest: an open deletes it".into()),
+            },
+            _ => {}
+        }
         out.push(c);
     }
-    let mut missing: Vec<u64> = live
+    // The values the replayed WAL records point to.
+    for (keyspace, mems) in &state.recovered.memtables {
+        for mem in mems {
+            let mut it = mem.iter();
+            it.seek_to_first();
+            while it.valid() {
+                if let Some(p) = parse_internal_key(it.key())
+                    && p.kind == ValueKind::BlobIndex
+                {
+                    if let Err(why) = check_pointer(
+                        "a replayed WAL record",
+                        p.user_key,
+                        it.value(),
+                        *keyspace,
+                        &mut blobs,
+                        &blob_owner,
+                    ) {
+                        let target = crate::blob::format::BlobPointer::decode(it.value())
+                            .map(|bp| filenames::blob_file_path(dir, bp.file_number))
+                            .unwrap_or_else(|| mpath.clone());
+                        blame(
+                            &mut out,
+                            &target,
+                            FileCheckKind::Blob,
+                            Problem {
+                                offset: 0,
+                                reason: format!("a WAL record's {why}"),
+                            },
+                        );
+                    }
+                }
+                it.next();
+            }
+        }
+    }
+    // What the live manifest lists and the directory lacks.
+    let mut missing: Vec<(PathBuf, &str)> = live
+        .tables
         .keys()
-        .copied()
         .filter(|n| !names.contains(&format!("{n:06}.sst")))
+        .map(|&n| (filenames::table_path(dir, n), "table"))
+        .chain(
+            live.blobs
+                .iter()
+                .filter(|(n, (_, state))| {
+                    *state != BlobState::Open && !names.contains(&format!("{n:06}.blob"))
+                })
+                .map(|(&n, _)| (filenames::blob_file_path(dir, n), "blob file")),
+        )
         .collect();
-    missing.sort_unstable();
-    for n in missing {
-        out.push(CheckedFile {
-            path: dir.join(format!("{n:06}.sst")),
-            kind: FileCheckKind::Table,
-            problem: Some(Problem {
+    missing.sort();
+    for (path, what) in missing {
+        let kind = kind_of_path(&path);
+        blame(
+            &mut out,
+            &path,
+            kind,
+            Problem {
                 offset: 0,
-                reason: "missing: the live manifest lists this table".into(),
-            }),
-        });
+                reason: format!("missing: the live manifest lists this {what}"),
+            },
+        );
     }
     Ok(out)
 }
