@@ -20,6 +20,10 @@
 //! be exactly the writes up to the last sequence number recovered. Every
 //! get and scan on an open database must give an error or the right data.
 //!
+//! Before the opens, `varve check` (`tools::check_db`) runs on the damaged
+//! copy, and its verdict must be the opens': it flags the database exactly
+//! when an open refuses it or a get or scan fails.
+//!
 //! `VARVE_DAMAGE_ROUNDS=N` sets the rounds (default 300; `VARVE_DAMAGE_SEED`
 //! the first seed); `scripts/damage-loop.sh` runs long loops. A failure
 //! prints the seed, the file and the damage, so it can be replayed.
@@ -277,7 +281,7 @@ fn check_scan(
     what: &str,
     items: impl Iterator<Item = varve::Result<(Vec<u8>, Vec<u8>)>>,
     want: &[(&Vec<u8>, &Vec<u8>)],
-) {
+) -> u64 {
     let mut n = 0;
     for item in items {
         match item {
@@ -299,7 +303,7 @@ fn check_scan(
             }
             Err(e) => {
                 assert_allowed_error(what, &e);
-                return;
+                return 1;
             }
         }
     }
@@ -308,6 +312,7 @@ fn check_scan(
         want.len(),
         "{what}: the scan ended early without an error"
     );
+    0
 }
 
 fn assert_allowed_error(what: &str, e: &Error) {
@@ -320,14 +325,16 @@ fn assert_allowed_error(what: &str, e: &Error) {
     );
 }
 
-/// Every get and both full scans of both keyspaces against `want`.
-fn check_reads(what: &str, db: &Db, want: &Model) {
-    check_keyspace(what, &db.default_keyspace(), &part(want, 0));
+/// Every get and both full scans of both keyspaces against `want`;
+/// returns how many of them failed (with an allowed error).
+fn check_reads(what: &str, db: &Db, want: &Model) -> u64 {
     let side = side_of(what, db);
-    check_keyspace(&format!("{what}, keyspace {SIDE}"), &side, &part(want, 1));
+    check_keyspace(what, &db.default_keyspace(), &part(want, 0))
+        + check_keyspace(&format!("{what}, keyspace {SIDE}"), &side, &part(want, 1))
 }
 
-fn check_keyspace(what: &str, db: &Keyspace, want: &Model) {
+fn check_keyspace(what: &str, db: &Keyspace, want: &Model) -> u64 {
+    let mut failed = 0;
     for i in 0..KEYS {
         let k = key(i);
         match db.get(&k) {
@@ -341,13 +348,16 @@ fn check_keyspace(what: &str, db: &Keyspace, want: &Model) {
                     _ => "a wrong value (stale)",
                 }
             ),
-            Err(e) => assert_allowed_error(what, &e),
+            Err(e) => {
+                assert_allowed_error(what, &e);
+                failed += 1;
+            }
         }
     }
     let fwd: Vec<(&Vec<u8>, &Vec<u8>)> = want.iter().collect();
-    check_scan(&format!("{what}, forward"), db.iter(), &fwd);
+    failed += check_scan(&format!("{what}, forward"), db.iter(), &fwd);
     let back: Vec<(&Vec<u8>, &Vec<u8>)> = want.iter().rev().collect();
-    check_scan(&format!("{what}, backward"), db.iter().rev(), &back);
+    failed + check_scan(&format!("{what}, backward"), db.iter().rev(), &back)
 }
 
 /// What an open that succeeded must show: everything, or (after a
@@ -391,6 +401,8 @@ fn random_damage_to_every_file_type_gives_an_error_or_the_right_data() {
         "{files:?}"
     );
     let mut outcomes: BTreeMap<String, [u64; 3]> = BTreeMap::new();
+    // Per file kind: [check clean, check flagged].
+    let mut verdicts: BTreeMap<String, [u64; 2]> = BTreeMap::new();
     for seed in first_seed..first_seed + rounds {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let dir = root.path().join(format!("round-{seed}"));
@@ -419,14 +431,29 @@ fn random_damage_to_every_file_type_gives_an_error_or_the_right_data() {
         );
         let how = damage(&victim, &mut rng);
         let what = format!("seed {seed}: {} {how}", victim.display());
+        // `varve check` first, on the damaged copy as it is.
+        let problems: Vec<String> =
+            varve::tools::check_db(std::sync::Arc::new(varve::fs::PosixFs), &dir, |_| {})
+                .expect("check")
+                .into_iter()
+                .filter_map(|c| {
+                    c.problem
+                        .map(|p| format!("{} at {}: {}", c.path.display(), p.offset, p.reason))
+                })
+                .collect();
+        // Whether an open refused it or any read failed.
+        let mut failed = false;
         // [open refused, opened whole, opened after a reported WAL cut]
-        let tally = outcomes.entry(kind).or_default();
+        let tally = outcomes.entry(kind.clone()).or_default();
         match Db::open_read_only(&dir, options()) {
             Ok(db) => {
                 let want = expected(&what, &db, &pristine);
-                check_reads(&format!("{what}, read-only"), &db, want);
+                failed |= check_reads(&format!("{what}, read-only"), &db, want) > 0;
             }
-            Err(e) => assert_allowed_error(&format!("{what}, read-only open"), &e),
+            Err(e) => {
+                assert_allowed_error(&format!("{what}, read-only open"), &e);
+                failed = true;
+            }
         }
         match Db::open(&dir, options()) {
             Ok(db) => {
@@ -436,7 +463,7 @@ fn random_damage_to_every_file_type_gives_an_error_or_the_right_data() {
                 } else {
                     2
                 }] += 1;
-                check_reads(&format!("{what}, read-write"), &db, want);
+                failed |= check_reads(&format!("{what}, read-write"), &db, want) > 0;
                 let want = want.clone();
                 db.close().expect("close");
                 // What recovery made durable is right too.
@@ -447,14 +474,30 @@ fn random_damage_to_every_file_type_gives_an_error_or_the_right_data() {
             Err(e) => {
                 tally[0] += 1;
                 assert_allowed_error(&format!("{what}, read-write open"), &e);
+                failed = true;
             }
         }
+        // check's verdict against the opens': it passes a database exactly
+        // when both opens accept it and every read succeeds.
+        assert!(
+            !(problems.is_empty() && failed),
+            "{what}: check found nothing, but an open refused the database or a read failed"
+        );
+        assert!(
+            problems.is_empty() || failed,
+            "{what}: check flagged {problems:?}, but both opens and every read succeeded"
+        );
+        verdicts.entry(kind).or_default()[usize::from(!problems.is_empty())] += 1;
         std::fs::remove_dir_all(&dir).expect("cleanup");
     }
     println!(
         "damage outcomes per file kind [open refused, opened whole, opened after a reported WAL cut]:"
     );
     for (k, t) in &outcomes {
+        println!("  {k:>10}: {t:?}");
+    }
+    println!("check's verdicts per file kind [clean, flagged]:");
+    for (k, t) in &verdicts {
         println!("  {k:>10}: {t:?}");
     }
 }

@@ -46,7 +46,7 @@ pub use debug::DbDebug;
 pub(crate) use info_log::InfoLog;
 pub(crate) use inner::{DbInner, table_options};
 pub use keyspace::{Keyspace, MAX_KEYSPACE_NAME};
-pub(crate) use open::recover_read_only_state;
+pub(crate) use open::{recover_read_only_state, staged_view};
 pub use read::anchors::{Anchor, Anchors, KeyRange};
 pub use read::db_iter::DbIterator;
 pub use read::par_scan::ChunkInfo;
@@ -125,6 +125,14 @@ impl Db {
         let inner = Arc::new(open::open_read_only(path.as_ref(), options)?);
         ttl::sample(&inner);
         ttl::refresh(&inner);
+        Ok(Db { inner })
+    }
+
+    /// `open_read_only` without taking `LOCK`, for `varve check` (which
+    /// runs beside a process that may have the database open, and reads
+    /// only to learn whether a read of a key fails).
+    pub(crate) fn open_unlocked_for_check(path: &Path, options: Options) -> Result<Db> {
+        let inner = Arc::new(open::open_read_only_locked(path, options, false)?);
         Ok(Db { inner })
     }
 

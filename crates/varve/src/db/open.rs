@@ -247,7 +247,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .collect();
     let db = assemble(Assembly {
         dir,
-        lock,
+        lock: Some(lock),
         versions,
         mem,
         imms: Vec::new(),
@@ -278,7 +278,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 /// The parts of a `DbInner` that differ between open modes.
 struct Assembly<'a> {
     dir: &'a Path,
-    lock: Box<dyn crate::io::FileLock>,
+    /// `None` only for `varve check`'s unlocked view.
+    lock: Option<Box<dyn crate::io::FileLock>>,
     versions: VersionSet,
     mem: Mem,
     imms: Vec<Mem>,
@@ -409,7 +410,7 @@ pub(crate) fn sealed_and_open_blob_files(versions: &VersionSet) -> (recovery::Bl
 /// once it applied the staged chunks of the blob files a crash left open
 /// (`StagedOverlayFs`; nothing is written), and the blob sizes recovery's
 /// pointer check needs, the same a read-write open computes.
-fn staged_view(
+pub(crate) fn staged_view(
     fs: &Arc<dyn crate::io::FileSystem>,
     dir: &Path,
     versions: &VersionSet,
@@ -608,7 +609,7 @@ fn assemble(a: Assembly<'_>) -> DbInner {
     DbInner {
         dir: a.dir.to_path_buf(),
         fs: Arc::clone(&a.options.fs),
-        lock: Mutex::new(Some(a.lock)),
+        lock: Mutex::new(a.lock),
         write_pressure: AtomicU64::new(super::inner::write_pressure(&sv)),
         state: RwLock::new(Arc::new(sv)),
         keyspaces: RwLock::new(keyspace_states(&a.options, &a.versions)),
@@ -717,6 +718,13 @@ pub(crate) fn recover_read_only_state(
 /// `Db::open_read_only`): replayed WAL data stays in memtables, and the
 /// values a crash left staged are read from the staging files.
 pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
+    open_read_only_locked(dir, options, true)
+}
+
+/// `open_read_only`, taking `LOCK` or (for `varve check`, which must run
+/// beside a process that has the database open, and reads through the
+/// result only to tell whether a read fails) not.
+pub(crate) fn open_read_only_locked(dir: &Path, options: Options, lock: bool) -> Result<DbInner> {
     let (mut options, memory_plan) = options.planned()?;
     options.validate()?;
     let fs = Arc::clone(&options.fs);
@@ -728,7 +736,11 @@ pub(crate) fn open_read_only(dir: &Path, options: Options) -> Result<DbInner> {
         return Err(Error::NotFound(dir.to_path_buf()));
     }
     let lock_path = dir.join(LOCK);
-    let lock = take_lock(fs.as_ref(), dir, &lock_path)?;
+    let lock = if lock {
+        Some(take_lock(fs.as_ref(), dir, &lock_path)?)
+    } else {
+        None
+    };
     let info_log = InfoLog::disabled();
     let started = Instant::now();
     let mut times = OpenTimes::default();

@@ -190,29 +190,49 @@ enum BlobState {
     CrashClosed(u64),
 }
 
+/// A blob pointer that did not check out: whether a read reaches it is
+/// asked of the database at the end (an older version of a key that a
+/// newer one hides is read by nothing, and compaction drops it).
+struct Unresolved {
+    /// Where the pointer is (a table, or `None` for a replayed WAL record).
+    source: Option<PathBuf>,
+    keyspace: u32,
+    key: Vec<u8>,
+    /// The blob file it names.
+    blob: Option<u64>,
+    why: String,
+}
+
 /// A table the live manifest lists: every block (as [`check_file`]), in
 /// the same pass every blob pointer (the value it names is read and checked
-/// against the pointer's CRC; a failure names the key, the blob file and
-/// the offset), then its size against the manifest's `want`.
+/// against the pointer's CRC; a failure, naming the key, the blob file and
+/// the offset, goes to `unresolved`), then its size against the manifest's
+/// `want`.
 fn check_live_table(
     fs: &dyn FileSystem,
     path: &Path,
     (want, keyspace): (u64, u32),
     blobs: &mut PointerCheck<'_>,
     blob_owner: &HashMap<u64, u32>,
+    unresolved: &mut Vec<Unresolved>,
 ) -> Result<Option<Problem>> {
+    let source = path.display().to_string();
     let verified = super::file_number(path, super::table, "nnnnnn.sst").and_then(|_| {
-        verify_table_with(fs, path, |key, value| match parse_internal_key(key) {
-            Some(p) if p.kind == ValueKind::BlobIndex => check_pointer(
-                &path.display().to_string(),
-                p.user_key,
-                value,
-                keyspace,
-                blobs,
-                blob_owner,
-            )
-            .map_err(|why| Error::corruption(path, 0, why)),
-            _ => Ok(()),
+        verify_table_with(fs, path, |key, value| {
+            if let Some(p) = parse_internal_key(key)
+                && p.kind == ValueKind::BlobIndex
+                && let Err(why) =
+                    check_pointer(&source, p.user_key, value, keyspace, blobs, blob_owner)
+            {
+                unresolved.push(Unresolved {
+                    source: Some(path.to_path_buf()),
+                    keyspace,
+                    key: p.user_key.to_vec(),
+                    blob: crate::blob::format::BlobPointer::decode(value).map(|b| b.file_number),
+                    why,
+                });
+            }
+            Ok(())
         })
     });
     if let Err(e) = verified {
@@ -223,6 +243,80 @@ fn check_live_table(
         offset: size.min(want),
         reason: format!("file is {size} bytes, the manifest says {want}"),
     }))
+}
+
+/// Asks a read-only view of the database whether a read of each
+/// unresolved pointer's key fails: if it does, the pointer's value is
+/// damage a reader meets (a problem of the table, or of the blob file for
+/// a WAL record); if not, the pointer is an older version nothing reads
+/// (a note).
+fn resolve(
+    fs: &Arc<dyn FileSystem>,
+    dir: &Path,
+    keyspaces: &HashMap<u32, String>,
+    unresolved: Vec<Unresolved>,
+    out: &mut Vec<CheckedFile>,
+) {
+    if unresolved.is_empty() {
+        return;
+    }
+    let options = crate::options::Options {
+        fs: Arc::clone(fs),
+        ..crate::options::Options::default()
+    };
+    let db = crate::db::Db::open_unlocked_for_check(dir, options);
+    for u in unresolved {
+        let read = match &db {
+            Err(e) => Err(e.to_string()),
+            Ok(db) => {
+                let got = match keyspaces.get(&u.keyspace) {
+                    None => db.get(&u.key),
+                    Some(name) => db
+                        .keyspace(name, crate::options::KeyspaceOptions::default())
+                        .and_then(|k| k.get(&u.key)),
+                };
+                got.map(|_| ()).map_err(|e| e.to_string())
+            }
+        };
+        // A WAL record's pointer is blamed on the blob file it names.
+        let target = match (&u.source, u.blob) {
+            (Some(table), _) => table.clone(),
+            (None, Some(n)) => filenames::blob_file_path(dir, n),
+            (None, None) => dir.join("CURRENT"),
+        };
+        let whence = match &u.source {
+            Some(_) => "",
+            None => "a replayed WAL record's ",
+        };
+        match read {
+            Err(_) => blame(
+                out,
+                &target,
+                kind_of_path(&target),
+                Problem {
+                    offset: 0,
+                    reason: format!("{whence}{}", u.why),
+                },
+            ),
+            Ok(()) => {
+                let note = format!(
+                    "{whence}{} (an older version that no read reaches: compaction drops it)",
+                    u.why
+                );
+                match out.iter_mut().find(|c| c.path == target) {
+                    Some(c) => {
+                        c.note.get_or_insert(note);
+                    }
+                    None => out.push(CheckedFile {
+                        path: target.clone(),
+                        kind: kind_of_path(&target),
+                        problem: None,
+                        note: Some(note),
+                    }),
+                }
+            }
+        }
+    }
 }
 
 /// Follows the blob pointer `raw` of `key` (keyspace `keyspace`, found in
@@ -283,15 +377,29 @@ fn check_live_blob(
             "a crash left it being created ({size} bytes, no header): it holds no value"
         )));
     }
+    // Every read opens the file through its header.
     let reader = BlobReader::open(view, path, false).map_err(problem)?;
-    let walk = reader.chunks(false).map_err(problem)?;
-    if matches!(state, BlobState::Sealed(_)) && walk.footer.is_none() {
-        return Err(Problem {
-            offset: size.saturating_sub(walk.tail),
-            reason: "sealed in the manifest, but the file has no footer".into(),
-        });
+    // Chunk trailers, entries and the footer are read by no read of the
+    // data (a value is read by its pointer, and checked against it): what
+    // is wrong there is a note. Repair is what needs them.
+    match reader.chunks(false) {
+        Err(e) => {
+            let p = problem(e);
+            Ok(Some(format!(
+                "chunk metadata damaged at offset {}: {} (no read needs it; values are checked \
+                 through their pointers, but `varve repair` cannot use these chunks)",
+                p.offset, p.reason
+            )))
+        }
+        Ok(walk) if matches!(state, BlobState::Sealed(_)) && walk.footer.is_none() => {
+            Ok(Some(format!(
+                "no footer after offset {} (no read needs it; `varve repair` cannot use the \
+                 chunks after it)",
+                size.saturating_sub(walk.tail)
+            )))
+        }
+        Ok(_) => Ok(None),
     }
-    Ok(None)
 }
 
 /// Puts `p` on the checked file `path` (kind `kind`) of `out`, adding one
@@ -389,13 +497,13 @@ pub fn check_db(
         note: None,
     });
     let options = crate::options::Options::default();
-    let state = match crate::db::recover_read_only_state(
+    let (versions, view, recovered) = match crate::db::recover_read_only_state(
         &fs,
         dir,
         &options,
         &crate::db::InfoLog::disabled(),
     ) {
-        Ok(state) => state,
+        Ok(state) => (state.versions, state.view, Some(state.recovered)),
         Err(e) => {
             // The open refuses the directory: the file the error names is
             // damaged (the manifest when it names none of the files).
@@ -406,35 +514,47 @@ pub fn check_db(
                 _ => mpath.clone(),
             };
             blame(&mut out, &at, kind_of_path(&at), problem(e));
-            for name in &names {
-                let path = dir.join(name);
-                let kind = match filenames::parse(name) {
-                    Some(FileKind::Table(_)) => FileCheckKind::Table,
-                    Some(FileKind::Wal(_)) => FileCheckKind::Wal,
-                    Some(FileKind::Blob(_)) => FileCheckKind::Blob,
-                    _ => continue,
-                };
-                if out.iter().any(|c| c.path == path) {
-                    continue;
+            // The manifest alone, to go on checking each file against it.
+            let unchecked = crate::version::VersionSet::recover_read_only(Arc::clone(&fs), dir)
+                .and_then(|vs| {
+                    let (view, _) = crate::db::staged_view(&fs, dir, &vs)?;
+                    Ok((vs, view))
+                });
+            match unchecked {
+                Ok((vs, view)) => (vs, view, None),
+                Err(_) => {
+                    for name in &names {
+                        let path = dir.join(name);
+                        let kind = match filenames::parse(name) {
+                            Some(FileKind::Table(_)) => FileCheckKind::Table,
+                            Some(FileKind::Wal(_)) => FileCheckKind::Wal,
+                            Some(FileKind::Blob(_)) => FileCheckKind::Blob,
+                            _ => continue,
+                        };
+                        if out.iter().any(|c| c.path == path) {
+                            continue;
+                        }
+                        progress(&path);
+                        out.push(check_file(fs.as_ref(), &path, kind));
+                    }
+                    return Ok(out);
                 }
-                progress(&path);
-                out.push(check_file(fs.as_ref(), &path, kind));
             }
-            return Ok(out);
         }
     };
-    if let Some(c) = out.iter_mut().find(|c| c.path == mpath) {
+    if recovered.is_some()
+        && let Some(c) = out.iter_mut().find(|c| c.path == mpath)
+    {
         c.note = mnote;
     }
-    let live = Live::of(&state.versions);
+    let live = Live::of(&versions);
     let blob_owner = live.blob_owner();
-    let view = Arc::clone(&state.view);
     let mut blobs = PointerCheck::new(view.as_ref(), dir);
-    let cut: HashMap<PathBuf, String> = state
-        .recovered
-        .report
-        .truncated
+    let mut unresolved: Vec<Unresolved> = Vec::new();
+    let keyspace_names: HashMap<u32, String> = versions.keyspaces().into_iter().collect();
+    let cut: HashMap<PathBuf, String> = recovered
         .iter()
+        .flat_map(|r| r.report.truncated.iter())
         .map(|t| {
             (
                 t.file.clone(),
@@ -463,8 +583,14 @@ pub fn check_db(
         match kind {
             FileCheckKind::Table => match live.tables.get(&number) {
                 Some(&want) => {
-                    c.problem =
-                        check_live_table(view.as_ref(), &path, want, &mut blobs, &blob_owner)?;
+                    c.problem = check_live_table(
+                        view.as_ref(),
+                        &path,
+                        want,
+                        &mut blobs,
+                        &blob_owner,
+                        &mut unresolved,
+                    )?;
                 }
                 None => {
                     c.note = Some("not in the live manifest: an open deletes it".into());
@@ -472,7 +598,11 @@ pub fn check_db(
             },
             // Replayed by the recovery above: its records checked out, and
             // a cut tail is what an open cuts too.
-            FileCheckKind::Wal if number >= live.log_number => c.note = cut.get(&path).cloned(),
+            FileCheckKind::Wal if number >= live.log_number => match &recovered {
+                Some(_) => c.note = cut.get(&path).cloned(),
+                // Recovery stopped before the logs: each is read on its own.
+                None => c.problem = check_file(fs.as_ref(), &path, kind).problem,
+            },
             FileCheckKind::Wal => {
                 c.note = Some("older than the manifest's log number: an open deletes it".into());
             }
@@ -485,10 +615,18 @@ pub fn check_db(
             },
             _ => {}
         }
-        out.push(c);
+        match out.iter_mut().find(|o| o.path == c.path) {
+            // Already blamed by recovery: that problem stays first.
+            Some(o) => {
+                o.problem = o.problem.take().or(c.problem);
+                o.note = o.note.take().or(c.note);
+            }
+            None => out.push(c),
+        }
     }
     // The values the replayed WAL records point to.
-    for (keyspace, mems) in &state.recovered.memtables {
+    let replayed = recovered.iter().flat_map(|r| r.memtables.iter());
+    for (keyspace, mems) in replayed {
         for mem in mems {
             let mut it = mem.iter();
             it.seek_to_first();
@@ -504,24 +642,22 @@ pub fn check_db(
                         &mut blobs,
                         &blob_owner,
                     ) {
-                        let target = crate::blob::format::BlobPointer::decode(it.value())
-                            .map(|bp| filenames::blob_file_path(dir, bp.file_number))
-                            .unwrap_or_else(|| mpath.clone());
-                        blame(
-                            &mut out,
-                            &target,
-                            FileCheckKind::Blob,
-                            Problem {
-                                offset: 0,
-                                reason: format!("a WAL record's {why}"),
-                            },
-                        );
+                        unresolved.push(Unresolved {
+                            source: None,
+                            keyspace: *keyspace,
+                            key: p.user_key.to_vec(),
+                            blob: crate::blob::format::BlobPointer::decode(it.value())
+                                .map(|b| b.file_number),
+                            why,
+                        });
                     }
                 }
                 it.next();
             }
         }
     }
+    drop(blobs);
+    resolve(&fs, dir, &keyspace_names, unresolved, &mut out);
     // What the live manifest lists and the directory lacks.
     let mut missing: Vec<(PathBuf, &str)> = live
         .tables
