@@ -522,14 +522,33 @@ fn dump_blob_lists_values_and_refuses_damage() {
     assert_eq!(report["damaged"], 0, "{report}");
 
     flip(&path, offsets[20] as usize + 5);
+    // The file is not the database's (its manifest does not list it, so an
+    // open deletes it): check says so, and it is not damage of the database.
     let checked = varve(db, &["check", "--json"]);
     assert_eq!(
         checked.status.code(),
-        Some(1),
-        "check finds the damaged value"
+        Some(0),
+        "a file the database does not use"
     );
     let report: Value = serde_json::from_slice(&checked.stdout).expect("JSON");
-    assert_eq!(report["damaged"], 1, "{report}");
+    assert_eq!(report["damaged"], 0, "{report}");
+    let row = report["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .find(|f| {
+            f["path"]
+                .as_str()
+                .is_some_and(|x| x.ends_with("000031.blob"))
+        })
+        .cloned()
+        .expect("the blob file is listed");
+    assert!(
+        row["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("not in the live manifest")),
+        "{row}"
+    );
     let bad = varve(db, &["dump-blob", p]);
     assert_eq!(
         bad.status.code(),

@@ -1,4 +1,7 @@
-//! `check`: verify every file of the database without opening it.
+//! `check`: verify every file of the database without opening it. The
+//! verdict is the open's (`varve::tools::check_db`): what a read-write open
+//! accepts (a torn tail it cuts after a crash, files it deletes) is `ok`
+//! with a note; damage a read or the open would meet is `CORRUPT`.
 
 use std::io::IsTerminal;
 
@@ -57,6 +60,7 @@ pub fn check(cli: &Cli) -> Result<Outcome> {
                     "ok": f.problem.is_none(),
                     "offset": f.problem.as_ref().map(|p| p.offset),
                     "reason": f.problem.as_ref().map(|p| p.reason.clone()),
+                    "note": f.note.clone(),
                 })
             })
             .collect();
@@ -64,7 +68,14 @@ pub fn check(cli: &Cli) -> Result<Outcome> {
     } else {
         for f in &files {
             match &f.problem {
-                None => println!("ok       {:<8} {}", kind_name(f.kind), f.path.display()),
+                None => match &f.note {
+                    None => println!("ok       {:<8} {}", kind_name(f.kind), f.path.display()),
+                    Some(n) => println!(
+                        "ok       {:<8} {} (note: {n})",
+                        kind_name(f.kind),
+                        f.path.display()
+                    ),
+                },
                 Some(p) => println!(
                     "CORRUPT  {:<8} {} offset {}: {}",
                     kind_name(f.kind),

@@ -633,24 +633,23 @@ pub fn check_db(
             while it.valid() {
                 if let Some(p) = parse_internal_key(it.key())
                     && p.kind == ValueKind::BlobIndex
-                {
-                    if let Err(why) = check_pointer(
+                    && let Err(why) = check_pointer(
                         "a replayed WAL record",
                         p.user_key,
                         it.value(),
                         *keyspace,
                         &mut blobs,
                         &blob_owner,
-                    ) {
-                        unresolved.push(Unresolved {
-                            source: None,
-                            keyspace: *keyspace,
-                            key: p.user_key.to_vec(),
-                            blob: crate::blob::format::BlobPointer::decode(it.value())
-                                .map(|b| b.file_number),
-                            why,
-                        });
-                    }
+                    )
+                {
+                    unresolved.push(Unresolved {
+                        source: None,
+                        keyspace: *keyspace,
+                        key: p.user_key.to_vec(),
+                        blob: crate::blob::format::BlobPointer::decode(it.value())
+                            .map(|b| b.file_number),
+                        why,
+                    });
                 }
                 it.next();
             }
