@@ -108,16 +108,27 @@ fn expired_entries_vanish_from_every_read_and_from_the_tables() {
 }
 
 #[test]
-fn a_ttl_under_a_second_is_refused() {
+fn a_ttl_under_a_millisecond_is_refused() {
     let dir = common::fast_tempdir();
     let err = Db::open(
         dir.path(),
         Options {
-            ttl: Some(Duration::from_millis(500)),
+            ttl: Some(Duration::from_micros(500)),
             ..Options::default()
         },
     )
-    .expect_err("sub-second ttl");
+    .expect_err("sub-millisecond ttl");
+    assert!(matches!(err, varve::Error::InvalidArgument(_)), "{err:?}");
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let err = db
+        .keyspace(
+            "k",
+            varve::KeyspaceOptions {
+                ttl: Some(Duration::ZERO),
+                ..varve::KeyspaceOptions::default()
+            },
+        )
+        .expect_err("zero keyspace ttl");
     assert!(matches!(err, varve::Error::InvalidArgument(_)), "{err:?}");
 }
 
