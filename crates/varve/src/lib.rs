@@ -75,12 +75,14 @@ pub mod fs {
 
 /// Test support (the `testing` feature): a fault-injecting file system
 /// that simulates power loss, short writes, full disks and read faults,
-/// and a count of io_uring reads in flight. Not for production use.
+/// a count of io_uring reads in flight, and a clock set by hand for
+/// `Options::clock` (`Options::ttl`). Not for production use.
 #[cfg(feature = "testing")]
 pub mod testing {
     pub use crate::io::fiber::in_flight_reads;
     pub use crate::io::uring::{require_uring, skip_or_fail};
     pub use crate::io::{FaultInjectingFs, ReadFault, ReadRecord};
+    pub use crate::util::clock::{Clock, ManualClock};
     pub use crate::wal::UringLog;
 
     /// Writes a complete WAL (current format) numbered `number` at `path`

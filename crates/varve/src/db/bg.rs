@@ -272,8 +272,9 @@ fn flush_units(
     if edits[0].keyspace != 0 {
         edits.insert(0, VersionEdit::default());
     }
-    edits[0].time_samples = super::ttl::take_pending(db);
     let mut vs = db.versions.lock();
+    // Taken under the lock: edits carry samples in sequence order.
+    edits[0].time_samples = super::ttl::take_pending(db);
     vs.set_last_sequence(db.last_sequence.load(Ordering::Acquire));
     // The oldest WAL still needed is the oldest one any keyspace's
     // remaining memtables came from.

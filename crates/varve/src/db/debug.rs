@@ -54,6 +54,14 @@ impl<'a> DbDebug<'a> {
         self.db.snapshots.len()
     }
 
+    /// The clock time (unix milliseconds of `Options::clock`) through which
+    /// the sync thread has taken its `Options::ttl` samples and raised the
+    /// expiry floors (tests wait for it after moving a manual clock).
+    #[doc(hidden)]
+    pub fn ttl_stepped_through(self) -> u64 {
+        super::ttl::stepped_through(self.db)
+    }
+
     /// What recovery found when this database was opened.
     pub fn recovery_report(self) -> &'a RecoveryReport {
         &self.db.recovery

@@ -124,8 +124,9 @@ pub(crate) struct DbInner {
     /// Merges shared by iterators that walk the same state from its start
     /// (`db/read/shared_pass.rs`).
     pub(crate) shared_passes: Arc<super::read::shared_pass::SharedPasses>,
-    /// Time samples not yet written into a version edit (`db/ttl.rs`).
-    pub(crate) time_samples: Mutex<crate::version::time_map::TimeMap>,
+    /// `Options::ttl`'s samples, those not yet in a version edit and the
+    /// sync thread's timing (`db/ttl.rs`; a leaf lock).
+    pub(crate) time_samples: Mutex<super::ttl::TtlState>,
     /// Every live keyspace's name, options and TTL floor, the default
     /// keyspace's (id 0) included (`db/keyspace_state.rs`).
     pub(crate) keyspaces: RwLock<super::keyspace_state::KeyspaceStates>,

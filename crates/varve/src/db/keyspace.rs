@@ -168,6 +168,8 @@ fn open_keyspace(db: &Arc<DbInner>, name: &str, options: KeyspaceOptions) -> Res
     if let Some(k) = find(db, name) {
         configure_blob_lanes(db, k.id, options.min_blob_size);
         k.set_options(options);
+        // Its TTL may be new: expiry catches up now.
+        super::ttl::options_changed(db);
         return Ok(handle(k));
     }
     db.check_writable()?;
@@ -175,6 +177,7 @@ fn open_keyspace(db: &Arc<DbInner>, name: &str, options: KeyspaceOptions) -> Res
     if let Some(k) = find(db, name) {
         configure_blob_lanes(db, k.id, options.min_blob_size);
         k.set_options(options);
+        super::ttl::options_changed(db);
         return Ok(handle(k));
     }
     let (id, version) = {
@@ -207,6 +210,7 @@ fn open_keyspace(db: &Arc<DbInner>, name: &str, options: KeyspaceOptions) -> Res
     write::switch_keyspaces(db, 0, Some((ids, &|_| Arc::clone(&version))))?;
     db.info_log
         .log(format!("created keyspace {name:?} (id {id})"));
+    super::ttl::options_changed(db);
     Ok(handle(state))
 }
 

@@ -104,9 +104,9 @@ impl Db {
     /// at its tail.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open::open(path.as_ref(), options)?);
-        // Expiry counts from the samples the manifest kept, before any read.
-        ttl::sample(&inner);
-        ttl::refresh(&inner);
+        // Expiry counts from the floors and samples the manifest kept,
+        // before any read.
+        ttl::start(&inner)?;
         bg::start(&inner)?;
         WritePath::start(&inner)?;
         Ok(Db { inner })
@@ -123,8 +123,7 @@ impl Db {
     /// process instead).
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(open::open_read_only(path.as_ref(), options)?);
-        ttl::sample(&inner);
-        ttl::refresh(&inner);
+        ttl::start(&inner)?;
         Ok(Db { inner })
     }
 
@@ -271,11 +270,18 @@ impl Db {
         }
         let log = db.writes.current();
         debug_assert!(log.durable() >= log.written(), "close syncs the log first");
+        // A last time sample, and those since the last edit, so that
+        // expiry after a reopen counts from them (`db/ttl.rs`).
+        ttl::sample(db);
+        let mut vs = db.versions.lock();
+        let time_samples = ttl::take_pending(db);
         let edit = VersionEdit {
             clean_close: Some((log.number, log.durable())),
+            last_sequence: time_samples.last().map(|s| s.0),
+            time_samples,
             ..VersionEdit::default()
         };
-        db.versions.lock().log_and_apply(edit)
+        vs.log_and_apply(edit)
     }
 }
 

@@ -59,7 +59,8 @@ pub struct KeyspaceOptions {
     /// in `DbStats::blob_staging`).
     pub min_blob_size: Option<usize>,
     /// Entries older than this are expired: hidden from reads, snapshots
-    /// included, and dropped by compaction (`None`: never). At least 1 s.
+    /// included, and dropped by compaction (`None`: never). At least 1 ms;
+    /// counted as `Options::ttl` is (`docs/ttl-and-filters.md`).
     pub ttl: Option<Duration>,
     /// Decides, during this keyspace's compactions, whether to keep,
     /// remove or change the newest version of a key
@@ -136,8 +137,8 @@ impl KeyspaceOptions {
         if self.min_blob_size == Some(0) {
             return bad("min_blob_size must be positive (None keeps every value inline)");
         }
-        if self.ttl.is_some_and(|t| t < Duration::from_secs(1)) {
-            return bad("ttl must be at least 1 second");
+        if self.ttl.is_some_and(|t| t < Duration::from_millis(1)) {
+            return bad("ttl must be at least 1 millisecond");
         }
         Ok(())
     }

@@ -221,12 +221,19 @@ pub struct Options {
     pub memory_budget: Option<usize>,
     /// Time to live: an entry older than this is hidden from every read
     /// (snapshots too) and dropped by compaction, and tables holding only
-    /// expired entries are deleted without a rewrite. Expiry is never
-    /// early and late by at most a few seconds (`docs/ttl-and-filters.md`);
-    /// entries written before the database had a TTL take the time of the
-    /// first sample after they were written. Default `None`: nothing
-    /// expires.
+    /// expired entries are deleted without a rewrite. Counted in
+    /// milliseconds (at least 1 ms); expiry is never early, an expired
+    /// entry never comes back (reopens and crashes included), and it is
+    /// late by at most about a 64th of the TTL (50 ms to 60 s) plus the
+    /// sync thread's tick (the exact bound is in
+    /// `docs/ttl-and-filters.md`); entries written before the database had
+    /// a TTL take the time of the first sample after they were written.
+    /// Default `None`: nothing expires.
     pub ttl: Option<std::time::Duration>,
+    /// The wall clock `ttl` counts by. Tests only (set a
+    /// `varve::testing::ManualClock`); default `None`: the system clock.
+    #[doc(hidden)]
+    pub clock: Option<Arc<dyn crate::util::clock::Clock>>,
     /// Called by compaction for the newest value of each key that no
     /// snapshot can see: keep, remove or replace it
     /// ([`CompactionFilter`](crate::CompactionFilter)). Default `None`.
@@ -277,6 +284,7 @@ impl Default for Options {
             fs: Arc::new(PosixFs),
             memory_budget: None,
             ttl: None,
+            clock: None,
             compaction_filter: None,
         }
     }
@@ -340,6 +348,7 @@ impl fmt::Debug for Options {
                 &self.use_direct_io_for_flush_and_compaction,
             )
             .field("ttl", &self.ttl)
+            .field("clock", &self.clock)
             .field(
                 "compaction_filter",
                 &self
@@ -376,10 +385,10 @@ impl Options {
     /// Checks the options for values the engine cannot work with.
     pub fn validate(&self) -> Result<()> {
         if let Some(ttl) = self.ttl
-            && ttl.as_secs() == 0
+            && ttl < std::time::Duration::from_millis(1)
         {
             return Err(Error::InvalidArgument(format!(
-                "ttl {ttl:?} is under one second (expiry is counted in seconds)"
+                "ttl {ttl:?} is under one millisecond (expiry is counted in milliseconds)"
             )));
         }
         if !(64 << 10..=2 << 30).contains(&self.write_buffer_size) {

@@ -35,6 +35,8 @@ pub(crate) struct Builder {
     range_dels: BTreeMap<u64, RangeTombstone>,
     /// Time samples for `Options::ttl`.
     time_map: TimeMap,
+    /// The expiry floor (`Options::ttl`): the largest one given.
+    ttl_floor: u64,
 }
 
 impl Builder {
@@ -52,6 +54,7 @@ impl Builder {
                 .map(|t| (t.seq, t.clone()))
                 .collect(),
             time_map: (*base.time_map).clone(),
+            ttl_floor: base.ttl_floor,
         };
         for (level, files) in base.files.iter().enumerate() {
             for f in files {
@@ -81,8 +84,11 @@ impl Builder {
                 return Err(format!("deleted range tombstone {seq} is not live"));
             }
         }
-        for &(seq, secs) in &edit.time_samples {
-            self.time_map.add(seq, secs);
+        for &(seq, ms) in &edit.time_samples {
+            self.time_map.add(seq, ms);
+        }
+        if let Some(f) = edit.ttl_floor {
+            self.ttl_floor = self.ttl_floor.max(f);
         }
         for t in &edit.range_tombstones {
             if t.start >= t.end {
@@ -238,6 +244,7 @@ impl Builder {
             self.range_dels.into_values().collect(),
         ));
         v.time_map = Arc::new(self.time_map);
+        v.ttl_floor = self.ttl_floor;
         let oldest_pointed_to = if v.blobs.values().any(|b| b.crash_closed) {
             v.files
                 .iter()

@@ -15,8 +15,8 @@ use crate::util::coding::{
     decode_length_prefixed, decode_varint64, put_length_prefixed, put_varint64,
 };
 
-/// Field tags of the version-edit encoding (format version 2; version 1
-/// has tags 1-6).
+/// Field tags of the version-edit encoding (format version 7; version 1
+/// has tags 1-6, later versions add the tags marked with them).
 pub(crate) mod tag {
     /// `log_number`: varint64.
     pub(crate) const LOG_NUMBER: u64 = 1;
@@ -55,8 +55,9 @@ pub(crate) mod tag {
     /// fields, then `oldest_blob_file` (0: none) and `range_cleared_seq`,
     /// both varint64 (version 4).
     pub(crate) const NEW_FILE_RANGE_CLEARED: u64 = 14;
-    /// A time sample for `Options::ttl`: sequence number and unix seconds,
-    /// both varint64 (version 4).
+    /// A time sample for `Options::ttl`: sequence number and unix seconds
+    /// (rounded down), both varint64 (versions 4-6; read, converted to the
+    /// milliseconds that bound it, never written since version 7).
     pub(crate) const TIME_SAMPLE: u64 = 15;
     /// Starts the part of a record that belongs to keyspace `id`
     /// (varint32): the file, compact-pointer and range-tombstone fields
@@ -69,6 +70,12 @@ pub(crate) mod tag {
     pub(crate) const DROPPED_KEYSPACE: u64 = 18;
     /// The id the next created keyspace takes: varint32 (version 5).
     pub(crate) const NEXT_KEYSPACE_ID: u64 = 19;
+    /// A time sample for `Options::ttl`: sequence number and unix
+    /// milliseconds (rounded up), both varint64 (version 7).
+    pub(crate) const TIME_SAMPLE_MS: u64 = 20;
+    /// The part's keyspace's expiry floor: every entry of it below this
+    /// sequence number is expired, for good (varint64, version 7).
+    pub(crate) const TTL_FLOOR: u64 = 21;
 }
 
 /// What an edit says about one blob file (`docs/blob-files.md`).
@@ -153,9 +160,13 @@ pub struct VersionEdit {
     /// Range tombstones that leave it (nothing they could hide is left),
     /// by sequence number.
     pub deleted_range_tombstones: Vec<u64>,
-    /// Time samples `(sequence, unix seconds)`: every entry up to that
-    /// sequence number was written by then (`Options::ttl`).
+    /// Time samples `(sequence, unix milliseconds)`: every entry up to
+    /// that sequence number was written by then (`Options::ttl`).
     pub time_samples: Vec<(u64, u64)>,
+    /// The edit's keyspace's expiry floor (`Options::ttl`): its entries
+    /// below this sequence number are expired and stay so; the version
+    /// keeps the largest one it was given.
+    pub ttl_floor: Option<u64>,
     /// The keyspace the file, compact-pointer and range-tombstone fields
     /// belong to (0: the default keyspace). The other fields are the
     /// database's, whichever keyspace the edit names.
@@ -282,10 +293,14 @@ impl VersionEdit {
             put_varint64(dst, tag::DELETED_RANGE_TOMBSTONE);
             put_varint64(dst, seq);
         }
-        for &(seq, secs) in &self.time_samples {
-            put_varint64(dst, tag::TIME_SAMPLE);
+        for &(seq, ms) in &self.time_samples {
+            put_varint64(dst, tag::TIME_SAMPLE_MS);
             put_varint64(dst, seq);
-            put_varint64(dst, secs);
+            put_varint64(dst, ms);
+        }
+        if let Some(floor) = self.ttl_floor {
+            put_varint64(dst, tag::TTL_FLOOR);
+            put_varint64(dst, floor);
         }
         for (level, f) in &self.new_files {
             let t = if f.range_cleared_seq != 0 {
@@ -481,7 +496,16 @@ impl VersionEdit {
                 tag::TIME_SAMPLE => {
                     let seq = r.varint("time sample sequence")?;
                     let secs = r.varint("time sample seconds")?;
-                    edit.time_samples.push((seq, secs));
+                    edit.time_samples
+                        .push((seq, super::time_map::from_old_seconds(secs)));
+                }
+                tag::TIME_SAMPLE_MS => {
+                    let seq = r.varint("time sample sequence")?;
+                    let ms = r.varint("time sample milliseconds")?;
+                    edit.time_samples.push((seq, ms));
+                }
+                tag::TTL_FLOOR => {
+                    set_once(&mut edit.ttl_floor, r.varint("ttl floor")?, "ttl floor", at)?
                 }
                 other => return Err(format!("unknown field tag {other} at byte {at}")),
             }
@@ -632,27 +656,31 @@ mod tests {
                 proptest::collection::vec((1u32..100, "[a-z]{1,6}"), 0..3),
                 proptest::collection::vec(1u32..100, 0..3),
                 proptest::option::of(1u32..1000),
+                proptest::option::of(any::<u64>()),
             ),
         )
             .prop_map(
-                |(l, n, s, d, f, c, cc, bf, bg, bd, rt, (rd, ts, ks, ck, dk, nk))| VersionEdit {
-                    keyspace: ks,
-                    created_keyspaces: ck,
-                    dropped_keyspaces: dk,
-                    next_keyspace_id: nk,
-                    log_number: l,
-                    next_file_number: n,
-                    last_sequence: s,
-                    deleted_files: d,
-                    new_files: f,
-                    compact_pointers: c,
-                    clean_close: cc,
-                    blob_files: bf,
-                    blob_garbage: bg,
-                    deleted_blob_files: bd,
-                    range_tombstones: rt,
-                    deleted_range_tombstones: rd,
-                    time_samples: ts,
+                |(l, n, s, d, f, c, cc, bf, bg, bd, rt, (rd, ts, ks, ck, dk, nk, tf))| {
+                    VersionEdit {
+                        keyspace: ks,
+                        created_keyspaces: ck,
+                        dropped_keyspaces: dk,
+                        next_keyspace_id: nk,
+                        log_number: l,
+                        next_file_number: n,
+                        last_sequence: s,
+                        deleted_files: d,
+                        new_files: f,
+                        compact_pointers: c,
+                        clean_close: cc,
+                        blob_files: bf,
+                        blob_garbage: bg,
+                        deleted_blob_files: bd,
+                        range_tombstones: rt,
+                        deleted_range_tombstones: rd,
+                        time_samples: ts,
+                        ttl_floor: tf,
+                    }
                 },
             )
     }
@@ -727,5 +755,23 @@ mod tests {
         assert!(VersionEdit::decode(&[5, NUM_LEVELS as u8, 1]).is_err());
         // Trailing partial varint.
         assert!(VersionEdit::decode(&[1, 0x80]).is_err());
+        // A repeated ttl floor.
+        assert!(VersionEdit::decode(&[21, 5, 21, 6]).is_err());
+    }
+
+    /// A time sample of a manifest before format 7 (whole seconds rounded
+    /// down) reads as the end of its second in milliseconds, so it still
+    /// bounds the writes it covered; this build writes milliseconds.
+    #[test]
+    fn ttl_old_second_samples_read_as_milliseconds() {
+        let mut old = Vec::new();
+        put_varint64(&mut old, tag::TIME_SAMPLE);
+        put_varint64(&mut old, 42);
+        put_varint64(&mut old, 1_700_000_000);
+        let e = VersionEdit::decode(&old).expect("decode");
+        assert_eq!(e.time_samples, vec![(42, 1_700_000_001_000)]);
+        let enc = e.encode();
+        assert_eq!(enc[0], tag::TIME_SAMPLE_MS as u8);
+        assert_eq!(VersionEdit::decode(&enc), Ok(e));
     }
 }

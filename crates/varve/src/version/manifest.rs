@@ -28,9 +28,11 @@ pub(crate) const CURRENT: &str = "CURRENT";
 /// version 5 keyspaces (tags 16-19, and records holding several edits);
 /// version 6 blob files of keyspaces other than the default one (blob
 /// fields in a keyspace's part are that keyspace's: a build that knew
-/// only version 5 would not look for them there); older manifests are
-/// read as they are.
-pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 6;
+/// only version 5 would not look for them there); version 7 time samples
+/// in milliseconds (tag 20; tag 15's whole seconds are read as the end of
+/// their second) and each keyspace's expiry floor (tag 21); older
+/// manifests are read as they are.
+pub(crate) const MANIFEST_FORMAT_VERSION: u32 = 7;
 
 /// The oldest manifest format version this build reads.
 pub(crate) const MIN_MANIFEST_FORMAT_VERSION: u32 = 1;

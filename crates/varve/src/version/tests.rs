@@ -385,17 +385,62 @@ fn write_manifest_of_version(d: &Path, version: u32, snapshot: &VersionEdit) {
 fn unknown_format_version_rejected() {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = dir.path();
-    write_manifest_of_version(d, 7, &VersionEdit::default());
+    write_manifest_of_version(d, 8, &VersionEdit::default());
     match VersionSet::recover(posix(), d) {
         Err(Error::UnsupportedVersion {
-            found: 7,
-            supported: 6,
+            found: 8,
+            supported: 7,
             file,
         }) => {
             assert_eq!(file, manifest::manifest_path(d, 3));
         }
         other => panic!("expected UnsupportedVersion, got {other:?}"),
     }
+}
+
+/// A format 6 manifest's time samples (tag 15, whole unix seconds rounded
+/// down) are read as the milliseconds ending their second, and a rewrite
+/// keeps them (as tag 20) with the expiry floor (tag 21).
+#[test]
+fn ttl_samples_of_a_format_6_manifest_read_as_milliseconds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let snap = VersionEdit {
+        log_number: Some(4),
+        next_file_number: Some(5),
+        last_sequence: Some(9),
+        ..VersionEdit::default()
+    };
+    let mut payload = snap.encode();
+    for (seq, secs) in [(3u64, 1_700_000_000u64), (9, 1_700_000_002)] {
+        crate::util::coding::put_varint64(&mut payload, super::edit::tag::TIME_SAMPLE);
+        crate::util::coding::put_varint64(&mut payload, seq);
+        crate::util::coding::put_varint64(&mut payload, secs);
+    }
+    let file = PosixFs
+        .create_writable(&manifest::manifest_path(d, 3))
+        .expect("create");
+    let mut w = LogWriter::new(file, 3).expect("writer");
+    let mut header = manifest::MANIFEST_MAGIC.to_vec();
+    header.extend_from_slice(&6u32.to_le_bytes());
+    w.add_record(&header).expect("header");
+    w.add_record(&payload).expect("edit");
+    w.sync().expect("sync");
+    manifest::write_current(&PosixFs, d, 3).expect("CURRENT");
+    let mut vs = VersionSet::recover(posix(), d).expect("a version 6 manifest opens");
+    let want = [(3, 1_700_000_001_000), (9, 1_700_000_003_000)];
+    assert_eq!(vs.current().time_map().samples(), want);
+    // A roll-over writes the state as a snapshot into a new manifest.
+    vs.set_max_manifest_size(1);
+    vs.log_and_apply(VersionEdit {
+        ttl_floor: Some(4),
+        ..VersionEdit::default()
+    })
+    .expect("edit");
+    drop(vs);
+    let vs = VersionSet::recover(posix(), d).expect("reopen");
+    assert_eq!(vs.current().time_map().samples(), want);
+    assert_eq!(vs.current().ttl_floor(), 4);
 }
 
 /// Manifests of format version 1 (before the clean-close field) are read.

@@ -88,6 +88,9 @@ pub(crate) struct Version {
     pub(super) range_dels: Arc<RangeTombstones>,
     /// Time samples persisted for `Options::ttl`.
     pub(super) time_map: Arc<super::time_map::TimeMap>,
+    /// The keyspace's persisted expiry floor (`Options::ttl`; 0: none):
+    /// entries below it stay expired whatever the clock or TTL says later.
+    pub(super) ttl_floor: u64,
 }
 
 impl Version {
@@ -113,6 +116,7 @@ impl Version {
         }
         e.range_tombstones = self.range_dels.tombstones().to_vec();
         e.time_samples = self.time_map.samples().to_vec();
+        e.ttl_floor = (self.ttl_floor > 0).then_some(self.ttl_floor);
     }
 
     /// The range tombstones of the version (`crate::range_del`).
@@ -123,6 +127,11 @@ impl Version {
     /// The persisted time samples (`Options::ttl`).
     pub(crate) fn time_map(&self) -> &super::time_map::TimeMap {
         &self.time_map
+    }
+
+    /// The persisted expiry floor (`Options::ttl`; 0: none).
+    pub(crate) fn ttl_floor(&self) -> u64 {
+        self.ttl_floor
     }
 
     /// Files of `level` in the level's order (empty for `level >= NUM_LEVELS`).

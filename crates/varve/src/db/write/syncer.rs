@@ -166,15 +166,15 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
         (true, true) => Duration::from_millis(100),
     };
     let mut last_sync = Instant::now();
+    let mut wait = tick;
     let mut last_push = Instant::now();
-    let mut last_sample = Instant::now();
     // How long the last fdatasync took: the gathering budget.
     let mut last_took = Duration::ZERO;
     loop {
         let requested = {
             let mut f = mailbox.flags.lock();
             if !f.requested && !f.stop {
-                mailbox.cv.wait_for(&mut f, tick);
+                mailbox.cv.wait_for(&mut f, wait);
             }
             if f.stop {
                 return;
@@ -187,13 +187,11 @@ fn run(mailbox: &Mailbox, weak: &Weak<DbInner>, idle: Duration, interval: Durati
         let Some(db) = weak.upgrade() else { return };
         let log = db.writes.current();
         let now = Instant::now();
-        if let Some(ttl) = crate::db::ttl::shortest_ttl(&db)
-            && now.duration_since(last_sample) >= crate::db::ttl::sample_interval(ttl)
-        {
-            last_sample = now;
-            crate::db::ttl::sample(&db);
-            crate::db::ttl::refresh(&db);
-        }
+        // `Options::ttl`: samples and floors, by its own clock; wake up
+        // again when it next has work, if that is before the tick.
+        wait = crate::db::ttl::step(&db)
+            .map_or(tick, |d| d.min(tick))
+            .max(Duration::from_millis(1));
         if !idle.is_zero() && now.duration_since(last_push) >= idle {
             last_push = now;
             if let Err(e) = log.push_idle() {
