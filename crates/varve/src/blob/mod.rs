@@ -4,16 +4,20 @@
 //! `format` is the on-disk format (pure encoding and checking),
 //! `file_writer` writes a blob file front to back (compaction outputs),
 //! `lane` appends writers' values (the write path) through `stage` (a
-//! mapped staging chunk, written to the blob file with direct IO) and
+//! mapped staging chunk, written to the blob file with direct IO by
+//! `chunk_writer`, whose writes `chunk_ring`'s thread submits) and
 //! `lane_set` keeps each keyspace's lanes,
 //! `reader` reads values by pointer and walks a file's chunks,
 //! `readahead` reads windows of a file for a scan (or takes values from
 //! `shared_chunks`, the chunks concurrent scans share, through
 //! `held_chunks`, the ones an iterator holds, counted against a per-shard
 //! limit by `pins`), `cache`
-//! keeps a database's readers by file number. Nothing here owns threads.
+//! keeps a database's readers by file number. The only thread here is
+//! `chunk_ring`'s `varve-blob-io`, one per keyspace's lanes once they write
+//! a chunk, joined when the lanes and their files are gone.
 
 pub(crate) mod cache;
+pub(crate) mod chunk_ring;
 pub(crate) mod chunk_writer;
 pub(crate) mod file_writer;
 pub(crate) mod format;
