@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# contest.sh — the PolarDB contest as it ran (varve-bench --benchmarks=contest:
+# contest.sh — the PolarDB 2018 engine contest as it ran (varve-bench --benchmarks=contest:
 # 64 threads, 8-byte keys, 4 KiB values, one process per phase, kill -9 after
 # the write phase), for varve and for RocksDB with blob files at the same
 # threshold, inside a memory cgroup limited to 2 GiB (page cache counted, as

@@ -1,5 +1,5 @@
-// harness.cc: a PolarDB-2018-contest-style harness, written only against
-// the contest's interface (engine.h, polar_string.h) and linked as a
+// harness.cc: a harness in the style of the PolarDB 2018 engine contest,
+// written only against the contest's interface (engine.h, polar_string.h) and linked as a
 // contest harness is:
 //   g++ ... -Iinclude harness.cc -Llib -lengine -lpthread -ldl
 //

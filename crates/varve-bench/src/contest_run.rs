@@ -1,4 +1,4 @@
-//! `contest`: the PolarDB contest as it ran, one process per phase.
+//! `contest`: the PolarDB 2018 engine contest as it ran, one process per phase.
 //!
 //! The parent ([`run`]) never opens the database. It starts this same
 //! binary once per phase with the run's own flags plus

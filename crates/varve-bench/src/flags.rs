@@ -48,8 +48,8 @@ Workloads (comma list in --benchmarks, run in order):
   stats             print the engine's statistics
   count             ours: count every key; on varve through par_count with
                     --scan_threads threads, elsewhere with one iterator
-  contest           ours: the PolarDB contest as it ran (8 B keys, 4 KiB
-                    values), one process per phase: --threads writers each
+  contest           ours: the PolarDB 2018 engine contest as it ran (8 B
+                    keys, 4 KiB values), one process per phase: --threads writers each
                     write num/threads unique keys; the process is killed
                     (SIGKILL) right after the last acknowledged write; a new
                     process reopens and counts every key; one reads every key

@@ -1,8 +1,9 @@
 //! The contest binding (`bindings/polar_race`): runs
-//! `make -C bindings/polar_race test`, the PolarDB-contest-style run of
-//! `run_contest.sh` (64 threads, 20,000 keys of 8 bytes with 4 KiB values:
-//! write, `kill -9` after the last acknowledged write, then read and range
-//! as separate processes, every value checked), and asserts it passed.
+//! `make -C bindings/polar_race test`, a run of `run_contest.sh` in the
+//! style of the PolarDB 2018 engine contest (64 threads, 20,000 keys of 8
+//! bytes with 4 KiB values: write, `kill -9` after the last acknowledged
+//! write, then read and range as separate processes, every value
+//! checked), and asserts it passed.
 //!
 //! The library merged into `libengine.a` is the `libvarve_ffi.a` cargo
 //! built for this test run (debug under `cargo test`, release under

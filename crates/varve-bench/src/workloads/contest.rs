@@ -1,4 +1,4 @@
-//! The PolarDB engine contest's phases (8-byte keys, 4 KiB values,
+//! The PolarDB 2018 engine contest's phases (8-byte keys, 4 KiB values,
 //! `--threads` threads), run in one process each by `contest`
 //! ([`crate::contest_run`]) or all in this process by `contest_inprocess`.
 //!

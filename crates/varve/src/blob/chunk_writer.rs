@@ -1,67 +1,83 @@
 //! [`ChunkWriter`]: the writes of staged chunks to their blob file, up to
 //! a fixed number in flight at once, in the background
-//! (`docs/blob-files.md`, "Staging and direct IO").
+//! (`docs/blob-files.md`, "Chunk writes").
 //!
-//! Each write goes to io_uring with `IOSQE_ASYNC`, so a kernel worker runs
-//! the direct write (its page pinning and the device kick) and the lane's
-//! writer goes on staging the next chunk; where io_uring is unavailable the
-//! write is done at once, as before. Writes are reaped oldest first
+//! Each write is handed to the lanes' [`ChunkRing`], whose one long-lived
+//! thread (`varve-blob-io`) submits it to io_uring with `IOSQE_ASYNC` (a
+//! kernel worker does the direct write's page pinning and device kick) and
+//! sends its result back on this writer's channel; the lane's writer goes
+//! on staging the next chunk. A write never belongs to the thread that
+//! asked for it, so one that exits with its chunk in flight leaves nothing
+//! behind (issue #50: writes submitted by threads that had exited never
+//! completed, and the lane hung). Where io_uring is unavailable the write
+//! is done at once, as before. Writes are reaped oldest first
 //! ([`ChunkWriter::wait_oldest`]) or all together ([`ChunkWriter::wait`]),
 //! and the caller collects a write's result before it touches that write's
 //! buffer again.
 //!
-//! Single-threaded (`&mut self`; the lane's mutex). Invariants: at most
-//! `depth` writes are in flight, kept in the order they started; a write's
-//! buffer stays mapped and unchanged until its completion is reaped (the
-//! `unsafe` contract of [`ChunkWriter::start`], which
-//! [`super::stage::StagedFile`] keeps by reusing or dropping a slot only
-//! after its write was waited for); a write that failed or came up short is
-//! finished synchronously before `wait` reports it done; dropping the
-//! writer reaps every write still in flight.
+//! Single-threaded (`&mut self`; the lane's mutex), and `Send`: any thread
+//! may start, wait for or reap a write. Invariants: at most `depth` writes
+//! are in flight, kept in the order they started; a write's buffer stays
+//! mapped and unchanged until its result came back (the `unsafe` contract
+//! of [`ChunkWriter::start`], which [`super::stage::StagedFile`] keeps by
+//! reusing or dropping a slot only after its write was waited for); a
+//! write that failed or came up short (ECANCELED included) is finished
+//! synchronously before `wait` reports it done; dropping the writer waits
+//! for every write still in flight, and only then lets go of its
+//! [`ChunkRing`] handle.
 
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 
-use io_uring::{IoUring, opcode, squeue, types};
-
+use super::chunk_ring::{ChunkRing, WriteRequest};
 use crate::error::{Error, Result};
+
+/// How long a wait for a result blocks before it checks that the ring's
+/// thread still runs (it always does while a writer holds the ring; this
+/// only keeps an impossible loss from hanging a lane).
+const RESULT_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A write started and not yet reaped.
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
-    /// The io_uring `user_data` of the write.
+    /// The write's id, sent back with its result.
     id: u64,
     /// The caller's name for the write (a staging slot).
     tag: usize,
     ptr: *const u8,
     len: usize,
     offset: u64,
-    /// The completion's result once reaped from the ring (completions may
-    /// arrive out of order).
+    /// The write's result once it came back (results may arrive out of
+    /// order).
     result: Option<i32>,
 }
 
 /// Writes chunks in the background, up to `depth` at a time.
 pub(crate) struct ChunkWriter {
-    ring: Option<IoUring>,
+    ring: Arc<ChunkRing>,
     depth: usize,
     next_id: u64,
     in_flight: VecDeque<InFlight>,
+    /// Results of this writer's writes: the ring's thread holds a clone
+    /// of `reply` for each write it has.
+    reply: Sender<(u64, i32)>,
+    results: Receiver<(u64, i32)>,
 }
 
 // SAFETY: the raw pointers in `in_flight` name buffers whose owner (the
 // staged file holding this writer) moves with it; the writer dereferences
-// one only in `wait`, after the kernel completed its write, and the kernel
-// reads them until the completions are reaped.
+// one only in `wait_oldest`, after the write's result came back, and the
+// kernel reads them (for the ring's thread) until then.
 unsafe impl Send for ChunkWriter {}
 
 impl std::fmt::Debug for ChunkWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChunkWriter")
-            .field("uring", &self.ring.is_some())
+            .field("ring", &self.ring)
             .field("depth", &self.depth)
             .field(
                 "in_flight",
@@ -76,28 +92,24 @@ impl std::fmt::Debug for ChunkWriter {
 }
 
 impl ChunkWriter {
-    /// A writer of up to `depth` (at least 1) writes at once, on io_uring
-    /// where the kernel allows one (else writes are synchronous).
-    pub(crate) fn new(depth: usize) -> ChunkWriter {
-        let depth = depth.max(1);
-        let entries = u32::try_from(depth.next_power_of_two()).unwrap_or(u32::MAX);
+    /// A writer of up to `depth` (at least 1) writes at once through
+    /// `ring` (synchronous where it has no thread).
+    pub(crate) fn new(depth: usize, ring: &Arc<ChunkRing>) -> ChunkWriter {
+        let (reply, results) = mpsc::channel();
         ChunkWriter {
-            ring: IoUring::new(entries).ok(),
-            depth,
+            ring: Arc::clone(ring),
+            depth: depth.max(1),
             next_id: 1,
             in_flight: VecDeque::with_capacity(depth),
+            reply,
+            results,
         }
     }
 
     /// A writer that always writes synchronously (tests).
     #[cfg(test)]
     pub(crate) fn synchronous() -> ChunkWriter {
-        ChunkWriter {
-            ring: None,
-            depth: 1,
-            next_id: 1,
-            in_flight: VecDeque::new(),
-        }
+        ChunkWriter::new(1, &ChunkRing::synchronous())
     }
 
     /// How many writes are in flight.
@@ -126,7 +138,7 @@ impl ChunkWriter {
     /// [`wait`](Self::wait) returned) or the writer was dropped.
     pub(crate) unsafe fn start(
         &mut self,
-        file: &File,
+        file: &Arc<File>,
         path: &Path,
         buf: &[u8],
         offset: u64,
@@ -140,26 +152,27 @@ impl ChunkWriter {
         if self.in_flight.len() >= self.depth {
             return sync(buf);
         }
-        let Some(ring) = self.ring.as_mut() else {
-            return sync(buf);
-        };
-        let Ok(len) = u32::try_from(buf.len()) else {
+        // A result is `i32` bytes.
+        let Some(len) = u32::try_from(buf.len())
+            .ok()
+            .filter(|&l| i32::try_from(l).is_ok())
+        else {
             return sync(buf);
         };
         let id = self.next_id;
         self.next_id += 1;
-        let entry = opcode::Write::new(types::Fd(file.as_raw_fd()), buf.as_ptr(), len)
-            .offset(offset)
-            .build()
-            .flags(squeue::Flags::ASYNC)
-            .user_data(id);
-        // SAFETY: the entry points into `buf`, which the caller keeps valid
-        // and unchanged until the completion is reaped (this function's
-        // contract); the fd is the caller's open file, which outlives the
-        // write for the same reason. Every entry pushed is submitted at
-        // once, so the queue (depth entries) has room for this one.
-        let pushed = unsafe { ring.submission().push(&entry) };
-        if pushed.is_err() {
+        let req = WriteRequest {
+            file: Arc::clone(file),
+            ptr: buf.as_ptr(),
+            len,
+            offset,
+            id,
+            reply: self.reply.clone(),
+        };
+        // SAFETY: `buf` stays valid and unchanged until this write's
+        // result came back: this function's contract, and the drop waits
+        // for every result.
+        if unsafe { self.ring.submit(req) }.is_err() {
             return sync(buf);
         }
         self.in_flight.push_back(InFlight {
@@ -170,9 +183,6 @@ impl ChunkWriter {
             offset,
             result: None,
         });
-        // If `io_uring_enter` fails the entry stays queued, and the next
-        // wait submits it: it is in flight either way.
-        let _ = ring.submit();
         Ok(())
     }
 
@@ -188,9 +198,8 @@ impl ChunkWriter {
         };
         // A failed write is done again here, and its error (if it fails
         // again) is the one reported. Besides real errors this covers
-        // ECANCELED: the kernel cancels a request when the thread that
-        // submitted it exits, and any writer thread of the lane may be the
-        // one that ended a chunk.
+        // ECANCELED, should the kernel ever cancel a write (the ring's
+        // thread, which submitted it, outlives it, so none is expected).
         let written = res.unwrap_or(0).min(w.len);
         if written < w.len {
             // SAFETY: `start`'s contract keeps the buffer valid and
@@ -212,13 +221,8 @@ impl ChunkWriter {
         path: &Path,
         mut done: impl FnMut(usize),
     ) -> Result<()> {
-        let Some(ring) = self.ring.as_mut() else {
-            return Ok(());
-        };
-        for cqe in ring.completion() {
-            if let Some(w) = self.in_flight.iter_mut().find(|w| w.id == cqe.user_data()) {
-                w.result = Some(cqe.result());
-            }
+        while let Ok((id, res)) = self.results.try_recv() {
+            self.note(id, res);
         }
         while self.in_flight.front().is_some_and(|w| w.result.is_some()) {
             if let Some(tag) = self.wait_oldest(file, path)? {
@@ -243,18 +247,17 @@ impl ChunkWriter {
         first
     }
 
+    /// Records a result that came back.
+    fn note(&mut self, id: u64, res: i32) {
+        if let Some(w) = self.in_flight.iter_mut().find(|w| w.id == id) {
+            w.result = Some(res);
+        }
+    }
+
     /// Blocks until the oldest write in flight completed; the bytes it
     /// wrote.
     fn reap_oldest(&mut self) -> std::io::Result<usize> {
-        let Some(ring) = self.ring.as_mut() else {
-            return Err(std::io::Error::other("no io_uring"));
-        };
         loop {
-            for cqe in ring.completion() {
-                if let Some(w) = self.in_flight.iter_mut().find(|w| w.id == cqe.user_data()) {
-                    w.result = Some(cqe.result());
-                }
-            }
             if let Some(r) = self.in_flight.front().and_then(|w| w.result) {
                 return if r < 0 {
                     Err(std::io::Error::from_raw_os_error(-r))
@@ -262,14 +265,18 @@ impl ChunkWriter {
                     Ok(r as usize)
                 };
             }
-            match ring.submit_and_wait(1) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                // Out of resources or a full completion queue for now.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EBUSY)) => {
-                    std::thread::yield_now();
+            match self.results.recv_timeout(RESULT_POLL) {
+                Ok((id, res)) => self.note(id, res),
+                Err(RecvTimeoutError::Timeout) if self.ring.alive() => {}
+                // Cannot happen while this writer holds the ring (its
+                // thread ends only when the last holder is gone, and a
+                // panic there aborts): with no thread there is no write
+                // in the kernel either, and the caller writes it again.
+                Err(_) => {
+                    return Err(std::io::Error::other(
+                        "the blob write thread ended before the write's result came",
+                    ));
                 }
-                Err(e) => return Err(e),
             }
         }
     }
@@ -292,7 +299,7 @@ mod tests {
     use super::*;
 
     /// A new empty file `name` in `dir`, open for reading and writing.
-    fn scratch(dir: &tempfile::TempDir, name: &str) -> (std::path::PathBuf, File) {
+    fn scratch(dir: &tempfile::TempDir, name: &str) -> (std::path::PathBuf, Arc<File>) {
         let path = dir.path().join(name);
         let file = File::options()
             .read(true)
@@ -301,7 +308,7 @@ mod tests {
             .truncate(true)
             .open(&path)
             .expect("open");
-        (path, file)
+        (path, Arc::new(file))
     }
 
     #[test]
@@ -309,7 +316,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let (path, file) = scratch(&dir, "f");
         let data: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
-        let mut w = ChunkWriter::new(2);
+        let mut w = ChunkWriter::new(2, &ChunkRing::new());
         // SAFETY: `data` outlives the write: waited for below.
         unsafe { w.start(&file, &path, &data[..4096], 0, 0) }.expect("start");
         w.wait(&file, &path).expect("wait");
@@ -334,7 +341,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let (path, file) = scratch(&dir, "h");
         let data: Vec<u8> = (0..3 * 4096).map(|i| (i % 241) as u8).collect();
-        let mut w = ChunkWriter::new(3);
+        let mut w = ChunkWriter::new(3, &ChunkRing::new());
         for i in 0..3 {
             let chunk = &data[i * 4096..(i + 1) * 4096];
             // SAFETY: `data` outlives `w` (reaped below or by its drop).
@@ -362,7 +369,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let (path, file) = scratch(&dir, "g");
         let data: Vec<u8> = (0..4 << 20).map(|i| (i % 239) as u8).collect();
-        let mut w = ChunkWriter::new(2);
+        let mut w = ChunkWriter::new(2, &ChunkRing::new());
         std::thread::scope(|s| {
             s.spawn(|| {
                 // SAFETY: `data` outlives the write: waited for below.
@@ -371,5 +378,93 @@ mod tests {
         });
         w.wait(&file, &path).expect("wait");
         assert_eq!(std::fs::read(&path).expect("read"), data);
+    }
+
+    /// Issue #50: threads that start chunk writes and exit at once, with
+    /// their writes in flight, round after round; the writes are waited
+    /// for by other threads, and later writes from yet other threads
+    /// complete too. Direct writes on the build disk, like a lane's.
+    #[test]
+    fn writes_of_threads_that_exited_complete_and_so_do_later_ones() {
+        crate::blob::chunk_ring::within(
+            std::time::Duration::from_secs(120),
+            "chunk writes started by short-lived threads",
+            || {
+                use std::os::unix::fs::OpenOptionsExt;
+                const CHUNK: usize = 1 << 20;
+                const PLACES: usize = 16;
+                let dir = tempfile::tempdir_in(".").expect("tempdir on the build disk");
+                let path = dir.path().join("exits");
+                let open = |flags: i32| {
+                    File::options()
+                        .read(true)
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .custom_flags(flags)
+                        .open(&path)
+                };
+                let file = Arc::new(open(libc::O_DIRECT).or_else(|_| open(0)).expect("open"));
+                // One page-aligned buffer that never changes: any number of
+                // writes may read it at once.
+                let layout = std::alloc::Layout::from_size_align(CHUNK, 4096).expect("layout");
+                // SAFETY: the layout has a non-zero size; freed below, after
+                // every write was waited for.
+                let ptr = unsafe { std::alloc::alloc(layout) };
+                assert!(!ptr.is_null());
+                // SAFETY: `ptr` is a fresh allocation of `CHUNK` bytes.
+                let buf = unsafe { std::slice::from_raw_parts_mut(ptr, CHUNK) };
+                for (i, b) in buf.iter_mut().enumerate() {
+                    *b = (i % 253) as u8;
+                }
+                let buf: &[u8] = buf;
+                let ring = ChunkRing::new();
+                let w = parking_lot::Mutex::new(ChunkWriter::new(3, &ring));
+                let mut n = 0usize;
+                for _round in 0..200 {
+                    std::thread::scope(|s| {
+                        for _ in 0..4 {
+                            let offset = ((n % PLACES) * CHUNK) as u64;
+                            n += 1;
+                            let (w, file, path) = (&w, &file, &path);
+                            s.spawn(move || {
+                                let mut w = w.lock();
+                                while w.in_flight() >= 3 {
+                                    w.wait_oldest(file, path).expect("wait");
+                                }
+                                // SAFETY: `buf` is never changed and outlives
+                                // every write (all waited for below).
+                                unsafe { w.start(file, path, buf, offset, n) }.expect("start");
+                            });
+                        }
+                    });
+                }
+                // Later writes, from a thread that stays.
+                let mut w = w.into_inner();
+                for k in 0..8 {
+                    while w.in_flight() >= 3 {
+                        w.wait_oldest(&file, &path).expect("wait");
+                    }
+                    let offset = ((k % PLACES) * CHUNK) as u64;
+                    // SAFETY: as above.
+                    unsafe { w.start(&file, &path, buf, offset, k) }.expect("start");
+                }
+                w.wait(&file, &path).expect("wait all");
+                drop(w);
+                if !ring.running() {
+                    crate::io::uring::skip_or_fail(
+                        "chunk writes of threads that exited",
+                        "the chunk ring's thread did not start (no io_uring): the writes were synchronous",
+                    );
+                }
+                let on_disk = std::fs::read(&path).expect("read");
+                assert_eq!(on_disk.len(), PLACES * CHUNK);
+                for (i, c) in on_disk.chunks(CHUNK).enumerate() {
+                    assert!(c == buf, "chunk {i} holds what was written");
+                }
+                // SAFETY: allocated above with `layout`; no write is in flight.
+                unsafe { std::alloc::dealloc(ptr, layout) };
+            },
+        );
     }
 }

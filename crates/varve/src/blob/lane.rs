@@ -4,7 +4,9 @@
 //! ([`StagedFile`]) and get a [`BlobPointer`] back; at a chunk's end the
 //! lane appends the chunk's entries and trailer and the whole chunk goes to
 //! the blob file with one direct write, in the background while the next
-//! chunk is staged; at `file_size` it seals the file
+//! chunk is staged (submitted by the lanes' `varve-blob-io` thread,
+//! [`ChunkRing`], one per [`BlobWriteLanes`], never by the writer, whose
+//! thread may exit with the write in flight); at `file_size` it seals the file
 //! (footer, fdatasync) and opens the next one. On a file system whose
 //! paths are not OS files (the fault-injecting one) it appends through
 //! `WritableFile` instead.
@@ -26,6 +28,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 
+use super::chunk_ring::ChunkRing;
 use super::file_writer::BlobFileMeta;
 use super::format::{BlobFooter, BlobHeader, BlobPointer, ChunkEntries, Creator, PAGE, value_crc};
 use super::stage::StagedFile;
@@ -166,6 +169,9 @@ pub(crate) struct BlobLane {
     /// before it opens a file and gives them back when the file is gone;
     /// a value that finds no room stays inline (`None` from a put).
     room: Option<Arc<MemoryGauge>>,
+    /// Submits the chunk writes of this lane's files (and of the other
+    /// lanes of its keyspace) on its own thread.
+    ring: Arc<ChunkRing>,
 }
 
 /// A writer's place in a lane: counted in `BlobLane::writers` until
@@ -272,6 +278,7 @@ impl OpenFile {
         number: u64,
         opts: &LaneOptions,
         staging: Option<Reservation>,
+        ring: &Arc<ChunkRing>,
     ) -> Result<OpenFile> {
         let path = blob_file_path(dir, number);
         let mut file = if fs.uses_os_files() {
@@ -279,6 +286,7 @@ impl OpenFile {
                 &path,
                 number,
                 opts.chunk_size + PAGE,
+                ring,
             )?))
         } else {
             LaneFile::Plain(fs.create_writable(&path)?)
@@ -362,16 +370,18 @@ impl BlobLane {
     /// the first value.
     #[cfg(test)]
     pub(crate) fn new(fs: Arc<dyn FileSystem>, dir: &Path, opts: LaneOptions) -> BlobLane {
-        BlobLane::with_room(fs, dir, opts, None)
+        BlobLane::with_room(fs, dir, opts, None, &ChunkRing::new())
     }
 
     /// A lane whose staging slots are reserved from `room` (the memory
-    /// budget's blob-staging part) while it has a file.
+    /// budget's blob-staging part) while it has a file, and whose chunk
+    /// writes go through `ring` (shared by the lanes of a keyspace).
     pub(crate) fn with_room(
         fs: Arc<dyn FileSystem>,
         dir: &Path,
         opts: LaneOptions,
         room: Option<Arc<MemoryGauge>>,
+        ring: &Arc<ChunkRing>,
     ) -> BlobLane {
         BlobLane {
             fs,
@@ -385,6 +395,7 @@ impl BlobLane {
             writers: AtomicUsize::new(0),
             appended: AtomicU64::new(0),
             room,
+            ring: Arc::clone(ring),
         }
     }
 
@@ -570,6 +581,7 @@ impl BlobLane {
                     files.open_blob_file()?,
                     &self.opts,
                     staging,
+                    &self.ring,
                 )?)
             }
         };
@@ -764,6 +776,7 @@ impl BlobLane {
                 number,
                 &self.opts,
                 staging,
+                &self.ring,
             )?);
             self.publish(open.as_ref());
         }
@@ -965,9 +978,12 @@ impl BlobWriteLanes {
         opts: LaneOptions,
         room: Option<Arc<MemoryGauge>>,
     ) -> Self {
+        // One thread submits the chunk writes of all the lanes (started on
+        // the first one, joined once the lanes and their files are gone).
+        let ring = ChunkRing::new();
         BlobWriteLanes {
             lanes: (0..count.max(1))
-                .map(|_| BlobLane::with_room(Arc::clone(fs), dir, opts, room.clone()))
+                .map(|_| BlobLane::with_room(Arc::clone(fs), dir, opts, room.clone(), &ring))
                 .collect(),
             min_size: std::sync::atomic::AtomicUsize::new(min_size),
             by_key: opts.by_key,

@@ -4,7 +4,8 @@
 //! `format` is the on-disk format (pure encoding and checking),
 //! `file_writer` writes a blob file front to back (compaction outputs),
 //! `lane` appends writers' values (the write path) through `stage` (a
-//! mapped staging chunk, written to the blob file with direct IO) and
+//! mapped staging chunk, written to the blob file with direct IO by
+//! `chunk_writer`, whose writes `chunk_ring`'s thread submits) and
 //! `lane_set` keeps each keyspace's lanes,
 //! `reader` reads values by pointer and walks a file's chunks,
 //! `readahead` reads windows of a file for a scan (or takes values from
@@ -13,9 +14,12 @@
 //! limit by `pins`), `cache`
 //! keeps a database's readers by file number, and `staged_fs` reads a
 //! directory as if a crash's staged chunks were in their blob files
-//! (read-only opens, `varve check`). Nothing here owns threads.
+//! (read-only opens, `varve check`). The only thread here is
+//! `chunk_ring`'s `varve-blob-io`, one per keyspace's lanes once they write
+//! a chunk, joined when the lanes and their files are gone.
 
 pub(crate) mod cache;
+pub(crate) mod chunk_ring;
 pub(crate) mod chunk_writer;
 pub(crate) mod file_writer;
 pub(crate) mod format;

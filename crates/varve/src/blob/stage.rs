@@ -6,7 +6,8 @@
 //! A value is copied into the current slot's mapping (page cache: it
 //! survives `kill -9`) and the slot's header records where its chunk goes
 //! and how many bytes are staged. When the lane ends a chunk, the chunk's
-//! direct write starts in the background ([`ChunkWriter`]) and the next
+//! direct write starts in the background ([`ChunkWriter`], whose writes
+//! the lanes' `varve-blob-io` thread submits: [`ChunkRing`]) and the next
 //! chunk is staged in the next slot, once the write of the chunk that slot
 //! held completed: up to `SLOTS - 1` chunk writes are in flight, blob bytes
 //! reach the disk once, in large aligned writes, and the page cache holds
@@ -37,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use super::chunk_ring::ChunkRing;
 use super::chunk_writer::ChunkWriter;
 use super::format::PAGE;
 use crate::error::{Error, Result};
@@ -298,7 +300,13 @@ impl StagedFile {
     /// Creates blob file `path` (number `number`) and its staging
     /// files, each with room for `capacity` staged bytes (grown when a
     /// value needs more).
-    pub(crate) fn create(path: &Path, number: u64, capacity: usize) -> Result<StagedFile> {
+    /// Its chunk writes go through `ring`.
+    pub(crate) fn create(
+        path: &Path,
+        number: u64,
+        capacity: usize,
+        ring: &Arc<ChunkRing>,
+    ) -> Result<StagedFile> {
         // Direct writes where the file system has them (not tmpfs before
         // Linux 6.6); the same aligned writes go through the page cache
         // elsewhere.
@@ -335,7 +343,7 @@ impl StagedFile {
             unreachable!("SLOTS slots were made");
         };
         let mut f = StagedFile {
-            writer: ChunkWriter::new(SLOTS - 1),
+            writer: ChunkWriter::new(SLOTS - 1, ring),
             path: path.to_path_buf(),
             number,
             file: Arc::new(file),
@@ -943,7 +951,7 @@ mod tests {
 
     fn after_a_first_chunk(dir: &tempfile::TempDir, number: u64) -> (PathBuf, StagedFile) {
         let path = dir.path().join(format!("{number:06}.blob"));
-        let mut f = StagedFile::create(&path, number, PAGE).expect("create");
+        let mut f = StagedFile::create(&path, number, PAGE, &ChunkRing::new()).expect("create");
         f.append(&[1u8; PAGE]).expect("header");
         f.end_chunk().expect("end");
         f.wait_previous().expect("written");
@@ -970,7 +978,7 @@ mod tests {
     fn chunks_go_to_the_file_and_partial_flushes_are_overwritten() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("000007.blob");
-        let mut f = StagedFile::create(&path, 7, 2 * PAGE).expect("create");
+        let mut f = StagedFile::create(&path, 7, 2 * PAGE, &ChunkRing::new()).expect("create");
         f.append(&[1u8; PAGE]).expect("header page");
         f.end_chunk().expect("end");
         f.wait_previous().expect("written");
@@ -1264,7 +1272,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("000013.blob");
         let chunk = |k: usize| vec![(k % 250) as u8 + 1; 64 * PAGE];
-        let mut f = StagedFile::create(&path, 13, 64 * PAGE).expect("create");
+        let mut f = StagedFile::create(&path, 13, 64 * PAGE, &ChunkRing::new()).expect("create");
         let slots = SLOTS as u64;
         for k in 0..6 {
             f.append(&chunk(k)).expect("append");
@@ -1306,7 +1314,7 @@ mod tests {
         // make_durable after the chunks before's writes "failed": every
         // live slot is written again, the partial one padded.
         let path = dir.path().join("000014.blob");
-        let mut f = StagedFile::create(&path, 14, PAGE).expect("create");
+        let mut f = StagedFile::create(&path, 14, PAGE, &ChunkRing::new()).expect("create");
         for k in 0..SLOTS - 1 {
             f.append(&[k as u8 + 1; PAGE]).expect("a");
             f.end_chunk().expect("end");

@@ -303,7 +303,10 @@ mod tests {
         let mut w = match create_write(&p) {
             Ok(w) => w,
             Err(e) => {
-                eprintln!("skipping: O_DIRECT not supported here: {e}");
+                crate::io::uring::skip_or_fail(
+                    "the O_DIRECT write-then-read test",
+                    &format!("O_DIRECT is not supported here: {e}"),
+                );
                 return;
             }
         };

@@ -1,5 +1,6 @@
 //! A WAL file appended through a shared memory mapping instead of one
-//! `write(2)` per record (a trick of the PolarDB contest engines).
+//! `write(2)` per record (a trick of the engines of the PolarDB 2018 engine
+//! contest).
 //!
 //! The file is preallocated with `fallocate` (or, when asked, by writing
 //! zeros: see [`Preallocate`]) and mapped `MAP_SHARED`; an

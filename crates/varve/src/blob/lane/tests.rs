@@ -852,3 +852,86 @@ fn a_sync_to_a_passed_mark_leaves_the_partial_chunk_staged() {
         .expect("a sealed file is durable");
     assert_eq!(read(dir.path(), &p.expect("room")).expect("read"), page(20));
 }
+
+/// Issue #50: writers that are short-lived threads, each ending a chunk
+/// (whose direct write is then in flight) and exiting at once, round
+/// after round, on two lanes; then writers on threads that stay. Every
+/// put returns, every value reads back, and nothing hangs: the whole run
+/// has a time limit, so a write that never completes fails the test by
+/// name. (Before the lanes' writes went through one long-lived thread, a
+/// lane whose writes the kernel had taken from a thread that exited waited
+/// for them forever.)
+#[test]
+fn writers_that_exit_with_chunk_writes_in_flight_hang_no_lane() {
+    crate::blob::chunk_ring::within(
+        std::time::Duration::from_secs(180),
+        "puts from short-lived writer threads",
+        || {
+            let dir = tempfile::tempdir_in(".").expect("tempdir on the build disk");
+            let files = Files::default();
+            let opts = LaneOptions {
+                chunk_size: 16 << 10,
+                file_size: 1 << 20,
+                by_key: false,
+            };
+            let lanes = lanes_in(dir.path(), 2, opts);
+            let value =
+                |n: u64| -> Vec<u8> { (0..4096).map(|j| (n as usize * 7 + j) as u8).collect() };
+            let put = |n: u64| {
+                let p = lanes
+                    .put(&files, format!("k{n}").as_bytes(), &value(n))
+                    .expect("put")
+                    .expect("no budget: always a blob");
+                (n, p)
+            };
+            let mut ptrs = Vec::new();
+            // About one chunk (16 KiB) per thread: each exits with a write
+            // just started.
+            for round in 0..150u64 {
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..4u64)
+                        .map(|t| {
+                            s.spawn(move || {
+                                (0..5)
+                                    .map(|i| put(round * 100 + t * 10 + i))
+                                    .collect::<Vec<_>>()
+                            })
+                        })
+                        .collect();
+                    for h in handles {
+                        ptrs.extend(h.join().expect("writer"));
+                    }
+                });
+            }
+            // Later writers, on threads that stay for the rest.
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..2u64)
+                    .map(|t| {
+                        s.spawn(move || {
+                            (0..200)
+                                .map(|i| put(1_000_000 + t * 1000 + i))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                for h in handles {
+                    ptrs.extend(h.join().expect("writer"));
+                }
+            });
+            lanes.sync().expect("sync");
+            for (n, p) in &ptrs {
+                let got = match lanes.staged_value(p) {
+                    Some(v) => v,
+                    None => read(dir.path(), p).expect("read"),
+                };
+                assert!(got == value(*n), "value {n}");
+            }
+            if !lanes.lanes[0].ring.running() {
+                crate::io::uring::skip_or_fail(
+                    "puts from short-lived writer threads",
+                    "the lanes' chunk ring did not start (no io_uring): every chunk write was synchronous",
+                );
+            }
+        },
+    );
+}

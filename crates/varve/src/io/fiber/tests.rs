@@ -97,7 +97,7 @@ fn a_panicking_task_with_reads_in_flight_drains_before_unwinding() {
         Some("task 20 fails")
     );
     assert_eq!(in_flight_reads(), 0, "no read is left in flight");
-    if io_uring_available() {
+    if crate::io::uring::require_uring("reads in flight at a task's panic") {
         assert!(
             in_flight_at_panic.get() > 0,
             "reads were in flight at the panic"

@@ -273,9 +273,15 @@ mod tests {
 
     #[test]
     fn more_reads_than_ring_entries_all_complete() {
-        let Ok(mut r) = Reactor::new() else {
-            eprintln!("skipping: io_uring unavailable");
-            return;
+        let mut r = match Reactor::new() {
+            Ok(r) => r,
+            Err(e) => {
+                crate::io::uring::skip_or_fail(
+                    "the reactor's many-reads test",
+                    &format!("no io_uring ring: {e}"),
+                );
+                return;
+            }
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("f");
@@ -309,9 +315,15 @@ mod tests {
 
     #[test]
     fn read_at_end_of_file_is_short_and_drain_completes_everything() {
-        let Ok(mut r) = Reactor::new() else {
-            eprintln!("skipping: io_uring unavailable");
-            return;
+        let mut r = match Reactor::new() {
+            Ok(r) => r,
+            Err(e) => {
+                crate::io::uring::skip_or_fail(
+                    "the reactor's short-read test",
+                    &format!("no io_uring ring: {e}"),
+                );
+                return;
+            }
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("f");
