@@ -49,8 +49,12 @@ impl Patches {
     /// it covers. Returns the patched count.
     fn patch(&self, buf: &mut [u8], offset: u64, got: usize) -> usize {
         debug_assert!(got <= buf.len());
+        // The patched file is `max(disk, end)` long; what no chunk covers
+        // past the disk's end is the hole `pwrite` past the end leaves.
+        let till_end = usize::try_from(self.end.saturating_sub(offset)).unwrap_or(usize::MAX);
+        let len = got.max(till_end.min(buf.len()));
+        buf[got..len].fill(0);
         let want_end = offset.saturating_add(buf.len() as u64);
-        let mut len = got;
         for c in &self.chunks {
             let c_end = c.base + c.data.len() as u64;
             let (from, to) = (c.base.max(offset), c_end.min(want_end));
@@ -58,12 +62,8 @@ impl Patches {
                 continue;
             }
             let (at, till) = ((from - offset) as usize, (to - offset) as usize);
-            if at > len {
-                buf[len..at].fill(0);
-            }
             let src = (from - c.base) as usize;
             buf[at..till].copy_from_slice(&c.data[src..src + (till - at)]);
-            len = len.max(till);
         }
         debug_assert!(len <= buf.len());
         len
