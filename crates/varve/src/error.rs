@@ -157,6 +157,13 @@ impl Error {
             _ => false,
         }
     }
+
+    /// True for the error of an operation the file system does not offer
+    /// (`ErrorKind::Unsupported`), such as in-place files on one without
+    /// OS files: the caller falls back to another way.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Unsupported)
+    }
 }
 
 /// `Result` with varve's [`Error`].

@@ -1,5 +1,5 @@
 //! Names of the files in a database directory and how to parse them
-//! (see `docs/db-directory.md`): `LOCK`, `LOG` / `LOG.old`, `CURRENT`,
+//! (see `docs/db-directory.md`): `LOCK`, `LOG` / `LOG.old`, `CURRENT`, `BOOT_ID`,
 //! `MANIFEST-nnnnnn`, `nnnnnn.log`, `nnnnnn.sst`, `nnnnnn.blob`, `*.tmp`.
 //! Shared by the database and the version set.
 //! Pure functions; thread-safe.
@@ -25,6 +25,8 @@ pub(crate) enum FileKind {
     Blob(u64),
     /// A temporary file (`*.tmp`).
     Temp,
+    /// `BOOT_ID` (`db/boot.rs`).
+    BootId,
 }
 
 /// Name of the lock file.
@@ -58,6 +60,7 @@ pub(crate) fn parse(name: &str) -> Option<FileKind> {
         LOCK => return Some(FileKind::Lock),
         INFO_LOG | INFO_LOG_OLD => return Some(FileKind::InfoLog),
         "CURRENT" => return Some(FileKind::Current),
+        "BOOT_ID" => return Some(FileKind::BootId),
         _ => {}
     }
     if name.ends_with(".tmp") {

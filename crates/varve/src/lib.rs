@@ -69,7 +69,8 @@ pub use wal::WalWriter;
 /// implement for another one, and the real one ([`PosixFs`](fs::PosixFs)).
 pub mod fs {
     pub use crate::io::{
-        FileLock, FileSystem, LogFile, PosixFs, RandomAccessFile, SequentialFile, WritableFile,
+        FileLock, FileSystem, InPlaceFile, LogFile, PosixFs, Preallocate, RandomAccessFile,
+        SequentialFile, WritableFile,
     };
 }
 

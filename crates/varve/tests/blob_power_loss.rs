@@ -37,13 +37,25 @@ fn power_loss_keeps_every_synced_blob_value() {
         let db = Db::open(&dir, opts).expect("open");
         let delay = Duration::from_micros(next() % 30_000);
         let acked = put_until_power_loss(db, &fs, delay, next(), |_| true);
-        let db = Db::open(&dir, Options::default())
-            .unwrap_or_else(|e| panic!("recovery after power loss {round}: {e}"));
+        let db = Db::open(
+            &dir,
+            Options {
+                fs: Arc::new(fs.clone()),
+                ..Options::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("recovery after power loss {round}: {e}"));
         for &n in &acked {
             let got = db
                 .get(format!("key{n:06}"))
                 .unwrap_or_else(|e| panic!("round {round}, key {n}: {e}"));
-            assert_eq!(got, Some(value(n)), "round {round}: synced write {n} lost");
+            assert_eq!(
+                got,
+                Some(value(n)),
+                "round {round}: synced write {n} lost; recovery: {:?}; LOG:\n{}",
+                db.debug().recovery_report().truncated,
+                std::fs::read_to_string(dir.join("LOG")).unwrap_or_default()
+            );
         }
         checked += acked.len();
         db.close().expect("close");
@@ -118,7 +130,7 @@ fn power_loss_during_blob_gc_keeps_every_synced_value() {
         relocated += db.stats().blob_gc_bytes_relocated;
         drop(Arc::into_inner(db).expect("sole owner"));
         fs.apply_power_loss(next()).expect("apply power loss");
-        let db = Db::open(&dir, opts(Arc::new(PosixFs)))
+        let db = Db::open(&dir, opts(Arc::new(fs.clone())))
             .unwrap_or_else(|e| panic!("recovery after power loss {round}: {e}"));
         let acked = acked.lock().expect("lock");
         let in_flight = acked.last().map_or(0, |n| n + 1);
@@ -179,7 +191,14 @@ fn a_flush_makes_unsynced_blob_values_durable() {
         fs.crash();
         drop(db);
         fs.apply_power_loss(round).expect("apply power loss");
-        let db = Db::open(&dir, Options::default()).expect("recover");
+        let db = Db::open(
+            &dir,
+            Options {
+                fs: Arc::new(fs.clone()),
+                ..Options::default()
+            },
+        )
+        .expect("recover");
         for n in 0..flushed {
             assert_eq!(
                 db.get(format!("key{n:06}")).expect("get"),
@@ -213,8 +232,14 @@ fn power_loss_under_unsynced_blob_writes_recovers_a_prefix() {
         let db = Db::open(&dir, opts).expect("open");
         let delay = Duration::from_micros(next() % 20_000);
         let synced = put_until_power_loss(db, &fs, delay, next(), |n| n % 16 == 15);
-        let db = Db::open(&dir, Options::default())
-            .unwrap_or_else(|e| panic!("recovery after power loss {round}: {e}"));
+        let db = Db::open(
+            &dir,
+            Options {
+                fs: Arc::new(fs.clone()),
+                ..Options::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("recovery after power loss {round}: {e}"));
         if db
             .debug()
             .recovery_report()

@@ -370,8 +370,15 @@ fn power_loss_with_batches_across_keyspaces() {
         fs.apply_power_loss(rng.next()).expect("apply power loss");
         synced.extend(acked.lock().drain(..));
 
-        let db = Db::open(&dir, options())
-            .unwrap_or_else(|e| panic!("recovery after power loss {round} failed: {e}"));
+        // On the restarted machine (the same file system, a new boot id).
+        let db = Db::open(
+            &dir,
+            Options {
+                fs: Arc::new(fs.clone()),
+                ..options()
+            },
+        )
+        .unwrap_or_else(|e| panic!("recovery after power loss {round} failed: {e}"));
         let names = db.keyspaces();
         assert!(
             names.iter().any(|n| n == "a") && names.iter().any(|n| n == "b"),

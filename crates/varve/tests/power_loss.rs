@@ -26,6 +26,15 @@ const THREADS: usize = 6;
 /// Power losses per database directory (see the loop).
 const ROUNDS_PER_DB: u64 = 50;
 
+/// Options on the file system after its simulated power cut (the machine
+/// restarted: a new boot id), everything else the defaults.
+fn rebooted(fs: &FaultInjectingFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    }
+}
+
 #[test]
 fn power_loss_keeps_every_synced_write() {
     let rounds: u64 = std::env::var("VARVE_POWER_LOSS_ROUNDS")
@@ -109,7 +118,9 @@ fn power_loss_keeps_every_synced_write() {
         dropped_total += fs.apply_power_loss(rng.next()).expect("apply power loss");
         synced_acked.extend(acked.lock().drain(..));
 
-        let db = Db::open(&dir, Options::default())
+        // Recovery runs on the machine after its restart: the same file
+        // system, with a new boot id (staging files of before are ignored).
+        let db = Db::open(&dir, rebooted(&fs))
             .unwrap_or_else(|e| panic!("recovery after power loss {round} failed: {e}"));
         let missing: Vec<&String> = synced_acked
             .iter()
@@ -209,7 +220,9 @@ fn power_loss_under_many_sync_writers() {
         drop(Arc::into_inner(db).expect("sole owner"));
         fs.apply_power_loss(rng.next()).expect("apply power loss");
         acked_all.extend(acked.lock().drain(..));
-        let db = Db::open(&dir, Options::default())
+        // Recovery runs on the machine after its restart: the same file
+        // system, with a new boot id (staging files of before are ignored).
+        let db = Db::open(&dir, rebooted(&fs))
             .unwrap_or_else(|e| panic!("recovery after power loss {round} failed: {e}"));
         for k in &acked_all {
             assert_eq!(
@@ -293,7 +306,7 @@ fn sync_wal_makes_earlier_unsynced_writes_durable() {
         });
         drop(Arc::into_inner(db).expect("sole owner"));
         fs.apply_power_loss(rng.next()).expect("apply power loss");
-        let db = Db::open(&dir, Options::default()).expect("recover");
+        let db = Db::open(&dir, rebooted(&fs)).expect("recover");
         // Under load a power loss can come before the first sync_wal
         // covered anything: such a round checks nothing, and the test
         // asks only that the rounds together check writes.

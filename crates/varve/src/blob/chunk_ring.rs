@@ -41,7 +41,6 @@
 //! writes synchronously.
 
 use std::collections::{HashMap, VecDeque};
-use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
@@ -49,6 +48,8 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use io_uring::{IoUring, opcode, squeue, types};
+
+use crate::io::InPlaceFile;
 
 /// Submission queue entries of the ring (the completion queue has twice
 /// as many).
@@ -64,7 +65,7 @@ const WAKE: u64 = u64::MAX;
 /// One chunk write, as a writer hands it to the thread.
 pub(crate) struct WriteRequest {
     /// Keeps the file open until the write completed.
-    pub(crate) file: Arc<File>,
+    pub(crate) file: Arc<dyn InPlaceFile>,
     pub(crate) ptr: *const u8,
     pub(crate) len: u32,
     pub(crate) offset: u64,
@@ -329,11 +330,12 @@ impl Thread {
             };
             let id = self.next;
             self.next += 1;
-            let entry = opcode::Write::new(types::Fd(req.file.as_raw_fd()), req.ptr, req.len)
-                .offset(req.offset)
-                .build()
-                .flags(squeue::Flags::ASYNC)
-                .user_data(id);
+            let entry =
+                opcode::Write::new(types::Fd(req.file.os_file().as_raw_fd()), req.ptr, req.len)
+                    .offset(req.offset)
+                    .build()
+                    .flags(squeue::Flags::ASYNC)
+                    .user_data(id);
             // SAFETY: the buffer stays valid and unchanged until the
             // result is sent (the contract of `ChunkRing::submit`), which
             // happens only after this entry's completion is reaped; the
@@ -389,10 +391,12 @@ impl Thread {
             // SAFETY: the request's contract keeps the buffer valid and
             // unchanged until its result is sent, below.
             let buf = unsafe { std::slice::from_raw_parts(req.ptr, req.len as usize) };
-            let res = match std::os::unix::fs::FileExt::write_all_at(&*req.file, buf, req.offset) {
-                Ok(()) => i32::try_from(req.len).unwrap_or(i32::MAX),
-                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-            };
+            let res =
+                match std::os::unix::fs::FileExt::write_all_at(req.file.os_file(), buf, req.offset)
+                {
+                    Ok(()) => i32::try_from(req.len).unwrap_or(i32::MAX),
+                    Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+                };
             let _ = req.reply.send((req.id, res));
         }
     }

@@ -27,14 +27,13 @@
 //! [`ChunkRing`] handle.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 
 use super::chunk_ring::{ChunkRing, WriteRequest};
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::io::InPlaceFile;
 
 /// How long a wait for a result blocks before it checks that the ring's
 /// thread still runs (it always does while a writer holds the ring; this
@@ -138,17 +137,15 @@ impl ChunkWriter {
     /// [`wait`](Self::wait) returned) or the writer was dropped.
     pub(crate) unsafe fn start(
         &mut self,
-        file: &Arc<File>,
+        file: &Arc<dyn InPlaceFile>,
         path: &Path,
         buf: &[u8],
         offset: u64,
         tag: usize,
     ) -> Result<()> {
         debug_assert!(self.in_flight.len() < self.depth, "at most depth writes");
-        let sync = |buf: &[u8]| {
-            file.write_all_at(buf, offset)
-                .map_err(|e| Error::io(path, e))
-        };
+        let _ = path;
+        let sync = |buf: &[u8]| file.write_at(buf, offset);
         if self.in_flight.len() >= self.depth {
             return sync(buf);
         }
@@ -159,6 +156,8 @@ impl ChunkWriter {
         else {
             return sync(buf);
         };
+        // A file system that injects faults sees the write here.
+        file.check_write(u64::from(len))?;
         let id = self.next_id;
         self.next_id += 1;
         let req = WriteRequest {
@@ -188,7 +187,11 @@ impl ChunkWriter {
 
     /// Waits for the oldest write in flight (if any) and returns its tag;
     /// a short or failed write is finished (or done again) here.
-    pub(crate) fn wait_oldest(&mut self, file: &File, path: &Path) -> Result<Option<usize>> {
+    pub(crate) fn wait_oldest(
+        &mut self,
+        file: &dyn InPlaceFile,
+        path: &Path,
+    ) -> Result<Option<usize>> {
         if self.in_flight.is_empty() {
             return Ok(None);
         }
@@ -205,8 +208,8 @@ impl ChunkWriter {
             // SAFETY: `start`'s contract keeps the buffer valid and
             // unchanged until this wait returns.
             let rest = unsafe { std::slice::from_raw_parts(w.ptr.add(written), w.len - written) };
-            file.write_all_at(rest, w.offset + written as u64)
-                .map_err(|e| Error::io(path, e))?;
+            let _ = path;
+            file.write_at(rest, w.offset + written as u64)?;
         }
         Ok(Some(w.tag))
     }
@@ -217,7 +220,7 @@ impl ChunkWriter {
     /// oldest first.
     pub(crate) fn reap_completed(
         &mut self,
-        file: &File,
+        file: &dyn InPlaceFile,
         path: &Path,
         mut done: impl FnMut(usize),
     ) -> Result<()> {
@@ -235,7 +238,7 @@ impl ChunkWriter {
     /// Waits for every write in flight; the first error, after all were
     /// waited for.
     #[cfg(test)]
-    pub(crate) fn wait(&mut self, file: &File, path: &Path) -> Result<()> {
+    pub(crate) fn wait(&mut self, file: &dyn InPlaceFile, path: &Path) -> Result<()> {
         let mut first = Ok(());
         while !self.in_flight.is_empty() {
             if let Err(e) = self.wait_oldest(file, path)
@@ -299,15 +302,9 @@ mod tests {
     use super::*;
 
     /// A new empty file `name` in `dir`, open for reading and writing.
-    fn scratch(dir: &tempfile::TempDir, name: &str) -> (std::path::PathBuf, Arc<File>) {
+    fn scratch(dir: &tempfile::TempDir, name: &str) -> (std::path::PathBuf, Arc<dyn InPlaceFile>) {
         let path = dir.path().join(name);
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .expect("open");
+        let file = crate::io::PosixInPlace::open(&path, true, false).expect("open");
         (path, Arc::new(file))
     }
 
@@ -319,7 +316,7 @@ mod tests {
         let mut w = ChunkWriter::new(2, &ChunkRing::new());
         // SAFETY: `data` outlives the write: waited for below.
         unsafe { w.start(&file, &path, &data[..4096], 0, 0) }.expect("start");
-        w.wait(&file, &path).expect("wait");
+        w.wait(file.as_ref(), &path).expect("wait");
         assert_eq!(w.in_flight(), 0);
         // SAFETY: `data` outlives `w`, whose drop reaps the write.
         unsafe { w.start(&file, &path, &data[4096..], 4096, 1) }.expect("start");
@@ -330,7 +327,7 @@ mod tests {
         // SAFETY: synchronous, nothing stays in flight.
         unsafe { s.start(&file, &path, &[7u8; 10], 0, 0) }.expect("start");
         assert_eq!(s.in_flight(), 0);
-        s.wait(&file, &path).expect("nothing to wait for");
+        s.wait(file.as_ref(), &path).expect("nothing to wait for");
         assert_eq!(std::fs::read(&path).expect("read")[..10], [7u8; 10]);
     }
 
@@ -350,7 +347,7 @@ mod tests {
         let mut reaped = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while reaped.len() < 3 && std::time::Instant::now() < deadline {
-            w.reap_completed(&file, &path, |tag| reaped.push(tag))
+            w.reap_completed(file.as_ref(), &path, |tag| reaped.push(tag))
                 .expect("reap");
             assert_eq!(w.in_flight(), 3 - reaped.len());
             std::thread::sleep(std::time::Duration::from_millis(1));
@@ -358,7 +355,7 @@ mod tests {
         assert_eq!(reaped, vec![0, 1, 2], "all reaped, oldest first");
         assert_eq!(std::fs::read(&path).expect("read"), data);
         // Nothing in flight: nothing to do.
-        w.reap_completed(&file, &path, |_| panic!("nothing was in flight"))
+        w.reap_completed(file.as_ref(), &path, |_| panic!("nothing was in flight"))
             .expect("reap");
     }
 
@@ -376,7 +373,7 @@ mod tests {
                 unsafe { w.start(&file, &path, &data, 0, 0) }.expect("start");
             });
         });
-        w.wait(&file, &path).expect("wait");
+        w.wait(file.as_ref(), &path).expect("wait");
         assert_eq!(std::fs::read(&path).expect("read"), data);
     }
 
@@ -390,21 +387,13 @@ mod tests {
             std::time::Duration::from_secs(120),
             "chunk writes started by short-lived threads",
             || {
-                use std::os::unix::fs::OpenOptionsExt;
                 const CHUNK: usize = 1 << 20;
                 const PLACES: usize = 16;
                 let dir = tempfile::tempdir_in(".").expect("tempdir on the build disk");
                 let path = dir.path().join("exits");
-                let open = |flags: i32| {
-                    File::options()
-                        .read(true)
-                        .write(true)
-                        .create(true)
-                        .truncate(true)
-                        .custom_flags(flags)
-                        .open(&path)
-                };
-                let file = Arc::new(open(libc::O_DIRECT).or_else(|_| open(0)).expect("open"));
+                let open = |direct: bool| crate::io::PosixInPlace::open(&path, true, direct);
+                let file: Arc<dyn InPlaceFile> =
+                    Arc::new(open(true).or_else(|_| open(false)).expect("open"));
                 // One page-aligned buffer that never changes: any number of
                 // writes may read it at once.
                 let layout = std::alloc::Layout::from_size_align(CHUNK, 4096).expect("layout");
@@ -430,7 +419,7 @@ mod tests {
                             s.spawn(move || {
                                 let mut w = w.lock();
                                 while w.in_flight() >= 3 {
-                                    w.wait_oldest(file, path).expect("wait");
+                                    w.wait_oldest(file.as_ref(), path).expect("wait");
                                 }
                                 // SAFETY: `buf` is never changed and outlives
                                 // every write (all waited for below).
@@ -443,13 +432,13 @@ mod tests {
                 let mut w = w.into_inner();
                 for k in 0..8 {
                     while w.in_flight() >= 3 {
-                        w.wait_oldest(&file, &path).expect("wait");
+                        w.wait_oldest(file.as_ref(), &path).expect("wait");
                     }
                     let offset = ((k % PLACES) * CHUNK) as u64;
                     // SAFETY: as above.
                     unsafe { w.start(&file, &path, buf, offset, k) }.expect("start");
                 }
-                w.wait(&file, &path).expect("wait all");
+                w.wait(file.as_ref(), &path).expect("wait all");
                 drop(w);
                 if !ring.running() {
                     crate::io::uring::skip_or_fail(

@@ -21,7 +21,6 @@
 //! into it is handed out; `readable` never claims bytes the blob file does
 //! not hold.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,7 +33,7 @@ use super::format::{BlobFooter, BlobHeader, BlobPointer, ChunkEntries, Creator, 
 use super::stage::StagedFile;
 use crate::error::{Error, Result};
 use crate::filenames::blob_file_path;
-use crate::io::{FileSystem, WritableFile};
+use crate::io::{FileSystem, InPlaceFile, WritableFile};
 use crate::util::memory::{MemoryGauge, Reservation};
 
 /// Where a lane gets file numbers and reports sealed files (the version
@@ -281,15 +280,14 @@ impl OpenFile {
         ring: &Arc<ChunkRing>,
     ) -> Result<OpenFile> {
         let path = blob_file_path(dir, number);
-        let mut file = if fs.uses_os_files() {
-            LaneFile::Staged(Box::new(StagedFile::create(
-                &path,
-                number,
-                opts.chunk_size + PAGE,
-                ring,
-            )?))
-        } else {
-            LaneFile::Plain(fs.create_writable(&path)?)
+        // Staged and written in place on every file system that has
+        // in-place files (the OS's, and the fault-injecting one over it);
+        // plain appends elsewhere.
+        let staged = StagedFile::create(fs, &path, number, opts.chunk_size + PAGE, ring);
+        let mut file = match staged {
+            Ok(f) => LaneFile::Staged(Box::new(f)),
+            Err(e) if e.is_unsupported() => LaneFile::Plain(fs.create_writable(&path)?),
+            Err(e) => return Err(e),
         };
         // The directory entry is durable before any pointer into the file
         // can be (a synced write's pointer relies on the file existing).
@@ -357,9 +355,9 @@ impl OpenFile {
     }
 
     /// Closes a file whose bytes are durable: its staging file goes.
-    fn discard(self) -> Result<()> {
+    fn discard(self, fs: &dyn FileSystem) -> Result<()> {
         match self.file {
-            LaneFile::Staged(f) => f.remove_stage(),
+            LaneFile::Staged(f) => f.remove_stage(fs),
             LaneFile::Plain(_) => Ok(()),
         }
     }
@@ -501,7 +499,7 @@ impl BlobLane {
             if let Some(f) = failed.pop() {
                 // Durable: the staging file has done its job (one left
                 // behind is removed by the next open).
-                let _ = f.discard();
+                let _ = f.discard(self.fs.as_ref());
             }
             closed.push((number, size));
         }
@@ -565,7 +563,7 @@ impl BlobLane {
         if full && let Some((_, f)) = self.seal_locked(open, files)? {
             // Sealed and recorded: a staging file left by a failure here
             // is removed by the next open.
-            let _ = f.discard();
+            let _ = f.discard(self.fs.as_ref());
         }
         let f = match open.as_mut() {
             Some(f) => f,
@@ -661,8 +659,15 @@ impl BlobLane {
     /// outside the lane's mutex, once its bytes below `len` are written:
     /// on success they are recorded durable, on failure the file is given
     /// up (if still open).
-    fn sync_file_outside(&self, h: &File, path: &Path, number: u64, len: u64) -> Result<()> {
-        let synced = h.sync_data().map_err(|e| Error::io(path, e));
+    fn sync_file_outside(
+        &self,
+        h: &Arc<dyn InPlaceFile>,
+        path: &Path,
+        number: u64,
+        len: u64,
+    ) -> Result<()> {
+        let _ = path;
+        let synced = h.sync_data();
         let mut open = self.open.lock();
         match synced {
             Ok(()) => {
@@ -854,7 +859,7 @@ impl BlobLane {
         let Some((meta, f)) = self.seal_locked(&mut open, files)? else {
             return Ok(None);
         };
-        f.discard()?;
+        f.discard(self.fs.as_ref())?;
         Ok(Some(meta))
     }
 
@@ -1163,7 +1168,7 @@ impl BlobWriteLanes {
             lane.has_failed.store(false, Ordering::Release);
             for f in open.take().into_iter().chain(failed) {
                 // A staging file left behind is removed by the next open.
-                let _ = f.discard();
+                let _ = f.discard(lane.fs.as_ref());
             }
         }
     }

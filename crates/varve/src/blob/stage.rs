@@ -32,18 +32,15 @@
 //! being written; each header's count covers exactly its slot's staged
 //! bytes (raised after they are copied); live slots hold disjoint ranges.
 
-use std::fs::File;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use super::chunk_ring::ChunkRing;
 use super::chunk_writer::ChunkWriter;
 use super::format::PAGE;
 use crate::error::{Error, Result};
+use crate::io::{FileSystem, InPlaceFile, Preallocate, SharedMap};
 use crate::util::coding::{decode_fixed32, decode_fixed64};
-use crate::wal::{Preallocate, allocate, map_shared};
 
 const STAGE_MAGIC: &[u8; 8] = b"varveSTG";
 const STAGE_VERSION: u32 = 3;
@@ -61,21 +58,6 @@ const COPY_STRIDE: usize = 128;
 /// Header flag: the slot's chunk was written to the blob file (its direct
 /// write completed), so an open after a crash need not copy it.
 const FLAG_WRITTEN: u32 = 1;
-
-/// The kernel's id of this boot (`/proc/sys/kernel/random/boot_id`, 36
-/// bytes; zeros where there is none).
-fn boot_id() -> [u8; 36] {
-    static ID: std::sync::OnceLock<[u8; 36]> = std::sync::OnceLock::new();
-    *ID.get_or_init(|| {
-        let mut id = [0u8; 36];
-        if let Ok(s) = std::fs::read("/proc/sys/kernel/random/boot_id")
-            && let Some(b) = s.get(..36)
-        {
-            id.copy_from_slice(b);
-        }
-        id
-    })
-}
 
 /// Staging slots of a blob file: while one is staged into, the chunks of
 /// the others may be on their way to the disk (up to `SLOTS - 1` direct
@@ -109,43 +91,32 @@ pub(crate) fn is_stage_file_name(name: &str) -> bool {
 
 /// A shared, writable mapping of a whole file of fixed length.
 struct StageMap {
-    ptr: NonNull<u8>,
-    len: usize,
-    file: File,
+    /// Declared first: unmapped before the file is closed.
+    map: SharedMap,
+    file: Arc<dyn InPlaceFile>,
     path: PathBuf,
 }
-
-// SAFETY: the mapping is owned by this value alone (no aliasing handles
-// are given out); moving it to another thread moves that ownership.
-unsafe impl Send for StageMap {}
 
 impl std::fmt::Debug for StageMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StageMap")
             .field("path", &self.path)
-            .field("len", &self.len)
+            .field("len", &self.map.len())
             .finish()
     }
 }
 
 impl StageMap {
-    /// Creates (or truncates) `path` at `len` bytes (whole pages,
+    /// Creates (or truncates) `path` on `fs` at `len` bytes (whole pages,
     /// allocated: a store into the mapping never meets a full disk) and
     /// maps it; the pages are touched once so that appends do not fault.
-    fn create(path: &Path, len: usize) -> Result<StageMap> {
+    fn create(fs: &dyn FileSystem, path: &Path, len: usize) -> Result<StageMap> {
         debug_assert!(len > 0 && len.is_multiple_of(PAGE));
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
-        allocate(&file, path, Preallocate::Fallocate, 0, len)?;
-        let ptr = map_shared(&file, path, len)?;
+        let file = fs.open_in_place(path, true, false)?;
+        file.allocate(0, len as u64, Preallocate::Fallocate)?;
+        let map = SharedMap::new(file.as_ref(), len)?;
         let mut m = StageMap {
-            ptr,
-            len,
+            map,
             file,
             path: path.to_path_buf(),
         };
@@ -153,47 +124,31 @@ impl StageMap {
         Ok(m)
     }
 
+    /// Bytes mapped.
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
     /// The whole mapping.
     fn bytes(&self) -> &[u8] {
-        // SAFETY: `ptr` maps `len` bytes of `file`, which is never shorter
+        // SAFETY: `map` maps `len` bytes of `file`, which is never shorter
         // (allocated before every map, nothing else truncates it) and lives
         // as long as `self`; `&self` forbids writes through `bytes_mut`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.map.ptr().as_ptr(), self.map.len()) }
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `bytes`; `&mut self` makes this the only access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.map.ptr().as_ptr(), self.map.len()) }
     }
 
     /// Grows the file and the mapping to `len` bytes, keeping the content.
     fn grow(&mut self, len: usize) -> Result<()> {
-        debug_assert!(len > self.len && len.is_multiple_of(PAGE));
-        allocate(
-            &self.file,
-            &self.path,
-            Preallocate::Fallocate,
-            self.len,
-            len,
-        )?;
-        let ptr = map_shared(&self.file, &self.path, len)?;
-        self.unmap();
-        self.ptr = ptr;
-        self.len = len;
-        Ok(())
-    }
-
-    fn unmap(&mut self) {
-        // SAFETY: `ptr`/`len` are a mapping made by `map`; after this the
-        // caller replaces or drops them, and no slice into it outlives the
-        // `&mut self` borrow.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
-    }
-}
-
-impl Drop for StageMap {
-    fn drop(&mut self) {
-        self.unmap();
+        debug_assert!(len > self.len() && len.is_multiple_of(PAGE));
+        self.file
+            .allocate(self.len() as u64, len as u64, Preallocate::Fallocate)?;
+        // No slice into the mapping outlives a `&mut self` borrow.
+        self.map.remap(len)
     }
 }
 
@@ -228,7 +183,7 @@ impl Slot {
     /// stores, in any order) tears only this copy, and the open then uses
     /// the other, which the update before wrote whole (stores reach the
     /// page cache in program order, and all of them before a kill do).
-    fn write_header(&mut self, number: u64) {
+    fn write_header(&mut self, number: u64, boot: &[u8; 36]) {
         self.seq += 1;
         let mut h = [0u8; HEADER_LEN + 4];
         h[..8].copy_from_slice(STAGE_MAGIC);
@@ -236,7 +191,7 @@ impl Slot {
         h[12..20].copy_from_slice(&number.to_le_bytes());
         h[20..28].copy_from_slice(&self.base.to_le_bytes());
         h[28..36].copy_from_slice(&(self.staged as u64).to_le_bytes());
-        h[36..72].copy_from_slice(&boot_id());
+        h[36..72].copy_from_slice(boot);
         let flags = if self.written { FLAG_WRITTEN } else { 0 };
         h[72..76].copy_from_slice(&flags.to_le_bytes());
         h[76..84].copy_from_slice(&self.seq.to_le_bytes());
@@ -256,7 +211,7 @@ impl Slot {
             return Ok(None);
         }
         let stage_end = PAGE + end;
-        if stage_end > self.stage.len {
+        if stage_end > self.stage.len() {
             self.stage.grow(stage_end)?;
         }
         let staged = self.staged;
@@ -289,7 +244,9 @@ pub(crate) struct StagedFile {
     path: PathBuf,
     number: u64,
     /// Shared with the lane's syncs, which fdatasync outside its mutex.
-    file: Arc<File>,
+    file: Arc<dyn InPlaceFile>,
+    /// The boot id the staging headers are stamped with.
+    boot: [u8; 36],
     slots: [Slot; SLOTS],
     /// The slot being staged into; the slots before it (cyclically) hold
     /// the chunks before (being written, or written) while they are live.
@@ -302,6 +259,7 @@ impl StagedFile {
     /// value needs more).
     /// Its chunk writes go through `ring`.
     pub(crate) fn create(
+        fs: &dyn FileSystem,
         path: &Path,
         number: u64,
         capacity: usize,
@@ -310,23 +268,16 @@ impl StagedFile {
         // Direct writes where the file system has them (not tmpfs before
         // Linux 6.6); the same aligned writes go through the page cache
         // elsewhere.
-        let open = |flags: i32| {
-            File::options()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .custom_flags(flags)
-                .open(path)
+        let file = match fs.open_in_place(path, true, true) {
+            Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::EINVAL) => {
+                fs.open_in_place(path, true, false)?
+            }
+            other => other?,
         };
-        let file = match open(libc::O_DIRECT) {
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(0),
-            other => other,
-        }
-        .map_err(|e| Error::io(path, e))?;
         let capacity = capacity.max(PAGE).div_ceil(PAGE) * PAGE;
         let slot = |i: usize| -> Result<Slot> {
             Ok(Slot {
-                stage: StageMap::create(&stage_paths(path)[i], PAGE + capacity)?,
+                stage: StageMap::create(fs, &stage_paths(path)[i], PAGE + capacity)?,
                 base: 0,
                 staged: 0,
                 flushed: 0,
@@ -346,14 +297,16 @@ impl StagedFile {
             writer: ChunkWriter::new(SLOTS - 1, ring),
             path: path.to_path_buf(),
             number,
-            file: Arc::new(file),
+            file,
+            boot: fs.boot_id(),
             slots,
             cur: 0,
         };
         // Both copies, so that either one is whole from the start.
+        let boot = f.boot;
         for s in &mut f.slots {
-            s.write_header(number);
-            s.write_header(number);
+            s.write_header(number, &boot);
+            s.write_header(number, &boot);
         }
         Ok(f)
     }
@@ -398,10 +351,10 @@ impl StagedFile {
 
     /// Stages `data` after the bytes appended so far.
     pub(crate) fn append(&mut self, data: &[u8]) -> Result<()> {
-        let number = self.number;
+        let (number, boot) = (self.number, self.boot);
         let s = &mut self.slots[self.cur];
         let end = PAGE + s.staged + data.len();
-        if end > s.stage.len {
+        if end > s.stage.len() {
             s.stage.grow(end.div_ceil(PAGE) * PAGE)?;
         }
         let at = PAGE + s.staged;
@@ -409,7 +362,7 @@ impl StagedFile {
         s.staged += data.len();
         // The count is raised after the bytes are in place: a process
         // killed in between leaves the old count, which covers whole values.
-        s.write_header(number);
+        s.write_header(number, &boot);
         Ok(())
     }
 
@@ -417,13 +370,13 @@ impl StagedFile {
     /// recorded as written in its slot's header).
     fn wait_previous(&mut self) -> Result<()> {
         let mut first = Ok(());
-        let number = self.number;
+        let (number, boot) = (self.number, self.boot);
         while self.writer.in_flight() > 0 {
-            match self.writer.wait_oldest(&self.file, &self.path) {
+            match self.writer.wait_oldest(self.file.as_ref(), &self.path) {
                 Ok(Some(tag)) => {
                     let slot = &mut self.slots[tag];
                     slot.written = true;
-                    slot.write_header(number);
+                    slot.write_header(number, &boot);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -455,7 +408,7 @@ impl StagedFile {
         // Writes are reaped oldest first, and the next slot's chunk is the
         // oldest of all.
         while self.writer.is_writing(next) {
-            if let Some(tag) = self.writer.wait_oldest(&self.file, &self.path)? {
+            if let Some(tag) = self.writer.wait_oldest(self.file.as_ref(), &self.path)? {
                 self.slots[tag].written = true;
             }
         }
@@ -475,14 +428,14 @@ impl StagedFile {
         }
         cur.flushed = cur.staged;
         self.cur = next;
-        let number = self.number;
+        let (number, boot) = (self.number, self.boot);
         let next = &mut self.slots[self.cur];
         next.base = next_base;
         next.staged = 0;
         next.flushed = 0;
         next.live = true;
         next.written = false;
-        next.write_header(number);
+        next.write_header(number, &boot);
         self.note_written()
     }
 
@@ -492,11 +445,11 @@ impl StagedFile {
     fn note_written(&mut self) -> Result<()> {
         let mut done = [false; SLOTS];
         self.writer
-            .reap_completed(&self.file, &self.path, |tag| done[tag] = true)?;
-        let number = self.number;
+            .reap_completed(self.file.as_ref(), &self.path, |tag| done[tag] = true)?;
+        let (number, boot) = (self.number, self.boot);
         for (slot, _) in self.slots.iter_mut().zip(done).filter(|(_, d)| *d) {
             slot.written = true;
-            slot.write_header(number);
+            slot.write_header(number, &boot);
         }
         Ok(())
     }
@@ -519,16 +472,14 @@ impl StagedFile {
     /// to the blob file, here and now.
     fn write_slot_from(&mut self, i: usize, from: usize) -> Result<()> {
         if let Some((offset, buf)) = self.slots[i].pages_from(from)? {
-            self.file
-                .write_all_at(buf, offset)
-                .map_err(|e| Error::io(&self.path, e))?;
+            self.file.write_at(buf, offset)?;
         }
         Ok(())
     }
 
     /// The blob file, to fdatasync it outside the lane's mutex after
     /// [`flush_partial`](Self::flush_partial).
-    pub(crate) fn sync_handle(&self) -> Arc<File> {
+    pub(crate) fn sync_handle(&self) -> Arc<dyn InPlaceFile> {
         Arc::clone(&self.file)
     }
 
@@ -539,9 +490,7 @@ impl StagedFile {
     pub(crate) fn finish(&mut self) -> Result<u64> {
         self.end_chunk()?;
         self.wait_previous()?;
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(&self.path, e))?;
+        self.file.sync_data()?;
         Ok(self.slots[self.cur].base)
     }
 
@@ -560,9 +509,7 @@ impl StagedFile {
         }
         self.slots[self.cur].flushed = 0;
         self.flush_partial()?;
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(&self.path, e))?;
+        self.file.sync_data()?;
         let s = &self.slots[self.cur];
         Ok(s.base + (s.staged.div_ceil(PAGE) * PAGE) as u64)
     }
@@ -579,12 +526,12 @@ impl StagedFile {
 
     /// Closes the file and removes its staging files (once the blob file
     /// holds every staged byte durably).
-    pub(crate) fn remove_stage(mut self) -> Result<()> {
+    pub(crate) fn remove_stage(mut self, fs: &dyn FileSystem) -> Result<()> {
         self.wait_previous()?;
         let stages = stage_paths(&self.path);
         drop(self);
         for stage in &stages {
-            std::fs::remove_file(stage).map_err(|e| Error::io(stage, e))?;
+            fs.remove_file(stage)?;
         }
         Ok(())
     }
@@ -615,21 +562,28 @@ pub(crate) enum StageOutcome {
 /// it. They hold disjoint ranges (the current chunk and the ones before,
 /// which may be in the file already: rewriting them writes the same
 /// bytes). Returns what was done with each staging file there was.
-pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>> {
+pub(crate) fn apply_stage(
+    fs: &dyn FileSystem,
+    blob: &Path,
+    number: u64,
+) -> Result<Vec<StageOutcome>> {
     let mut outcomes = Vec::new();
     let mut present = Vec::new();
-    let mut file: Option<File> = None;
+    let mut file: Option<Arc<dyn InPlaceFile>> = None;
     // What was copied (each staging file's bytes, kept rather than copied
     // again, and where its data lies in them), to copy again if the sync
     // reports an old error.
     let mut copied: Vec<Copied> = Vec::new();
+    let boot = fs.boot_id();
     for stage in stage_paths(blob) {
-        let bytes = match std::fs::read(&stage) {
+        let bytes = match read_whole(fs, &stage) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(&stage, e)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                continue;
+            }
+            Err(e) => return Err(e),
         };
-        let parsed = parse_stage(&bytes, number);
+        let parsed = parse_stage(&bytes, number, &boot);
         if let Ok(Staged {
             torn: Some(why), ..
         }) = &parsed
@@ -648,12 +602,7 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
                 ..
             }) => {
                 if file.is_none() {
-                    file = Some(
-                        File::options()
-                            .write(true)
-                            .open(blob)
-                            .map_err(|e| Error::io(blob, e))?,
-                    );
+                    file = Some(fs.open_in_place(blob, false, false)?);
                 }
                 StageOutcome::Written {
                     offset: base,
@@ -663,14 +612,9 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
             Ok(Staged { base, data, .. }) => {
                 let f = match &file {
                     Some(f) => f,
-                    None => file.insert(
-                        File::options()
-                            .write(true)
-                            .open(blob)
-                            .map_err(|e| Error::io(blob, e))?,
-                    ),
+                    None => file.insert(fs.open_in_place(blob, false, false)?),
                 };
-                f.write_all_at(data, base).map_err(|e| Error::io(blob, e))?;
+                f.write_at(data, base)?;
                 let start = data.as_ptr() as usize - bytes.as_ptr() as usize;
                 let range = start..start + data.len();
                 let outcome = StageOutcome::Applied {
@@ -690,12 +634,20 @@ pub(crate) fn apply_stage(blob: &Path, number: u64) -> Result<Vec<StageOutcome>>
     // One fdatasync for all of them, and only then are the staging files
     // removed: a crash in between applies them again (the same bytes).
     if let Some(f) = &file {
-        sync_after_crash(f, blob, &copied)?;
+        sync_after_crash(f.as_ref(), &copied)?;
     }
     for stage in present {
-        std::fs::remove_file(&stage).map_err(|e| Error::io(&stage, e))?;
+        fs.remove_file(&stage)?;
     }
     Ok(outcomes)
+}
+
+/// A staging file's bytes, whose `range` was written at `base` of its blob
+/// file.
+struct Copied {
+    base: u64,
+    bytes: Vec<u8>,
+    range: std::ops::Range<usize>,
 }
 
 /// A chunk a crash left staged and not yet in its blob file: what
@@ -717,12 +669,13 @@ pub(crate) struct UnappliedChunk {
 /// use, and a staging file that does not check out contribute no chunk,
 /// exactly as in `apply_stage`.
 pub(crate) fn unapplied_chunks(
-    fs: &dyn crate::io::FileSystem,
+    fs: &dyn FileSystem,
     blob: &Path,
     number: u64,
 ) -> Result<(Vec<UnappliedChunk>, Vec<StageOutcome>)> {
     let mut chunks = Vec::new();
     let mut outcomes = Vec::new();
+    let boot = fs.boot_id();
     for stage in stage_paths(blob) {
         let bytes = match read_whole(fs, &stage) {
             Ok(b) => b,
@@ -731,7 +684,7 @@ pub(crate) fn unapplied_chunks(
             }
             Err(e) => return Err(e),
         };
-        match parse_stage(&bytes, number) {
+        match parse_stage(&bytes, number, &boot) {
             Ok(s) => {
                 if let Some(why) = s.torn {
                     outcomes.push(StageOutcome::TornCopy(why));
@@ -762,7 +715,7 @@ pub(crate) fn unapplied_chunks(
 }
 
 /// The whole of file `path`, read through `fs`.
-fn read_whole(fs: &dyn crate::io::FileSystem, path: &Path) -> Result<Vec<u8>> {
+fn read_whole(fs: &dyn FileSystem, path: &Path) -> Result<Vec<u8>> {
     let mut f = fs.open_sequential(path)?;
     let mut out = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
@@ -773,14 +726,6 @@ fn read_whole(fs: &dyn crate::io::FileSystem, path: &Path) -> Result<Vec<u8>> {
         }
         out.extend_from_slice(&buf[..n]);
     }
-}
-
-/// A staging file's bytes, whose `range` was written at `base` of its blob
-/// file.
-struct Copied {
-    base: u64,
-    bytes: Vec<u8>,
-    range: std::ops::Range<usize>,
 }
 
 /// fdatasyncs `f` (blob file `blob`) after `copied` was written into it.
@@ -795,25 +740,24 @@ struct Copied {
 /// written again and synced once more, a few times with a short pause,
 /// and a sync that succeeds after the rewrite makes it durable. An error
 /// that persists (a failing device) is returned.
-fn sync_after_crash(f: &File, blob: &Path, copied: &[Copied]) -> Result<()> {
+fn sync_after_crash(f: &dyn InPlaceFile, copied: &[Copied]) -> Result<()> {
     const ATTEMPTS: u32 = 8;
     let mut attempt = 0;
     loop {
         match f.sync_data() {
             Ok(()) => return Ok(()),
-            Err(e)
-                if e.raw_os_error() == Some(libc::EIO)
+            Err(Error::Io { source, .. })
+                if source.raw_os_error() == Some(libc::EIO)
                     && !copied.is_empty()
                     && attempt + 1 < ATTEMPTS =>
             {
                 attempt += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10 * u64::from(attempt)));
                 for c in copied {
-                    f.write_all_at(&c.bytes[c.range.clone()], c.base)
-                        .map_err(|e| Error::io(blob, e))?;
+                    f.write_at(&c.bytes[c.range.clone()], c.base)?;
                 }
             }
-            Err(e) => return Err(Error::io(blob, e)),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -822,11 +766,15 @@ fn sync_after_crash(f: &File, blob: &Path, copied: &[Copied]) -> Result<()> {
 /// and belongs to blob file `number`. Versions 1 and 2 have one header at
 /// offset 0; version 3 has two copies (at 0 and [`COPY_STRIDE`]) and the
 /// whole one with the higher sequence number is the header.
-fn parse_stage(bytes: &[u8], number: u64) -> std::result::Result<Staged<'_>, String> {
+fn parse_stage<'a>(
+    bytes: &'a [u8],
+    number: u64,
+    boot: &[u8; 36],
+) -> std::result::Result<Staged<'a>, String> {
     match copy_version(bytes, 0)? {
         STAGE_VERSION => {
-            let first = parse_copy(bytes, 0, number);
-            let second = parse_copy(bytes, COPY_STRIDE, number);
+            let first = parse_copy(bytes, 0, number, boot);
+            let second = parse_copy(bytes, COPY_STRIDE, number, boot);
             match (first, second) {
                 (Ok((a, sa)), Ok((b, sb))) => Ok(if sa >= sb { a } else { b }),
                 // The other copy was torn by the crash (the update in
@@ -839,7 +787,7 @@ fn parse_stage(bytes: &[u8], number: u64) -> std::result::Result<Staged<'_>, Str
             }
         }
         // Versions 1 and 2 (one header), or an unknown one, refused there.
-        _ => parse_copy(bytes, 0, number).map(|(s, _)| s),
+        _ => parse_copy(bytes, 0, number, boot).map(|(s, _)| s),
     }
 }
 
@@ -856,11 +804,12 @@ fn copy_version(bytes: &[u8], at: usize) -> std::result::Result<u32, String> {
 
 /// The header copy at `at` of a staging file, and its sequence number (0
 /// for versions 1 and 2, which have one copy).
-fn parse_copy(
-    bytes: &[u8],
+fn parse_copy<'a>(
+    bytes: &'a [u8],
     at: usize,
     number: u64,
-) -> std::result::Result<(Staged<'_>, u64), String> {
+    boot: &[u8; 36],
+) -> std::result::Result<(Staged<'a>, u64), String> {
     let version = copy_version(bytes, at)?;
     let copy = bytes.get(at..).ok_or("shorter than its header")?;
     let len = match version {
@@ -880,7 +829,7 @@ fn parse_copy(
     }
     let base = decode_fixed64(&h[20..]).ok_or("header")?;
     let staged = decode_fixed64(&h[28..]).ok_or("header")? as usize;
-    if h[36..72] != boot_id() {
+    if h[36..72] != boot[..] {
         return Err(
             "written before the machine restarted: its pages may not all \
                     have reached the disk"
@@ -927,6 +876,7 @@ struct Staged<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileExt;
 
     fn read(path: &Path) -> Vec<u8> {
         std::fs::read(path).expect("read")
@@ -951,7 +901,8 @@ mod tests {
 
     fn after_a_first_chunk(dir: &tempfile::TempDir, number: u64) -> (PathBuf, StagedFile) {
         let path = dir.path().join(format!("{number:06}.blob"));
-        let mut f = StagedFile::create(&path, number, PAGE, &ChunkRing::new()).expect("create");
+        let mut f = StagedFile::create(&crate::io::PosixFs, &path, number, PAGE, &ChunkRing::new())
+            .expect("create");
         f.append(&[1u8; PAGE]).expect("header");
         f.end_chunk().expect("end");
         f.wait_previous().expect("written");
@@ -978,7 +929,8 @@ mod tests {
     fn chunks_go_to_the_file_and_partial_flushes_are_overwritten() {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("000007.blob");
-        let mut f = StagedFile::create(&path, 7, 2 * PAGE, &ChunkRing::new()).expect("create");
+        let mut f = StagedFile::create(&crate::io::PosixFs, &path, 7, 2 * PAGE, &ChunkRing::new())
+            .expect("create");
         f.append(&[1u8; PAGE]).expect("header page");
         f.end_chunk().expect("end");
         f.wait_previous().expect("written");
@@ -1005,7 +957,7 @@ mod tests {
             stage_paths(&path).iter().all(|p| p.exists()),
             "kept until remove_stage"
         );
-        f.remove_stage().expect("remove stage");
+        f.remove_stage(&crate::io::PosixFs).expect("remove stage");
         assert!(
             stage_paths(&path).iter().all(|p| !p.exists()),
             "the staging files are removed"
@@ -1037,7 +989,7 @@ mod tests {
         assert_eq!(&on_disk[PAGE + 300..PAGE + 500], &[5u8; 200]);
         // Still staged (and readable) after the flush.
         assert_eq!(f.staged_range(base, 300), Some(&[4u8; 300][..]));
-        f.remove_stage().expect("remove");
+        f.remove_stage(&crate::io::PosixFs).expect("remove");
         assert!(stage_paths(&path).iter().all(|p| !p.exists()));
     }
 
@@ -1051,14 +1003,17 @@ mod tests {
         // blob file has only the first page.
         std::mem::forget(f);
         assert_eq!(read(&path).len(), PAGE);
-        let out = apply_stage(&path, 9).expect("apply");
+        let out = apply_stage(&crate::io::PosixFs, &path, 9).expect("apply");
         // The chunk before, whose write completed: not copied.
         assert_eq!(out, first_page_written_then_applied(500));
         let b = read(&path);
         assert_eq!(&b[..PAGE], &[1u8; PAGE]);
         assert_eq!(&b[PAGE..PAGE + 300], &[5u8; 300]);
         assert_eq!(&b[PAGE + 300..PAGE + 500], &[6u8; 200]);
-        assert_eq!(apply_stage(&path, 9).expect("again"), vec![]);
+        assert_eq!(
+            apply_stage(&crate::io::PosixFs, &path, 9).expect("again"),
+            vec![]
+        );
     }
 
     /// A slot whose chunk write completed is recorded as written and not
@@ -1072,13 +1027,21 @@ mod tests {
         std::mem::forget(f);
         let [first, current, ..] = stage_paths(&path);
         let first_bytes = read(&first);
-        let staged = parse_stage(&first_bytes, 12).expect("first slot");
+        let staged =
+            parse_stage(&first_bytes, 12, &crate::io::PosixFs.boot_id()).expect("first slot");
         assert!(staged.written, "its write was waited for");
-        assert!(!parse_stage(&read(&current), 12).expect("current").written);
+        assert!(
+            !parse_stage(&read(&current), 12, &crate::io::PosixFs.boot_id())
+                .expect("current")
+                .written
+        );
         // Zero the written chunk in the file: a copy would bring it back.
-        let file = File::options().write(true).open(&path).expect("open");
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
         file.write_all_at(&[0u8; PAGE], 0).expect("zero");
-        let out = apply_stage(&path, 12).expect("apply");
+        let out = apply_stage(&crate::io::PosixFs, &path, 12).expect("apply");
         assert_eq!(out, first_page_written_then_applied(100));
         let b = read(&path);
         assert_eq!(&b[..PAGE], &[0u8; PAGE], "the written slot was not copied");
@@ -1094,9 +1057,12 @@ mod tests {
         let c = crc32c::crc32c(&v1[..HEADER_LEN_V1]);
         v1[HEADER_LEN_V1..HEADER_LEN_V1 + 4].copy_from_slice(&c.to_le_bytes());
         std::fs::write(&first, &v1).expect("write");
-        let file = File::options().write(true).open(&path).expect("open");
+        let file = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .expect("open");
         file.write_all_at(&[0u8; PAGE], 0).expect("zero");
-        let out = apply_stage(&path, 13).expect("apply");
+        let out = apply_stage(&crate::io::PosixFs, &path, 13).expect("apply");
         assert_eq!(
             out[0],
             StageOutcome::Applied {
@@ -1113,7 +1079,7 @@ mod tests {
         v9[8..12].copy_from_slice(&9u32.to_le_bytes());
         std::fs::write(&first, &v9).expect("write");
         assert!(matches!(
-            apply_stage(&path, 14).expect("apply").as_slice(),
+            apply_stage(&crate::io::PosixFs, &path, 14).expect("apply").as_slice(),
             [StageOutcome::Ignored(why)] if why.contains("version 9")
         ));
     }
@@ -1143,7 +1109,10 @@ mod tests {
         std::fs::remove_file(&first).expect("remove");
         for unused in [unused2, unused3] {
             assert!(
-                matches!(parse_stage(&read(&unused), 11), Ok(Staged { data: [], .. })),
+                matches!(
+                    parse_stage(&read(&unused), 11, &crate::io::PosixFs.boot_id()),
+                    Ok(Staged { data: [], .. })
+                ),
                 "nothing staged in a slot not used yet"
             );
             std::fs::remove_file(&unused).expect("remove");
@@ -1154,7 +1123,7 @@ mod tests {
         let other_boot = both_copies(&good, |h| h[40] ^= 1);
         std::fs::write(&stage, &other_boot).expect("write");
         assert!(matches!(
-            apply_stage(&path, 11).expect("apply").as_slice(),
+            apply_stage(&crate::io::PosixFs, &path, 11).expect("apply").as_slice(),
             [StageOutcome::Ignored(why)] if why.contains("restarted")
         ));
         assert_eq!(read(&path).len(), PAGE, "the blob file is untouched");
@@ -1164,13 +1133,13 @@ mod tests {
         damaged[COPY_STRIDE + 25] ^= 1;
         std::fs::write(&stage, &damaged).expect("write");
         assert!(matches!(
-            apply_stage(&path, 11).expect("apply").as_slice(),
+            apply_stage(&crate::io::PosixFs, &path, 11).expect("apply").as_slice(),
             [StageOutcome::Ignored(why)] if why.contains("checksum")
         ));
         // A staging file of another blob file.
         std::fs::write(&stage, &good).expect("write");
         assert!(matches!(
-            apply_stage(&path, 12).expect("apply").as_slice(),
+            apply_stage(&crate::io::PosixFs, &path, 12).expect("apply").as_slice(),
             [StageOutcome::Ignored(why)] if why.contains("stages blob file 11")
         ));
         assert_eq!(read(&path).len(), PAGE, "the blob file is untouched");
@@ -1182,7 +1151,10 @@ mod tests {
             let mut one = good.clone();
             one[at + 30] ^= 1;
             std::fs::write(&stage, &one).expect("write");
-            match apply_stage(&path, 11).expect("apply").as_slice() {
+            match apply_stage(&crate::io::PosixFs, &path, 11)
+                .expect("apply")
+                .as_slice()
+            {
                 [StageOutcome::TornCopy(why), rest @ ..] if why.contains("checksum") => applied
                     .push(match rest {
                         [] => 0,
@@ -1234,9 +1206,10 @@ mod tests {
                 torn[range.clone()].copy_from_slice(&after[range]);
                 // The second value's bytes are staged either way.
                 torn[PAGE..].copy_from_slice(&after[PAGE..]);
-                let staged = parse_stage(&torn, 15).unwrap_or_else(|e| {
-                    panic!("torn after {k} bytes (front to back: {front_to_back}): {e}")
-                });
+                let staged =
+                    parse_stage(&torn, 15, &crate::io::PosixFs.boot_id()).unwrap_or_else(|e| {
+                        panic!("torn after {k} bytes (front to back: {front_to_back}): {e}")
+                    });
                 assert_eq!(staged.base, PAGE as u64);
                 let n = staged.data.len();
                 assert!(
@@ -1253,7 +1226,7 @@ mod tests {
         // And the open copies what the header says.
         std::fs::write(&stage, &after).expect("write");
         assert_eq!(
-            apply_stage(&path, 15).expect("apply"),
+            apply_stage(&crate::io::PosixFs, &path, 15).expect("apply"),
             [StageOutcome::Applied {
                 offset: PAGE as u64,
                 bytes: 500
@@ -1272,7 +1245,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("tmp");
         let path = dir.path().join("000013.blob");
         let chunk = |k: usize| vec![(k % 250) as u8 + 1; 64 * PAGE];
-        let mut f = StagedFile::create(&path, 13, 64 * PAGE, &ChunkRing::new()).expect("create");
+        let mut f =
+            StagedFile::create(&crate::io::PosixFs, &path, 13, 64 * PAGE, &ChunkRing::new())
+                .expect("create");
         let slots = SLOTS as u64;
         for k in 0..6 {
             f.append(&chunk(k)).expect("append");
@@ -1314,7 +1289,8 @@ mod tests {
         // make_durable after the chunks before's writes "failed": every
         // live slot is written again, the partial one padded.
         let path = dir.path().join("000014.blob");
-        let mut f = StagedFile::create(&path, 14, PAGE, &ChunkRing::new()).expect("create");
+        let mut f = StagedFile::create(&crate::io::PosixFs, &path, 14, PAGE, &ChunkRing::new())
+            .expect("create");
         for k in 0..SLOTS - 1 {
             f.append(&[k as u8 + 1; PAGE]).expect("a");
             f.end_chunk().expect("end");

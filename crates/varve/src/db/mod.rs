@@ -18,6 +18,7 @@
 
 mod admin;
 mod bg;
+mod boot;
 mod checkpoint;
 mod debug;
 mod info_log;

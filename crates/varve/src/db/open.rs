@@ -195,6 +195,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     } else {
         versions.log_number()
     };
+    // This boot, before any record of it reaches a WAL (made durable by
+    // the directory sync after the new log).
+    super::boot::record(fs.as_ref(), dir)?;
     let log_path = wal_path(dir, log_number);
     let mem_table = Arc::new(MemTable::new(options.write_buffer_size));
     let keyspace_mems: Vec<(u32, Arc<MemTable>)> = versions
@@ -309,7 +312,7 @@ fn apply_staged_blob_bytes(
     info_log: &InfoLog,
 ) -> Result<recovery::BlobSizes> {
     let (mut sizes, open) = sealed_and_open_blob_files(versions);
-    if fs.uses_os_files() && !open.is_empty() {
+    if !open.is_empty() {
         // One blob file per task, a few at a time: each copies its staging
         // files in and fdatasyncs once, and with many lanes (one open file
         // each) the syncs overlap instead of queueing.
@@ -326,7 +329,7 @@ fn apply_staged_blob_bytes(
                                 return done;
                             };
                             let path = blob_file_path(dir, number);
-                            done.push((number, apply_stage(&path, number)));
+                            done.push((number, apply_stage(fs, &path, number)));
                         }
                     })
                 })

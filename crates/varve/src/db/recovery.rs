@@ -197,6 +197,10 @@ pub(crate) fn recover(
     }
     // Where replay ended at a record whose blob value a power loss took.
     let mut blob_cut: Option<(u64, String)> = None;
+    // After a restart the newest log's unsynced pages may have holes
+    // (`db/boot.rs`).
+    let restarted = super::boot::restarted_since_last_open(fs, dir)?;
+    let mut open_values = restarted.then(|| OpenBlobValues::new(fs, dir));
     for (i, &number) in logs.iter().enumerate() {
         let path = wal_path(dir, number);
         if let Some((cut_log, why)) = &blob_cut {
@@ -208,7 +212,22 @@ pub(crate) fn recover(
         }
         let mut records = 0u64;
         let mut cut_here: Option<(u64, String)> = None;
-        let outcome = wal::replay(fs, &path, number, |payload, offset| {
+        // The newest log with records: the ones after it (if any) were
+        // made ahead of a switch that never came, and hold none. Older
+        // logs were synced whole before the next one took writes.
+        let holes = if restarted
+            && logs[i + 1..]
+                .iter()
+                .map(|&n| holds_no_record(fs, dir, n))
+                .collect::<Result<Vec<bool>>>()?
+                .into_iter()
+                .all(|empty| empty)
+        {
+            wal::Holes::EndLog
+        } else {
+            wal::Holes::Refuse
+        };
+        let outcome = wal::replay_with(fs, &path, number, holes, |payload, offset| {
             if cut_here.is_some() {
                 return Ok(());
             }
@@ -222,6 +241,7 @@ pub(crate) fn recover(
                     sizes,
                     &path,
                     offset,
+                    open_values.as_mut(),
                 )?
             {
                 cut_here = Some((offset, why));
@@ -354,12 +374,16 @@ fn holds_no_record(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<bool>
 /// took the value). `Corruption` for a pointer that no crash explains.
 /// Pointers of keyspaces that are not `live` (dropped: their records are
 /// skipped, and their blob files left with them) are not checked.
+/// After a restart (`values` given) a pointer into an open file is also
+/// read: the file's unsynced pages may have reached the disk in any order,
+/// so a value inside the file's length may still be lost (a hole).
 fn lost_blob_value(
     batch: &WriteBatch,
     live: impl Fn(u32) -> bool,
     sizes: &BlobSizes,
     path: &Path,
     offset: u64,
+    mut values: Option<&mut OpenBlobValues<'_>>,
 ) -> Result<Option<String>> {
     for (id, op) in batch.iter_in() {
         let BatchOp::PutBlob { pointer, .. } = op else {
@@ -403,10 +427,60 @@ fn lost_blob_value(
                     p.length, p.offset, p.file_number
                 )));
             }
+            Some(&(_, false)) => {
+                if let Some(v) = values.as_deref_mut()
+                    && let Some(why) = v.lost(&p)?
+                {
+                    return Ok(Some(format!(
+                        "its blob value ({} bytes at {} of blob file {}) does not check out \
+                         ({why}): a write without sync whose value's pages a power cut lost",
+                        p.length, p.offset, p.file_number
+                    )));
+                }
+            }
             Some(_) => {}
         }
     }
     Ok(None)
+}
+
+/// The open blob files of a directory, read by pointer during a replay
+/// after a restart (see `lost_blob_value`).
+pub(crate) struct OpenBlobValues<'a> {
+    fs: &'a dyn FileSystem,
+    dir: &'a Path,
+    readers: HashMap<u64, crate::blob::reader::BlobReader>,
+}
+
+impl<'a> OpenBlobValues<'a> {
+    fn new(fs: &'a dyn FileSystem, dir: &'a Path) -> Self {
+        OpenBlobValues {
+            fs,
+            dir,
+            readers: HashMap::new(),
+        }
+    }
+
+    /// Why the value `p` names cannot be read whole (`None`: it can).
+    fn lost(&mut self, p: &BlobPointer) -> Result<Option<String>> {
+        let reader = match self.readers.entry(p.file_number) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let path = filenames::blob_file_path(self.dir, p.file_number);
+                match crate::blob::reader::BlobReader::open(self.fs, &path, false) {
+                    Ok(r) => e.insert(r),
+                    // No header: no value of it survived.
+                    Err(Error::Corruption { reason, .. }) => return Ok(Some(reason)),
+                    Err(other) => return Err(other),
+                }
+            }
+        };
+        match reader.get(p) {
+            Ok(_) => Ok(None),
+            Err(Error::Corruption { reason, .. }) => Ok(Some(reason)),
+            Err(other) => Err(other),
+        }
+    }
 }
 
 /// Reports that the replay of log `path` (of `size` bytes) ended at
@@ -455,7 +529,7 @@ mod tests {
     fn replayed_pointers_are_checked_against_the_blob_files() {
         let sizes: BlobSizes = [(7, (8192, false)), (8, (8192, true))].into();
         let wal = Path::new("000009.log");
-        let check = |b: WriteBatch| lost_blob_value(&b, |id| id != 5, &sizes, wal, 100);
+        let check = |b: WriteBatch| lost_blob_value(&b, |id| id != 5, &sizes, wal, 100, None);
         assert!(matches!(check(batch_pointing_to(7, 4096, 4096)), Ok(None)));
         assert!(matches!(
             check(batch_pointing_to(7, 4096, 4097)),

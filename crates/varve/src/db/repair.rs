@@ -215,10 +215,8 @@ pub(crate) fn repair(dir: &Path, options: &Options) -> Result<RepairReport> {
     let new_number = || next.fetch_add(1, Ordering::Relaxed);
     // Values a crash left in a write lane's staging area belong in their
     // blob file (see `blob::stage`).
-    if fs.uses_os_files() {
-        for (n, name) in &blob_names {
-            apply_stage(&dir.join(name), *n)?;
-        }
+    for (n, name) in &blob_names {
+        apply_stage(fs.as_ref(), &dir.join(name), *n)?;
     }
     let mut blobs = RepairBlobs {
         pointers: PointerCheck::new(fs.as_ref(), dir),

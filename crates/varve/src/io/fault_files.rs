@@ -76,7 +76,7 @@ impl Switches {
     /// The checks every write (append or positional) passes: crash, EIO
     /// after the set number of writes, ENOSPC. On refusal, the caller
     /// writes the first `fit` bytes and returns the error.
-    fn admit(&self, path: &Path, len: u64) -> std::result::Result<(), Refused> {
+    pub(super) fn admit(&self, path: &Path, len: u64) -> std::result::Result<(), Refused> {
         if self.crashed.load(Ordering::SeqCst) {
             return Err(injected(path, std::io::ErrorKind::Other, "simulated crash").into());
         }
@@ -134,7 +134,7 @@ impl Switches {
     }
 
     /// The checks of an fdatasync.
-    fn admit_sync(&self, path: &Path) -> Result<()> {
+    pub(super) fn admit_sync(&self, path: &Path) -> Result<()> {
         if self.crashed.load(Ordering::SeqCst) {
             return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
         }

@@ -103,6 +103,72 @@ pub trait RandomAccessFile: Send + Sync + Debug {
     }
 }
 
+/// The kernel's id of this boot, read once.
+pub(crate) fn machine_boot_id() -> [u8; 36] {
+    static ID: std::sync::OnceLock<[u8; 36]> = std::sync::OnceLock::new();
+    *ID.get_or_init(|| {
+        let mut id = [0u8; 36];
+        if let Ok(s) = std::fs::read("/proc/sys/kernel/random/boot_id")
+            && let Some(b) = s.get(..36)
+        {
+            id.copy_from_slice(b);
+        }
+        id
+    })
+}
+
+/// How [`InPlaceFile::allocate`] reserves file space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preallocate {
+    /// `fallocate`: instant, but on ext4 and XFS the space is *unwritten*
+    /// extents, and the first fdatasync after bytes land in one must also
+    /// commit its conversion to written (a journal commit).
+    Fallocate,
+    /// `pwrite` of zeros: costs the write once, but later fdatasyncs of
+    /// bytes stored over them only write data (the extents are already
+    /// written), like a recycled log file.
+    ZeroFill,
+}
+
+/// A file the engine writes in place rather than by appends: through a
+/// shared memory mapping of it (the mapped WAL, the blob staging slots),
+/// with positional writes (a crash's staged bytes copied back), or with
+/// `O_DIRECT` writes of whole chunks that an io_uring issues on its file
+/// descriptor (blob files). Every such write is in the page cache or on
+/// the device when it returns, so it survives `kill -9`; only
+/// [`sync_data`](Self::sync_data) makes it survive a power loss.
+///
+/// The engine reaches the OS file through [`os_file`](Self::os_file) for
+/// `mmap` and io_uring; a wrapper that models durability (the
+/// fault-injecting file system) keeps the same OS file underneath, so the
+/// engine's code path is the production one, and sees what those writes
+/// did at each `sync_data` and at a simulated power loss.
+pub trait InPlaceFile: Send + Sync + Debug {
+    /// The file's path.
+    fn path(&self) -> &Path;
+    /// The open OS file (for `mmap` and io_uring writes on its descriptor).
+    fn os_file(&self) -> &std::fs::File;
+    /// Whether it was opened with `O_DIRECT`.
+    fn is_direct(&self) -> bool;
+    /// Called before a write of `len` bytes that goes to the OS file behind
+    /// this trait's back (an io_uring direct write on its descriptor): a
+    /// wrapper that injects faults may refuse it here. Default: allowed.
+    fn check_write(&self, len: u64) -> Result<()> {
+        let _ = len;
+        Ok(())
+    }
+    /// Writes all of `data` at `offset` (aligned for a direct file).
+    fn write_at(&self, data: &[u8], offset: u64) -> Result<()>;
+    /// Reserves `[from, len)` (so that later stores into a mapping of it
+    /// cannot hit ENOSPC as a `SIGBUS`); `[0, from)` is reserved already.
+    fn allocate(&self, from: u64, len: u64, how: Preallocate) -> Result<()>;
+    /// Sets the file's length (not durable until `sync_data`).
+    fn set_len(&self, len: u64) -> Result<()>;
+    /// Makes every byte written so far, by any of the ways above, durable
+    /// (fdatasync).
+    fn sync_data(&self) -> Result<()>;
+}
+
 /// An advisory lock on a file, released on drop.
 pub trait FileLock: Send + Sync + Debug {}
 
@@ -165,14 +231,44 @@ pub trait FileSystem: Send + Sync + Debug {
             path.display()
         )))
     }
+    /// Opens `path` to be written in place ([`InPlaceFile`]): created (or
+    /// truncated) when `create`, else it must exist; with `O_DIRECT` when
+    /// `direct` (an error where the file system refuses it: callers fall
+    /// back to a buffered file). File systems without OS files return an
+    /// `ErrorKind::Unsupported` error ([`Error::is_unsupported`](crate::Error::is_unsupported)),
+    /// and callers fall back to appends.
+    fn open_in_place(
+        &self,
+        path: &Path,
+        create: bool,
+        direct: bool,
+    ) -> Result<Arc<dyn InPlaceFile>> {
+        let _ = (create, direct);
+        Err(crate::error::Error::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "in-place writes are not supported by this file system",
+            ),
+        ))
+    }
     /// Whether this file system's paths are plain operating-system files, so
-    /// the WAL may write them behind the trait's back: through a shared
-    /// memory mapping (`wal::MappedLog`) or an io_uring (`wal::UringLog`).
-    /// Wrappers that track or fake writes (the fault-injecting file system)
-    /// must say no, and then get every WAL write through
-    /// [`create_log_file`](Self::create_log_file). Default `false`.
+    /// the io_uring WAL (`WalWriter::IoUring`, not the default) may write
+    /// them behind the trait's back. Every write path of the defaults goes
+    /// through [`open_in_place`](Self::open_in_place) instead, which the
+    /// fault-injecting file system tracks; it says no here, and then gets
+    /// that WAL's writes through [`create_log_file`](Self::create_log_file).
+    /// Default `false`.
     fn uses_os_files(&self) -> bool {
         false
+    }
+    /// The id of this boot of the machine (`/proc/sys/kernel/random/boot_id`,
+    /// 36 bytes; zeros where there is none). Blob staging files are stamped
+    /// with it: after a restart their pages may be any mix of old and new,
+    /// so an open ignores staging files of another boot. A file system that
+    /// simulates power cuts gives each its own.
+    fn boot_id(&self) -> [u8; 36] {
+        machine_boot_id()
     }
     /// Takes an exclusive, non-blocking lock on `path` (created if missing).
     /// Returns `Ok(None)` if someone else holds it.

@@ -1,5 +1,7 @@
 //! File access: the [`FileSystem`] trait the engine calls, [`PosixFs`]
-//! (plain files and O_DIRECT ones, `direct.rs`), and for tests the
+//! (plain files and O_DIRECT ones, `direct.rs`; files written in place,
+//! through a shared mapping or by direct writes, and the mapping itself,
+//! `in_place.rs`), and for tests the
 //! fault-injecting file system (`fault.rs`, feature `testing`). Every method
 //! returns errors that name the path. Below the file layer: [`uring`], the
 //! per-thread io_uring reactor, and [`fiber`], the fibers whose reads
@@ -14,9 +16,12 @@ mod fault;
 #[cfg(any(test, feature = "testing"))]
 mod fault_files;
 #[cfg(any(test, feature = "testing"))]
+mod fault_in_place;
+#[cfg(any(test, feature = "testing"))]
 mod fault_read;
 pub(crate) mod fiber;
 mod fs;
+mod in_place;
 mod posix;
 pub(crate) mod uring;
 
@@ -26,7 +31,13 @@ pub(crate) use direct::AlignedBuf;
 pub use fault::{FaultInjectingFs, ReadRecord};
 #[cfg(any(test, feature = "testing"))]
 pub use fault_read::ReadFault;
-pub use fs::{FileLock, FileSystem, LogFile, RandomAccessFile, SequentialFile, WritableFile};
+pub use fs::{
+    FileLock, FileSystem, InPlaceFile, LogFile, Preallocate, RandomAccessFile, SequentialFile,
+    WritableFile,
+};
+#[cfg(test)]
+pub(crate) use in_place::PosixInPlace;
+pub(crate) use in_place::SharedMap;
 pub use posix::PosixFs;
 
 /// Whether reads may use io_uring

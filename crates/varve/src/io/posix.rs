@@ -244,6 +244,17 @@ impl FileSystem for PosixFs {
         Ok(Box::new(super::direct::create_write(path)?))
     }
 
+    fn open_in_place(
+        &self,
+        path: &Path,
+        create: bool,
+        direct: bool,
+    ) -> Result<Arc<dyn super::fs::InPlaceFile>> {
+        Ok(Arc::new(super::in_place::PosixInPlace::open(
+            path, create, direct,
+        )?))
+    }
+
     fn try_lock(&self, path: &Path) -> Result<Option<Box<dyn FileLock>>> {
         let file = OpenOptions::new()
             .read(true)

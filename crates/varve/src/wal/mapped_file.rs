@@ -28,15 +28,14 @@
 //! the mapping once written (see `RELEASE_STEP`) and are never touched
 //! through it again.
 
-use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::io::{LogFile, WritableFile};
+pub(crate) use crate::io::Preallocate;
+use crate::io::{FileSystem, InPlaceFile, LogFile, SharedMap, WritableFile};
 
 /// Granularity of the mapping and of growth.
 const GROW_STEP: usize = 1 << 20;
@@ -55,26 +54,12 @@ const MAX_GROWTH: usize = 16 << 20;
 /// are the page cache's), so `kill -9` and `sync_data` see every byte.
 const RELEASE_STEP: usize = 256 << 10;
 
-/// How a mapped log's file space is preallocated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Preallocate {
-    /// `fallocate`: instant, but on ext4 and XFS the space is *unwritten*
-    /// extents, and the first fdatasync after bytes land in one must also
-    /// commit its conversion to written (a journal commit).
-    Fallocate,
-    /// `pwrite` of zeros: costs the write once, but later fdatasyncs of
-    /// records copied over them only write data (the extents are already
-    /// written), like a recycled log file.
-    ZeroFill,
-}
-
 /// A log file written through a `MAP_SHARED` mapping of preallocated space.
 pub(crate) struct MappedLogFile {
-    file: File,
+    file: Arc<dyn InPlaceFile>,
     how: Preallocate,
     path: PathBuf,
-    ptr: NonNull<u8>,
-    cap: usize,
+    map: SharedMap,
     len: usize,
     /// Bytes at the front whose pages were dropped from the mapping
     /// ([`RELEASE_STEP`]s, all before `len`): written once, never touched
@@ -82,87 +67,18 @@ pub(crate) struct MappedLogFile {
     released: usize,
 }
 
-// SAFETY: the mapping is owned by this value alone (the pointer is never
-// shared or handed out), so moving the value to another thread moves the only
-// handle to it; `File` and `PathBuf` are `Send`.
-unsafe impl Send for MappedLogFile {}
-
 impl std::fmt::Debug for MappedLogFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MappedLogFile")
             .field("path", &self.path)
             .field("len", &self.len)
-            .field("cap", &self.cap)
+            .field("cap", &self.map.len())
             .finish()
     }
 }
 
 fn round_up(n: usize) -> usize {
     n.div_ceil(GROW_STEP).max(1) * GROW_STEP
-}
-
-pub(crate) fn last_os_error(path: &Path, what: &str) -> Error {
-    let e = std::io::Error::last_os_error();
-    Error::io(path, std::io::Error::new(e.kind(), format!("{what}: {e}")))
-}
-
-/// Allocates `[from, len)` of `file` the way `how` says (no holes: later
-/// stores cannot hit ENOSPC); `[0, from)` is allocated already.
-pub(crate) fn allocate(
-    file: &File,
-    path: &Path,
-    how: Preallocate,
-    from: usize,
-    len: usize,
-) -> Result<()> {
-    if how == Preallocate::ZeroFill {
-        use std::os::unix::fs::FileExt;
-        let zeros = vec![0u8; GROW_STEP];
-        let mut at = from;
-        while at < len {
-            let n = (len - at).min(GROW_STEP);
-            file.write_all_at(&zeros[..n], at as u64)
-                .map_err(|e| Error::io(path, e))?;
-            at += n;
-        }
-        return Ok(());
-    }
-    let len = libc::off_t::try_from(len)
-        .map_err(|_| Error::InvalidArgument(format!("WAL of {len} bytes is too large")))?;
-    loop {
-        // SAFETY: plain syscall on a file descriptor this function borrows for
-        // its duration; no memory is passed.
-        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) };
-        if rc == 0 {
-            return Ok(());
-        }
-        if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Err(last_os_error(path, "fallocate"));
-        }
-    }
-}
-
-/// A fresh shared, writable mapping of the first `len` bytes of `file`,
-/// which must be at least that long (allocated by [`allocate`]). The caller
-/// owns the mapping and unmaps it.
-pub(crate) fn map_shared(file: &File, path: &Path, len: usize) -> Result<NonNull<u8>> {
-    // SAFETY: a fresh shared mapping of `len` bytes of a file that is at
-    // least `len` bytes long; the kernel picks the address, so no existing
-    // memory is replaced.
-    let raw = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if raw == libc::MAP_FAILED {
-        return Err(last_os_error(path, "mmap"));
-    }
-    NonNull::new(raw.cast::<u8>()).ok_or_else(|| last_os_error(path, "mmap"))
 }
 
 /// Copies `src` to `dst` with stores that run strictly front to back, so a
@@ -208,27 +124,25 @@ impl MappedLogFile {
     /// `fallocate` or `mmap`; the caller then falls back to plain appends.
     #[cfg(test)]
     pub(crate) fn create(path: &Path, capacity: usize) -> Result<Self> {
-        Self::create_with(path, capacity, Preallocate::Fallocate)
+        Self::create_with(&crate::io::PosixFs, path, capacity, Preallocate::Fallocate)
     }
 
-    /// `create`, preallocating the way `how` says.
-    pub(crate) fn create_with(path: &Path, capacity: usize, how: Preallocate) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+    /// `create` on `fs`, preallocating the way `how` says.
+    pub(crate) fn create_with(
+        fs: &dyn FileSystem,
+        path: &Path,
+        capacity: usize,
+        how: Preallocate,
+    ) -> Result<Self> {
+        let file = fs.open_in_place(path, true, false)?;
         let cap = round_up(capacity);
-        allocate(&file, path, how, 0, cap)?;
-        let ptr = map_shared(&file, path, cap)?;
+        file.allocate(0, cap as u64, how)?;
+        let map = SharedMap::new(file.as_ref(), cap)?;
         Ok(MappedLogFile {
             file,
             how,
             path: path.to_path_buf(),
-            ptr,
-            cap,
+            map,
             len: 0,
             released: 0,
         })
@@ -237,37 +151,20 @@ impl MappedLogFile {
     /// Bytes allocated and mapped.
     #[cfg(test)]
     pub(crate) fn capacity(&self) -> usize {
-        self.cap
+        self.map.len()
     }
 
     /// Makes room for `need` bytes in total: allocates more file space, then
     /// moves the mapping over it.
     fn grow(&mut self, need: usize) -> Result<()> {
-        let new_cap = round_up(need.max(self.cap.saturating_add(self.cap.min(MAX_GROWTH))));
-        allocate(&self.file, &self.path, self.how, self.cap, new_cap)?;
-        // SAFETY: `ptr`/`cap` describe our live mapping (struct invariant);
-        // no reference into it exists (appends copy and return), and the
-        // file now spans `new_cap` bytes. MREMAP_MAYMOVE may move it; we
-        // replace `ptr` with the result before any further use.
-        let raw = unsafe {
-            libc::mremap(
-                self.ptr.as_ptr().cast(),
-                self.cap,
-                new_cap,
-                libc::MREMAP_MAYMOVE,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return Err(last_os_error(&self.path, "mremap"));
-        }
-        self.ptr =
-            NonNull::new(raw.cast::<u8>()).ok_or_else(|| last_os_error(&self.path, "mremap"))?;
-        self.cap = new_cap;
-        Ok(())
+        let cap = self.map.len();
+        let new_cap = round_up(need.max(cap.saturating_add(cap.min(MAX_GROWTH))));
+        self.file.allocate(cap as u64, new_cap as u64, self.how)?;
+        // No pointer into the mapping outlives an append, so none is used
+        // after the move.
+        self.map.remap(new_cap)
     }
-}
 
-impl MappedLogFile {
     /// Drops the pages of the whole [`RELEASE_STEP`]s before the one the
     /// tail is in from the mapping (see `RELEASE_STEP`). Advice only: if
     /// the kernel refuses, the pages just stay mapped.
@@ -277,22 +174,11 @@ impl MappedLogFile {
             return;
         }
         debug_assert!(upto <= self.len && self.released.is_multiple_of(RELEASE_STEP));
-        // SAFETY: `[released, upto)` lies inside our mapping (`upto <= len
-        // <= cap`), starts on a page boundary (the mapping is page-aligned
-        // and RELEASE_STEP is whole pages), and holds only bytes already
-        // appended, which nothing reads or writes through the mapping
-        // again (appends go to `len` and beyond, and `upto` is at most the
-        // start of the tail's step). MADV_DONTNEED on a shared file mapping
-        // only unmaps the pages: their contents and dirty state stay in the
-        // page cache.
-        let rc = unsafe {
-            libc::madvise(
-                self.ptr.as_ptr().add(self.released).cast(),
-                upto - self.released,
-                libc::MADV_DONTNEED,
-            )
-        };
-        if rc == 0 {
+        // SAFETY: `[released, upto)` holds only bytes already appended,
+        // which nothing reads or writes through the mapping again (appends
+        // go to `len` and beyond, and `upto` is at most the start of the
+        // tail's step); it is whole pages inside the mapping.
+        if unsafe { self.map.release(self.released, upto) } {
             self.released = upto;
         }
     }
@@ -304,7 +190,7 @@ impl WritableFile for MappedLogFile {
             .len
             .checked_add(data.len())
             .ok_or_else(|| Error::InvalidArgument("WAL length overflow".into()))?;
-        if end > self.cap {
+        if end > self.map.len() {
             self.grow(end)?;
         }
         // SAFETY: `[len, end)` lies inside the mapping (`end <= cap`, checked
@@ -312,7 +198,7 @@ impl WritableFile for MappedLogFile {
         // space; `data` is a separate Rust slice, so the ranges cannot
         // overlap, and `&mut self` excludes any other access to the mapping.
         unsafe {
-            copy_front_to_back(self.ptr.as_ptr().add(self.len), data);
+            copy_front_to_back(self.map.ptr().as_ptr().add(self.len), data);
         }
         self.len = end;
         self.release_written();
@@ -323,7 +209,7 @@ impl WritableFile for MappedLogFile {
         // fdatasync writes back every dirty page of the file, including the
         // ones dirtied through the mapping (on Linux msync(MS_SYNC) is the
         // same operation).
-        self.file.sync_data().map_err(|e| Error::io(&self.path, e))
+        self.file.sync_data()
     }
 
     fn len(&self) -> u64 {
@@ -340,7 +226,8 @@ impl WritableFile for MappedLogFile {
 /// WAL's ordered sink guarantees; `sync_data` does not wait for writers.
 pub(crate) struct MappedLog {
     file: Mutex<MappedLogFile>,
-    sync_handle: File,
+    /// The same file, synced outside the lock.
+    sync_handle: Arc<dyn InPlaceFile>,
     path: PathBuf,
 }
 
@@ -353,16 +240,11 @@ impl std::fmt::Debug for MappedLog {
 }
 
 impl MappedLog {
-    /// Wraps `file` (writes continue at its current length).
     pub(crate) fn new(file: MappedLogFile) -> Result<MappedLog> {
-        let sync_handle = file
-            .file
-            .try_clone()
-            .map_err(|e| Error::io(&file.path, e))?;
         Ok(MappedLog {
             path: file.path.clone(),
+            sync_handle: Arc::clone(&file.file),
             file: Mutex::new(file),
-            sync_handle,
         })
     }
 }
@@ -382,9 +264,7 @@ impl LogFile for MappedLog {
 
     fn sync_data(&self) -> Result<()> {
         // Same inode, so this covers every page dirtied through the mapping.
-        self.sync_handle
-            .sync_data()
-            .map_err(|e| Error::io(&self.path, e))
+        self.sync_handle.sync_data()
     }
 
     fn path(&self) -> &Path {
@@ -394,13 +274,8 @@ impl LogFile for MappedLog {
 
 impl Drop for MappedLogFile {
     fn drop(&mut self) {
-        // SAFETY: `ptr`/`cap` are our live mapping and nothing refers into it;
-        // after this call the pointer is never used again.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.cap);
-        }
-        // Cut the preallocated zeros so a cleanly closed log ends at its last
-        // record. Best effort: the reader treats a zero tail as the end anyway.
+        // The mapping goes with `map`; the preallocated tail is cut off
+        // (zeros the reader would stop at anyway, so an error is harmless).
         let _ = self.file.set_len(self.len as u64);
     }
 }
@@ -455,7 +330,7 @@ mod tests {
         // still in the page cache, before and after a sync.
         let read_back = |f: &MappedLogFile| {
             let mut got = vec![0u8; want.len()];
-            std::os::unix::fs::FileExt::read_exact_at(&f.file, &mut got, 0).unwrap();
+            std::os::unix::fs::FileExt::read_exact_at(f.file.os_file(), &mut got, 0).unwrap();
             got
         };
         assert!(read_back(&f) == want);
@@ -502,7 +377,9 @@ mod tests {
     fn zero_filled_space_is_written_zeros_past_the_end() {
         let dir = tmp();
         let path = dir.path().join("000003.log");
-        let mut f = MappedLogFile::create_with(&path, 1, Preallocate::ZeroFill).expect("create");
+        let mut f =
+            MappedLogFile::create_with(&crate::io::PosixFs, &path, 1, Preallocate::ZeroFill)
+                .expect("create");
         f.append(b"abc").expect("append");
         f.append(&vec![7u8; GROW_STEP])
             .expect("append past the first step");
@@ -522,7 +399,7 @@ mod tests {
     fn grows_keeping_every_byte(how: Preallocate) {
         let dir = tmp();
         let path = dir.path().join("000002.log");
-        let mut f = MappedLogFile::create_with(&path, 1, how).expect("create");
+        let mut f = MappedLogFile::create_with(&crate::io::PosixFs, &path, 1, how).expect("create");
         let mut expect = Vec::new();
         // Mixed sizes, including one append larger than twice the capacity.
         for i in 0..200u32 {

@@ -24,15 +24,17 @@ mod writer;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use mapped_file::{MappedLog, MappedLogFile, Preallocate, allocate, map_shared};
+pub(crate) use mapped_file::{MappedLog, MappedLogFile};
 pub use reader::TailStatus;
-pub(crate) use reader_v2::{replay, write_log};
+pub(crate) use reader_v2::{Holes, replay, replay_with, write_log};
 #[cfg_attr(not(feature = "testing"), allow(unreachable_pub))]
 pub use uring_log::UringLog;
 pub(crate) use writer::LogWriter;
 
 use std::path::Path;
 use std::sync::Arc;
+
+use crate::io::Preallocate;
 
 use crate::error::Result;
 use crate::io::{FileSystem, LogFile};
@@ -68,44 +70,44 @@ pub enum WalWriter {
     Plain,
 }
 
-/// Creates a new WAL file at `path` written the way `io` says, where the file
-/// system's paths are the operating system's
-/// ([`FileSystem::uses_os_files`]); otherwise, or if that way cannot
-/// be set up here, the file system's own log file. A full disk while
-/// preallocating a mapped log is returned as the error (ENOSPC), not
-/// answered by falling back.
+/// Creates a new WAL file at `path` written the way `io` says: a mapped
+/// log through the file system's in-place files
+/// ([`FileSystem::open_in_place`], which the fault-injecting file system
+/// tracks too), the io_uring log where the file system's paths are the
+/// operating system's ([`FileSystem::uses_os_files`]); otherwise, or if
+/// that way cannot be set up here, the file system's own log file. A full
+/// disk while preallocating a mapped log is returned as the error
+/// (ENOSPC), not answered by falling back.
 pub(crate) fn create_log_file(
     fs: &dyn FileSystem,
     path: &Path,
     io: WalWriter,
 ) -> Result<Arc<dyn LogFile>> {
-    if fs.uses_os_files() {
-        match io {
-            WalWriter::Mapped | WalWriter::MappedZeroFilled => {
-                let how = if io == WalWriter::Mapped {
-                    Preallocate::Fallocate
-                } else {
-                    Preallocate::ZeroFill
-                };
-                match MappedLogFile::create_with(path, MAPPED_LOG_INITIAL, how) {
-                    Ok(file) => {
-                        if let Ok(log) = MappedLog::new(file) {
-                            return Ok(Arc::new(log));
-                        }
+    match io {
+        WalWriter::Mapped | WalWriter::MappedZeroFilled => {
+            let how = if io == WalWriter::Mapped {
+                Preallocate::Fallocate
+            } else {
+                Preallocate::ZeroFill
+            };
+            match MappedLogFile::create_with(fs, path, MAPPED_LOG_INITIAL, how) {
+                Ok(file) => {
+                    if let Ok(log) = MappedLog::new(file) {
+                        return Ok(Arc::new(log));
                     }
-                    // A full disk is the answer, not a reason to try
-                    // another way (which would fail later, less clearly).
-                    Err(e) if e.is_no_space() => return Err(e),
-                    Err(_) => {}
                 }
+                // A full disk is the answer, not a reason to try another
+                // way (which would fail later, less clearly).
+                Err(e) if e.is_no_space() => return Err(e),
+                Err(_) => {}
             }
-            WalWriter::IoUring => {
-                if let Ok(log) = UringLog::new(crate::io::create_truncated(path)?, path) {
-                    return Ok(Arc::new(log));
-                }
-            }
-            WalWriter::Plain => {}
         }
+        WalWriter::IoUring if fs.uses_os_files() => {
+            if let Ok(log) = UringLog::new(crate::io::create_truncated(path)?, path) {
+                return Ok(Arc::new(log));
+            }
+        }
+        WalWriter::IoUring | WalWriter::Plain => {}
     }
     fs.create_log_file(path)
 }

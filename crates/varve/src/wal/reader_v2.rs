@@ -34,6 +34,30 @@ pub(crate) fn replay(
     fs: &dyn FileSystem,
     path: &Path,
     log_number: u64,
+    f: impl FnMut(&[u8], u64) -> Result<()>,
+) -> Result<ReplayOutcome> {
+    replay_with(fs, path, log_number, Holes::Refuse, f)
+}
+
+/// What a damaged record followed by valid ones means to [`replay_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holes {
+    /// Damage: `Error::Corruption`.
+    Refuse,
+    /// The end of the log: a hole a power cut left in pages no fdatasync
+    /// covered (the newest log, after the machine restarted). The records
+    /// after it are not delivered, and the tail is reported as truncated.
+    EndLog,
+}
+
+/// [`replay`], with `holes` deciding what a damaged version-2 record that
+/// valid records follow means (a damaged file header is always damage: the
+/// header is synced when the log is made).
+pub(crate) fn replay_with(
+    fs: &dyn FileSystem,
+    path: &Path,
+    log_number: u64,
+    holes: Holes,
     mut f: impl FnMut(&[u8], u64) -> Result<()>,
 ) -> Result<ReplayOutcome> {
     let data = read_all(fs, path)?;
@@ -47,7 +71,7 @@ pub(crate) fn replay(
                     format!("file header names log {n}, expected {log_number}"),
                 ));
             }
-            replay_v2(&data, path, low, &mut f)
+            replay_v2(&data, path, low, holes, &mut f)
         }
         Some(_) => replay_with_block_size(fs, path, log_number, format::BLOCK_SIZE, f),
         None => {
@@ -98,6 +122,7 @@ fn replay_v2(
     data: &[u8],
     path: &Path,
     low: u32,
+    holes: Holes,
     f: &mut impl FnMut(&[u8], u64) -> Result<()>,
 ) -> Result<ReplayOutcome> {
     let mut pos = FILE_HEADER_RECORD_LEN;
@@ -117,19 +142,29 @@ fn replay_v2(
                 pos += len;
             }
             Err(why) => {
-                if record::valid_record_follows(data, pos, low) {
+                let follows = record::valid_record_follows(data, pos, low);
+                if follows && holes == Holes::Refuse {
                     return Err(Error::corruption(
                         path,
                         pos as u64,
                         format!("{why}; a valid record follows, so this is not a torn tail"),
                     ));
                 }
+                let reason = if follows {
+                    format!(
+                        "at offset {pos}: {why}; valid records follow, but the machine \
+                         restarted since this log was written, so this is a hole a power \
+                         cut left in pages no fdatasync covered: the log ends here"
+                    )
+                } else {
+                    format!("at offset {pos}: {why}")
+                };
                 return Ok(ReplayOutcome {
                     records,
                     valid_len: pos as u64,
                     tail: TailStatus::Truncated {
                         offset: pos as u64,
-                        reason: format!("at offset {pos}: {why}"),
+                        reason,
                     },
                 });
             }

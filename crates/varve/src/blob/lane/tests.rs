@@ -207,7 +207,7 @@ fn kill9_loses_no_acknowledged_value() {
         // What the open does: the staged bytes of the open file go in.
         let open: std::collections::BTreeSet<u64> = acked.values().map(|p| p.file_number).collect();
         for n in open {
-            crate::blob::stage::apply_stage(&blob_file_path(dir.path(), n), n)
+            crate::blob::stage::apply_stage(&crate::io::PosixFs, &blob_file_path(dir.path(), n), n)
                 .expect("apply stage");
         }
         for (n, p) in &acked {
@@ -354,6 +354,8 @@ fn a_failed_seal_record_gives_the_file_up() {
 fn a_sync_makes_a_given_up_file_durable_or_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let fs = crate::io::FaultInjectingFs::new(Arc::new(PosixFs));
+    // Plain appends, so that the second put's append is what fails.
+    fs.plain_files_only(true);
     let files = Files::default();
     let lane = BlobLane::new(Arc::new(fs.clone()), dir.path(), LaneOptions::default());
     let p = lane.put(&files, b"k1", &value(1)).expect("put");
