@@ -6,10 +6,15 @@
 //! values and delete blob files all the time, and the blob files must not
 //! pile up across the kills.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 
+use common::after_crash::{
+    assert_check_clean, read_only_every, read_only_sees_what_read_write_sees,
+};
 use varve::{Db, Options};
 
 fn options() -> Options {
@@ -141,116 +146,6 @@ fn kill9_with_lanes_by_key_loses_nothing_acknowledged() {
     kill_rounds_with(false, kills(12), true);
 }
 
-/// A read-only verify after every `VARVE_RO_VERIFY_EVERY`-th kill (default
-/// every other one; `scripts/crash-loop.sh` sets 4).
-fn read_only_every() -> u64 {
-    std::env::var("VARVE_RO_VERIFY_EVERY")
-        .ok()
-        .and_then(|k| k.parse().ok())
-        .filter(|&k| k > 0)
-        .unwrap_or(2)
-}
-
-/// `varve check` finds no damage in `dir` (notes, such as a torn WAL tail
-/// an open cuts, are fine).
-fn assert_check_clean(dir: &Path, what: &str) {
-    let checked = varve::tools::check_db(std::sync::Arc::new(varve::fs::PosixFs), dir, |_| {})
-        .expect("check");
-    let problems: Vec<String> = checked
-        .iter()
-        .filter_map(|c| {
-            c.problem
-                .as_ref()
-                .map(|p| format!("{} at {}: {}", c.path.display(), p.offset, p.reason))
-        })
-        .collect();
-    assert!(problems.is_empty(), "{what}: check flagged {problems:?}");
-}
-
-/// Every file of `dir` but the blob files with its bytes, and the blob
-/// files by name. (A direct write the killed writer had in flight may
-/// still land in a blob file after the kill; it writes the staged bytes,
-/// which both opens read anyway.)
-fn directory_state(dir: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
-    std::fs::read_dir(dir)
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_file())
-        .map(|p| {
-            let name = p.file_name().expect("name").to_string_lossy().into_owned();
-            let bytes = (p.extension().is_none_or(|x| x != "blob"))
-                .then(|| std::fs::read(&p).expect("read"));
-            (name, bytes)
-        })
-        .collect()
-}
-
-/// Every key and value of `db`, by gets of the model's keys and by full
-/// scans both ways (which must agree).
-fn everything(db: &Db, model: &BTreeMap<String, (u64, u64)>) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let fwd: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|e| e.expect("forward scan")).collect();
-    let mut back: Vec<(Vec<u8>, Vec<u8>)> =
-        db.iter().rev().map(|e| e.expect("backward scan")).collect();
-    back.reverse();
-    assert_eq!(
-        back,
-        fwd.clone().into_iter().collect::<Vec<_>>(),
-        "scans disagree"
-    );
-    for k in model.keys() {
-        assert_eq!(
-            db.get(k).expect("get").as_ref(),
-            fwd.get(k.as_bytes()),
-            "{k}: get and scan disagree"
-        );
-    }
-    fwd
-}
-
-/// After a kill: a read-only open of `dir` shows exactly what a read-write
-/// open of a copy shows (gets, scans both ways), and leaves the directory
-/// as it was.
-fn read_only_sees_what_read_write_sees(
-    dir: &Path,
-    opts: &Options,
-    model: &BTreeMap<String, (u64, u64)>,
-    round: u64,
-) {
-    let copy = tempfile::tempdir().expect("tempdir");
-    for e in std::fs::read_dir(dir).expect("list") {
-        let p = e.expect("entry").path();
-        if p.is_file() {
-            std::fs::copy(&p, copy.path().join(p.file_name().expect("name"))).expect("copy");
-        }
-    }
-    let before = directory_state(dir);
-    let ro = Db::open_read_only(dir, opts.clone()).expect("read-only open after kill -9");
-    let seen = everything(&ro, model);
-    drop(ro);
-    assert_eq!(
-        directory_state(dir),
-        before,
-        "round {round}: the read-only open changed the directory"
-    );
-    let rw = Db::open(copy.path(), opts.clone()).expect("read-write open of the copy");
-    let want = everything(&rw, model);
-    rw.close().expect("close");
-    assert_eq!(
-        seen.len(),
-        want.len(),
-        "round {round}: read-only open sees {} keys, read-write {}",
-        seen.len(),
-        want.len()
-    );
-    for (k, v) in &want {
-        assert!(
-            seen.get(k) == Some(v),
-            "round {round}: key {:?} differs between the read-only and read-write opens",
-            String::from_utf8_lossy(k)
-        );
-    }
-}
-
 /// The write `(n, round)` whose value `got` is, if it is one.
 fn which_write(got: &[u8]) -> Option<(u64, u64)> {
     let n = u64::from_le_bytes(got.get(..8)?.try_into().ok()?);
@@ -347,8 +242,12 @@ fn kill_rounds_with(gc: bool, rounds: u64, key_lanes: bool) {
         // `varve check` on what the kill left: the read-write open below
         // accepts it, so check must too.
         assert_check_clean(dir.path(), &format!("round {round}, after the kill"));
-        if round % read_only_every() == 0 {
-            read_only_sees_what_read_write_sees(dir.path(), &opts, &model, round);
+        if round % read_only_every(2) == 0 {
+            read_only_sees_what_read_write_sees(
+                dir.path(),
+                &opts,
+                &format!("round {round}, after the kill"),
+            );
         }
         let db = Db::open(dir.path(), opts.clone()).expect("reopen after kill -9");
         // The values the lanes still staged (not yet in their blob file)
@@ -490,8 +389,7 @@ fn a_blob_file_a_crash_left_empty_is_dropped_and_check_stays_clean() {
     }
     assert!(!emptied.is_empty(), "no open blob file");
     assert_check_clean(dir.path(), "an empty open blob file");
-    let model = BTreeMap::new();
-    read_only_sees_what_read_write_sees(dir.path(), &Options::default(), &model, 0);
+    read_only_sees_what_read_write_sees(dir.path(), &Options::default(), "emptied");
     let db = Db::open(dir.path(), Options::default()).expect("open");
     db.close().expect("close");
     assert_check_clean(dir.path(), "after the open dropped it");
@@ -519,13 +417,10 @@ fn read_only_open_after_kill9_sees_the_staged_values() {
         })
         .count();
     assert!(stages > 0, "no staging file: the case is not reproduced");
-    let model: BTreeMap<String, (u64, u64)> = (0..300u64)
-        .map(|i| (format!("key{i:03}"), (i, 7)))
-        .collect();
     assert_check_clean(dir.path(), "after the kill");
-    read_only_sees_what_read_write_sees(dir.path(), &Options::default(), &model, 0);
+    read_only_sees_what_read_write_sees(dir.path(), &Options::default(), "after the kill");
     let ro = Db::open_read_only(dir.path(), Options::default()).expect("read-only open");
-    let got = everything(&ro, &model);
+    let got = &common::after_crash::everything(&ro)[""];
     assert_eq!(got.len(), 300);
     for i in 0..300u64 {
         assert_eq!(

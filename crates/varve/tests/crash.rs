@@ -258,6 +258,16 @@ fn run_crash_loop(sync: bool, lsm_stress: bool) {
         child.kill().expect("SIGKILL");
         child.wait().expect("reap");
 
+        // What the kill left: check accepts it, and (every few kills) a
+        // read-only open sees what a read-write one does.
+        common::after_crash::assert_check_clean(&dir.join("db"), &format!("after kill {run}"));
+        if run % common::after_crash::read_only_every(4) == 0 {
+            common::after_crash::read_only_sees_what_read_write_sees(
+                &dir.join("db"),
+                &options(lsm_stress),
+                &format!("after kill {run}"),
+            );
+        }
         let db = Db::open(dir.join("db"), options(lsm_stress))
             .unwrap_or_else(|e| panic!("open after kill {run} failed: {e}"));
         // The open reports how long it took and its parts (stats and
@@ -307,6 +317,7 @@ fn run_crash_loop(sync: bool, lsm_stress: bool) {
         checked = checked.max(acked.len());
         acked_total += acked.len();
         db.close().expect("close");
+        common::after_crash::assert_check_clean(&dir.join("db"), &format!("after reopen {run}"));
     }
     // One line a script can read (scripts/crash-loop.sh).
     println!(

@@ -206,6 +206,14 @@ fn kill9_with_batches_across_keyspaces_is_all_or_nothing() {
         child.kill().expect("SIGKILL");
         child.wait().expect("reap");
 
+        common::after_crash::assert_check_clean(&dir.join("db"), &format!("after kill {run}"));
+        if run % common::after_crash::read_only_every(4) == 0 {
+            common::after_crash::read_only_sees_what_read_write_sees(
+                &dir.join("db"),
+                &options(),
+                &format!("after kill {run}"),
+            );
+        }
         let db = Db::open(dir.join("db"), options())
             .unwrap_or_else(|e| panic!("open after kill {run} failed: {e}"));
         let names = db.keyspaces();
@@ -274,6 +282,7 @@ fn kill9_with_batches_across_keyspaces_is_all_or_nothing() {
         torn += failures.len();
         acked_total += acked.len();
         db.close().expect("close");
+        common::after_crash::assert_check_clean(&dir.join("db"), &format!("after reopen {run}"));
     }
     println!(
         "keyspace crash loop: kills {kills}, acknowledged keys checked {acked_total}, lost \

@@ -11,10 +11,15 @@ use varve::fs::PosixFs;
 use varve::testing::FaultInjectingFs;
 use varve::{Db, Error, Options, WriteOptions};
 
+/// The fault-injecting file system, with the plain WAL: each WAL append
+/// meets the injected faults (a mapped log spends disk space only when it
+/// grows, and stores into it cannot fail; `tests/enospc.rs` fills real file
+/// systems under it). Blob values take the default, staged path.
 fn faulty() -> (FaultInjectingFs, Options) {
     let fs = FaultInjectingFs::new(Arc::new(PosixFs));
     let opts = Options {
         fs: Arc::new(fs.clone()),
+        wal_writer: varve::WalWriter::Plain,
         ..Options::default()
     };
     (fs, opts)

@@ -377,8 +377,20 @@ fn check_live_blob(
             "a crash left it being created ({size} bytes, no header): it holds no value"
         )));
     }
-    // Every read opens the file through its header.
-    let reader = BlobReader::open(view, path, false).map_err(problem)?;
+    // A read of a value opens the file through its header: a damaged one
+    // fails every pointer into the file, and those are checked (and
+    // blamed) one by one; with no live pointer into it no read needs it.
+    let reader = match BlobReader::open(view, path, false) {
+        Ok(r) => r,
+        Err(e) => {
+            let p = problem(e);
+            return Ok(Some(format!(
+                "header damaged at offset {}: {} (no read needs it unless a pointer names \
+                 this file, and each pointer is checked)",
+                p.offset, p.reason
+            )));
+        }
+    };
     // Chunk trailers, entries and the footer are read by no read of the
     // data (a value is read by its pointer, and checked against it): what
     // is wrong there is a note. Repair is what needs them.

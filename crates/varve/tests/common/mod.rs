@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod after_crash;
+
 use std::path::{Path, PathBuf};
 
 use varve::{Db, Options, ReadOptions};
