@@ -11,6 +11,11 @@
 #             (tests/blob_crash.rs): plain, during garbage collection, and
 #             with lanes by key; each kill must leave every acknowledged
 #             value readable (the test panics, naming the key, if not).
+# After every kill `varve check` (tools::check_db) must find no damage in
+# what the kill left, and again after the reopen; after every 4th kill
+# (VARVE_RO_VERIFY_EVERY) a read-only open must show exactly what a
+# read-write open of a copy shows (every keyspace, gets and scans both
+# ways) and leave the directory unchanged: a difference fails the run.
 # Prints, per mode, the kills, the acknowledged keys checked, the keys lost
 # and the torn batches (all must be 0); exits non-zero if any was lost.
 # A fresh database every 50 kills keeps each check bounded.
@@ -19,6 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 KILLS="${1:-1000}"
 export VARVE_CRASH_KILLS="$KILLS"
+export VARVE_RO_VERIFY_EVERY="${VARVE_RO_VERIFY_EVERY:-4}"
 status=0
 for test in kill9_with_sync_writes_loses_nothing_acknowledged \
             kill9_during_flush_and_compaction_loses_nothing_acknowledged; do

@@ -158,6 +158,15 @@ impl Error {
         }
     }
 
+    /// The error of an operation on `path` that the file system does not
+    /// offer (`ErrorKind::Unsupported`), saying what.
+    pub(crate) fn unsupported(path: &std::path::Path, what: &str) -> Error {
+        Error::io(
+            path,
+            std::io::Error::new(std::io::ErrorKind::Unsupported, what.to_string()),
+        )
+    }
+
     /// True for the error of an operation the file system does not offer
     /// (`ErrorKind::Unsupported`), such as in-place files on one without
     /// OS files: the caller falls back to another way.

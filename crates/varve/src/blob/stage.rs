@@ -575,14 +575,7 @@ pub(crate) fn apply_stage(
     // reports an old error.
     let mut copied: Vec<Copied> = Vec::new();
     let boot = fs.boot_id();
-    for stage in stage_paths(blob) {
-        let bytes = match read_whole(fs, &stage) {
-            Ok(b) => b,
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
+    for (stage, bytes) in staging_files(fs, blob)? {
         let parsed = parse_stage(&bytes, number, &boot);
         if let Ok(Staged {
             torn: Some(why), ..
@@ -676,14 +669,7 @@ pub(crate) fn unapplied_chunks(
     let mut chunks = Vec::new();
     let mut outcomes = Vec::new();
     let boot = fs.boot_id();
-    for stage in stage_paths(blob) {
-        let bytes = match read_whole(fs, &stage) {
-            Ok(b) => b,
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
+    for (_, bytes) in staging_files(fs, blob)? {
         match parse_stage(&bytes, number, &boot) {
             Ok(s) => {
                 if let Some(why) = s.torn {
@@ -712,6 +698,20 @@ pub(crate) fn unapplied_chunks(
         }
     }
     Ok((chunks, outcomes))
+}
+
+/// The staging files of blob file `blob` there are, in slot order, with
+/// their bytes.
+fn staging_files(fs: &dyn FileSystem, blob: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for stage in stage_paths(blob) {
+        match read_whole(fs, &stage) {
+            Ok(b) => out.push((stage, b)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }
 
 /// The whole of file `path`, read through `fs`.

@@ -513,12 +513,9 @@ impl FileSystem for FaultInjectingFs {
     ) -> Result<Arc<dyn InPlaceFile>> {
         self.check_alive(path)?;
         if self.switches.plain_files_only.load(Ordering::SeqCst) {
-            return Err(Error::io(
+            return Err(Error::unsupported(
                 path,
-                std::io::Error::new(
-                    std::io::ErrorKind::Unsupported,
-                    "in-place files turned off (FaultInjectingFs::plain_files_only)",
-                ),
+                "in-place files turned off (FaultInjectingFs::plain_files_only)",
             ));
         }
         if direct {

@@ -244,12 +244,9 @@ pub trait FileSystem: Send + Sync + Debug {
         direct: bool,
     ) -> Result<Arc<dyn InPlaceFile>> {
         let _ = (create, direct);
-        Err(crate::error::Error::io(
+        Err(crate::error::Error::unsupported(
             path,
-            std::io::Error::new(
-                std::io::ErrorKind::Unsupported,
-                "in-place writes are not supported by this file system",
-            ),
+            "in-place writes are not supported by this file system",
         ))
     }
     /// Whether this file system's paths are plain operating-system files, so

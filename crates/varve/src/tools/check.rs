@@ -447,6 +447,32 @@ fn kind_of_path(path: &Path) -> FileCheckKind {
     }
 }
 
+/// Checks each table, WAL and blob file of `names` (in `dir`) not in `out`
+/// yet on its own ([`check_file`]): what is left when no manifest says
+/// which files are live.
+fn check_each_on_its_own(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    out: &mut Vec<CheckedFile>,
+    progress: &mut impl FnMut(&Path),
+) {
+    for name in names {
+        let path = dir.join(name);
+        let kind = match filenames::parse(name) {
+            Some(FileKind::Table(_)) => FileCheckKind::Table,
+            Some(FileKind::Wal(_)) => FileCheckKind::Wal,
+            Some(FileKind::Blob(_)) => FileCheckKind::Blob,
+            _ => continue,
+        };
+        if out.iter().any(|c| c.path == path) {
+            continue;
+        }
+        progress(&path);
+        out.push(check_file(fs, &path, kind));
+    }
+}
+
 /// Checks every file of the database in `dir`, calling `progress` before
 /// each (see the module docs). Errors only if the directory cannot be
 /// listed; damage is reported per file.
@@ -472,17 +498,7 @@ pub fn check_db(
     out.push(cur);
     let Some(m) = live_manifest else {
         // Without a manifest to go by, every file is checked on its own.
-        for name in &names {
-            let path = dir.join(name);
-            let kind = match filenames::parse(name) {
-                Some(FileKind::Table(_)) => FileCheckKind::Table,
-                Some(FileKind::Wal(_)) => FileCheckKind::Wal,
-                Some(FileKind::Blob(_)) => FileCheckKind::Blob,
-                _ => continue,
-            };
-            progress(&path);
-            out.push(check_file(fs.as_ref(), &path, kind));
-        }
+        check_each_on_its_own(fs.as_ref(), dir, &names, &mut out, &mut progress);
         return Ok(out);
     };
 
@@ -535,20 +551,7 @@ pub fn check_db(
             match unchecked {
                 Ok((vs, view)) => (vs, view, None),
                 Err(_) => {
-                    for name in &names {
-                        let path = dir.join(name);
-                        let kind = match filenames::parse(name) {
-                            Some(FileKind::Table(_)) => FileCheckKind::Table,
-                            Some(FileKind::Wal(_)) => FileCheckKind::Wal,
-                            Some(FileKind::Blob(_)) => FileCheckKind::Blob,
-                            _ => continue,
-                        };
-                        if out.iter().any(|c| c.path == path) {
-                            continue;
-                        }
-                        progress(&path);
-                        out.push(check_file(fs.as_ref(), &path, kind));
-                    }
+                    check_each_on_its_own(fs.as_ref(), dir, &names, &mut out, &mut progress);
                     return Ok(out);
                 }
             }
