@@ -21,7 +21,8 @@
 //!
 //! Thread-safety: as the wrapper's (atomics and locks in the shared
 //! switches). Invariant: an image is only ever replaced by a later read of
-//! the file taken after a successful fdatasync began.
+//! the file taken after a successful fdatasync returned (reads and records
+//! happen under the images' lock, so a later read is recorded later).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -129,15 +130,16 @@ impl InPlaceFile for FaultyInPlace {
         self.inner.sync_data()?;
         // What the file holds now was all written before this sync
         // returned; bytes stored while it ran may be in it too (a real
-        // fdatasync may take them as well).
+        // fdatasync may take them as well). Read and recorded under the
+        // images' lock: two syncs of one file at once (a lane's sync
+        // outside its mutex and a seal's under it) must not record the
+        // earlier read last.
+        let mut images = self.switches.images.lock();
         let image = read_all(path)?;
         self.switches.syncs.fetch_add(1, Ordering::SeqCst);
         // Admitted before any crash, so it counts even if the crash came
         // while it ran (its caller is told it succeeded).
-        self.switches
-            .images
-            .lock()
-            .insert(path.to_path_buf(), image);
+        images.insert(path.to_path_buf(), image);
         Ok(())
     }
 }
