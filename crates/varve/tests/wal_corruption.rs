@@ -219,3 +219,48 @@ fn garbage_in_the_middle_is_corruption_naming_file_and_offset() {
         other => panic!("expected corruption, got {other:?}"),
     }
 }
+
+/// A page of the newest WAL lost before valid records (what a power cut
+/// can leave of pages no fdatasync covered): after a `kill -9` (the same
+/// boot in `BOOT_ID`) it is damage and the open refuses it; after a
+/// restart (another boot id) the log ends there and the database is the
+/// prefix of the writes before it, reported as a cut tail.
+#[test]
+fn a_wal_hole_is_damage_without_a_restart_and_the_end_after_one() {
+    let dir = common::fast_tempdir();
+    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let value = |i: u32| vec![(i % 251) as u8; 700];
+    for i in 0..100u32 {
+        db.put(format!("k{i:03}"), value(i)).expect("put");
+    }
+    common::close_as_if_crashed(db);
+    let wal = common::wal_files(dir.path()).pop().expect("a WAL");
+    let mut bytes = std::fs::read(&wal).expect("read");
+    bytes[16384..20480].fill(0);
+    std::fs::write(&wal, &bytes).expect("write");
+    let saved = common::fast_tempdir();
+    common::copy_dir(dir.path(), saved.path());
+
+    let e = Db::open(dir.path(), Options::default()).expect_err("the same boot: damage");
+    assert!(matches!(e, Error::Corruption { .. }), "{e}");
+
+    common::copy_dir(saved.path(), dir.path());
+    std::fs::write(dir.path().join("BOOT_ID"), [b'0'; 36]).expect("another boot");
+    let db = Db::open(dir.path(), Options::default()).expect("after a restart: the end");
+    let cut = &db.debug().recovery_report().truncated;
+    assert_eq!(cut.len(), 1, "{cut:?}");
+    assert!(cut[0].reason.contains("power cut"), "{cut:?}");
+    let present: Vec<bool> = (0..100u32)
+        .map(|i| db.get(format!("k{i:03}")).expect("get").is_some())
+        .collect();
+    let kept = present.iter().take_while(|&&p| p).count();
+    assert!(kept > 0 && kept < 100, "{kept} writes before the hole");
+    assert!(
+        present[kept..].iter().all(|&p| !p),
+        "a prefix of the writes"
+    );
+    for i in 0..kept as u32 {
+        assert_eq!(db.get(format!("k{i:03}")).expect("get"), Some(value(i)));
+    }
+    db.close().expect("close");
+}

@@ -208,6 +208,37 @@ mod tests {
         Ok((out, o))
     }
 
+    /// A page of the log lost to a power cut (zeros) before valid
+    /// records: damage under `Holes::Refuse`, the end of the log under
+    /// `Holes::EndLog`, with every record before it delivered.
+    #[test]
+    fn a_hole_before_valid_records_is_damage_or_the_end_as_asked() {
+        let dir = tempfile::tempdir().expect("dir");
+        let big = vec![5u8; 3000];
+        let recs: Vec<&[u8]> = (0..12).map(|_| big.as_slice()).collect();
+        let path = build(dir.path(), 4, &recs);
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes[8192..12288].fill(0);
+        std::fs::write(&path, &bytes).expect("write");
+        let e = collect(&path, 4).expect_err("refused");
+        assert!(e.to_string().contains("a valid record follows"), "{e}");
+        let mut got = 0;
+        let o = replay_with(&PosixFs, &path, 4, Holes::EndLog, |_, _| {
+            got += 1;
+            Ok(())
+        })
+        .expect("ends the log");
+        assert_eq!(o.records, got);
+        assert!(got >= 2 && got < 12, "{got} records before the hole");
+        match o.tail {
+            TailStatus::Truncated { offset, reason } => {
+                assert!(offset <= 8192, "{offset}");
+                assert!(reason.contains("power cut"), "{reason}");
+            }
+            TailStatus::Clean => panic!("the hole is a cut tail"),
+        }
+    }
+
     #[test]
     fn v2_roundtrip_tail_and_corruption() {
         let dir = tempfile::tempdir().expect("dir");
