@@ -447,6 +447,14 @@ fn kind_of_path(path: &Path) -> FileCheckKind {
     }
 }
 
+/// Whether `name` is a file that holds data (a WAL, a table, a blob file).
+fn holds_data(name: &str) -> bool {
+    matches!(
+        filenames::parse(name),
+        Some(FileKind::Wal(_) | FileKind::Table(_) | FileKind::Blob(_))
+    )
+}
+
 /// Checks each table, WAL and blob file of `names` (in `dir`) not in `out`
 /// yet on its own ([`check_file`]): what is left when no manifest says
 /// which files are live.
@@ -489,6 +497,22 @@ pub fn check_db(
     let mut out = Vec::new();
     let current = dir.join(crate::version::manifest::CURRENT);
     progress(&current);
+    if !fs.exists(&current)? && !names.iter().any(|n| holds_data(n)) {
+        // What a crash while the database was being created leaves (its
+        // first manifest is written before `CURRENT` names it): an open
+        // creates the database anew, so nothing is damaged.
+        out.push(CheckedFile {
+            path: current,
+            kind: FileCheckKind::Current,
+            problem: None,
+            note: Some(
+                "missing, and no WAL, table or blob file either: a database a crash left \
+                 while it was being created (an open creates it anew)"
+                    .into(),
+            ),
+        });
+        return Ok(out);
+    }
     let cur = check_file(fs.as_ref(), &current, FileCheckKind::Current);
     let live_manifest = if cur.problem.is_none() {
         read_current(fs.as_ref(), dir).ok()
@@ -701,4 +725,35 @@ pub fn check_db(
         );
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::PosixFs;
+
+    fn problems(dir: &Path) -> Vec<String> {
+        check_db(Arc::new(PosixFs), dir, |_| {})
+            .expect("check")
+            .into_iter()
+            .filter_map(|c| {
+                c.problem
+                    .map(|p| format!("{}: {}", c.path.display(), p.reason))
+            })
+            .collect()
+    }
+
+    /// A crash while a database was being created leaves a manifest and no
+    /// `CURRENT`: an open creates the database anew, so check calls it
+    /// clean; with a data file there, `CURRENT` was lost, which the open
+    /// refuses and check flags.
+    #[test]
+    fn a_database_cut_while_being_created_is_not_damage() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("MANIFEST-000001"), b"half").expect("write");
+        assert_eq!(problems(dir.path()), Vec::<String>::new());
+        std::fs::write(dir.path().join("000002.log"), b"records").expect("write");
+        let found = problems(dir.path());
+        assert!(found.iter().any(|p| p.contains("CURRENT")), "{found:?}");
+    }
 }
