@@ -229,7 +229,7 @@ mod tests {
         })
         .expect("ends the log");
         assert_eq!(o.records, got);
-        assert!(got >= 2 && got < 12, "{got} records before the hole");
+        assert!((2..12).contains(&got), "{got} records before the hole");
         match o.tail {
             TailStatus::Truncated { offset, reason } => {
                 assert!(offset <= 8192, "{offset}");
