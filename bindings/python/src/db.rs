@@ -41,7 +41,7 @@ fn write_options(sync: bool) -> varve::WriteOptions {
 /// from one limit; ``read_only=True`` opens an existing database without
 /// changing anything (writes raise ``ReadOnlyError``); ``io_engine`` is
 /// ``'io_uring'`` (the default, where the kernel has it) or ``'sync'``;
-/// ``ttl`` (seconds, at least 1) hides and drops entries older than it
+/// ``ttl`` (seconds, at least 0.001) hides and drops entries older than it
 /// (never early, late by at most a few seconds).
 ///
 /// Keys and values are ``bytes`` (any bytes-like object is accepted).

@@ -65,7 +65,9 @@ impl OpenArgs {
         }
         if let Some(secs) = self.ttl {
             o.ttl = Some(std::time::Duration::try_from_secs_f64(secs).map_err(|_| {
-                Error::InvalidArgument(format!("ttl must be a number of seconds >= 1, not {secs}"))
+                Error::InvalidArgument(format!(
+                    "ttl must be a number of seconds of at least 0.001, not {secs}"
+                ))
             })?);
         }
         Ok(o)

@@ -145,8 +145,11 @@ def test_options(tmp_path) -> None:
         varve.Db(tmp_path / "c", memory_budget=1 << 20)
     with pytest.raises(TypeError):
         varve.Db(tmp_path / "c", no_such_option=1)
+    # Sub-second TTLs are honoured; under a millisecond they are refused.
+    with varve.Db(tmp_path / "d", ttl=0.5) as db:
+        db[b"k"] = b"v"
     with pytest.raises(varve.InvalidArgumentError, match="ttl"):
-        varve.Db(tmp_path / "c", ttl=0.5)
+        varve.Db(tmp_path / "c", ttl=0.0005)
     with pytest.raises(varve.InvalidArgumentError, match="ttl"):
         varve.Db(tmp_path / "c", ttl=-1.0)
 
