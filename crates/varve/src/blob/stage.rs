@@ -705,27 +705,13 @@ pub(crate) fn unapplied_chunks(
 fn staging_files(fs: &dyn FileSystem, blob: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let mut out = Vec::new();
     for stage in stage_paths(blob) {
-        match read_whole(fs, &stage) {
+        match crate::io::read_file(fs, &stage) {
             Ok(b) => out.push((stage, b)),
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
     }
     Ok(out)
-}
-
-/// The whole of file `path`, read through `fs`.
-fn read_whole(fs: &dyn FileSystem, path: &Path) -> Result<Vec<u8>> {
-    let mut f = fs.open_sequential(path)?;
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            return Ok(out);
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
 }
 
 /// fdatasyncs `f` (blob file `blob`) after `copied` was written into it.

@@ -32,20 +32,8 @@ pub(crate) fn restarted_since_last_open(fs: &dyn FileSystem, dir: &Path) -> Resu
     if !fs.exists(&path)? {
         return Ok(false);
     }
-    let mut f = fs.open_sequential(&path)?;
-    let mut buf = [0u8; 64];
-    let mut n = 0;
-    loop {
-        let got = f.read(&mut buf[n..])?;
-        if got == 0 {
-            break;
-        }
-        n += got;
-        if n == buf.len() {
-            break;
-        }
-    }
-    Ok(n != 36 || buf[..36] != fs.boot_id())
+    let id = crate::io::read_file(fs, &path)?;
+    Ok(id[..] != fs.boot_id()[..])
 }
 
 /// Records this boot in `dir` (the caller syncs the directory).

@@ -103,6 +103,21 @@ pub trait RandomAccessFile: Send + Sync + Debug {
     }
 }
 
+/// The whole of file `path`, read front to back through `fs` (the WAL
+/// reader, the staging files of a crash, `BOOT_ID`).
+pub(crate) fn read_file(fs: &dyn FileSystem, path: &Path) -> Result<Vec<u8>> {
+    let mut file = fs.open_sequential(path)?;
+    let mut data = Vec::new();
+    let mut chunk = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(data);
+        }
+        data.extend_from_slice(&chunk[..n]);
+    }
+}
+
 /// The kernel's id of this boot, read once.
 pub(crate) fn machine_boot_id() -> [u8; 36] {
     static ID: std::sync::OnceLock<[u8; 36]> = std::sync::OnceLock::new();

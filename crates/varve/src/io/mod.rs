@@ -31,6 +31,7 @@ pub(crate) use direct::AlignedBuf;
 pub use fault::{FaultInjectingFs, ReadRecord};
 #[cfg(any(test, feature = "testing"))]
 pub use fault_read::ReadFault;
+pub(crate) use fs::read_file;
 pub use fs::{
     FileLock, FileSystem, InPlaceFile, LogFile, Preallocate, RandomAccessFile, SequentialFile,
     WritableFile,

@@ -60,7 +60,7 @@ pub(crate) fn replay_with(
     holes: Holes,
     mut f: impl FnMut(&[u8], u64) -> Result<()>,
 ) -> Result<ReplayOutcome> {
-    let data = read_all(fs, path)?;
+    let data = crate::io::read_file(fs, path)?;
     let low = format::log_low(log_number);
     match v2_header(&data) {
         Some((version, n, header_low)) if version == WAL_FORMAT_V2 => {
@@ -87,19 +87,6 @@ pub(crate) fn replay_with(
             }
             replay_with_block_size(fs, path, log_number, format::BLOCK_SIZE, f)
         }
-    }
-}
-
-fn read_all(fs: &dyn FileSystem, path: &Path) -> Result<Vec<u8>> {
-    let mut file = fs.open_sequential(path)?;
-    let mut data = Vec::new();
-    let mut chunk = vec![0u8; 1 << 16];
-    loop {
-        let n = file.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(data);
-        }
-        data.extend_from_slice(&chunk[..n]);
     }
 }
 
