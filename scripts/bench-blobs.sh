@@ -59,8 +59,8 @@ COMMON=(--key_size=16 --value_size=4096 --compression_type=none --histogram=0)
 declare -A ENGINE_FLAGS=(
     [varve-blob]="--engine=varve --enable_blob_files=true --min_blob_size=$MIN"
     [varve]="--engine=varve"
-    [rocksdb-blob]="--engine=rocksdb --enable_blob_files=true --min_blob_size=$MIN"
-    [rocksdb]="--engine=rocksdb"
+    [rocksdb-blob]="--engine=rocksdb --enable_blob_files=true --min_blob_size=$MIN ${ROCKSDB_FLAGS:---tuned}"
+    [rocksdb]="--engine=rocksdb ${ROCKSDB_FLAGS:---tuned}"
 )
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true; }
@@ -74,7 +74,8 @@ run() {
     local before after out
     before=$(disk_reads)
     # shellcheck disable=SC2086
-    out=$("$BIN" ${ENGINE_FLAGS[$engine]} "${COMMON[@]}" "$@" 2>&1) || {
+    # The engine's own flags last: they override the shared ones.
+    out=$("$BIN" "${COMMON[@]}" "$@" ${ENGINE_FLAGS[$engine]} 2>&1) || {
         echo "$section | $engine | $rep | FAILED: $(echo "$out" | tail -3 | tr '\n' ' ')"
         return
     }

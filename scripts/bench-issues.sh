@@ -12,6 +12,9 @@
 #   DB_DIR    where databases live (default /tmp/varve-bench-issues); needs
 #             ~21 GB; the same filesystem disk-limits.sh measures
 #   REPS      repetitions of each measurement (default 3), interleaved
+#   ROCKSDB_FLAGS  flags of the RocksDB runs only, after the shared ones so
+#             they override them (default --tuned: the tuning guide's
+#             configuration, printed by each run); VARVE_FLAGS the same for varve
 #   KEEP=1    keep the databases (they are reused by a later run when present)
 #   OLD       a varve-bench of an earlier commit: the regression check. Each
 #             varve run is repeated right after with OLD on its own
@@ -72,10 +75,18 @@ mkdir -p "$DB_DIR"
 # the same run of OLD on the "-old" twin of its database.
 RESULTS="$(mktemp "${TMPDIR:-/tmp}/bench-issues.XXXXXX")"
 trap 'rm -f "$RESULTS"' EXIT
+# Engine-specific flags (ROCKSDB_FLAGS, default --tuned: RocksDB as its
+# tuning guide configures it; VARVE_FLAGS, default none) come last, so they
+# override the shared ones.
+ROCKSDB_FLAGS="${ROCKSDB_FLAGS:---tuned}"
+VARVE_FLAGS="${VARVE_FLAGS:-}"
 one() { # BIN LABEL ENGINE FLAGS...
-    local bin="$1" label="$2" engine="$3"
+    local bin="$1" label="$2" engine="$3" own
     shift 3
-    "$bin" --engine="$engine" --compression_type=none "$@" 2>&1 \
+    own="$VARVE_FLAGS"
+    if [ "$engine" = rocksdb ]; then own="$ROCKSDB_FLAGS"; fi
+    # shellcheck disable=SC2086
+    "$bin" --engine="$engine" --compression_type=none "$@" $own 2>&1 \
         | grep -E '^[a-z]+ +:' | sed "s/^/$label | /" | tee -a "$RESULTS" || true
 }
 run() {

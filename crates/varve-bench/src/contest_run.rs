@@ -58,7 +58,13 @@ pub struct PhaseReport {
     pub write_bytes: u64,
     /// CPU seconds (user + system, all threads) the phase's work took.
     pub cpu_secs: f64,
+    /// Every option the engine ran with in this phase (the
+    /// `contest-options:` line before the report line).
+    pub options: Vec<String>,
 }
+
+/// The prefix of the line a phase prints its engine's options on, as JSON.
+const OPTIONS_LINE: &str = "contest-options: ";
 
 impl PhaseReport {
     /// The `contest-phase:` line.
@@ -127,6 +133,11 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
     let t0 = Instant::now();
     let opened = engine::open(flags, path)?;
     let open_secs = t0.elapsed().as_secs_f64();
+    writeln!(
+        out,
+        "{OPTIONS_LINE}{}",
+        serde_json::to_string(&opened.options)?
+    )?;
     let threads_started = AtomicU64::new(0);
     let ctx = Ctx {
         flags,
@@ -172,6 +183,7 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
         read_bytes: io1.0.saturating_sub(io0.0),
         write_bytes: io1.1.saturating_sub(io0.1),
         cpu_secs,
+        options: Vec::new(),
     };
     if flags.contest_stats {
         // Before the report line: the run kills the write phase on it.
@@ -207,9 +219,14 @@ fn spawn_phase(flags: &Flags, db: &Path, phase: &str) -> Result<PhaseReport> {
         .with_context(|| format!("starting {} for the {phase} phase", exe.display()))?;
     let stdout = child.stdout.take().context("the phase's stdout")?;
     let mut report = None;
+    let mut options = Vec::new();
     for line in BufReader::new(stdout).lines() {
         let line = line.context("reading the phase's output")?;
-        if let Some(r) = PhaseReport::parse(&line) {
+        if let Some(json) = line.strip_prefix(OPTIONS_LINE) {
+            options = serde_json::from_str(json).context("the phase's options line")?;
+        }
+        if let Some(mut r) = PhaseReport::parse(&line) {
+            r.options = std::mem::take(&mut options);
             report = Some(r);
             if phase == "write" {
                 // The contest's kill -9, right after the last
@@ -300,8 +317,11 @@ pub fn run(flags: &Flags, db: &Path, out: &mut dyn Write) -> Result<Vec<RunResul
     )?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut reports = Vec::new();
-    for phase in phases {
+    for (i, phase) in phases.into_iter().enumerate() {
         let r = spawn_phase(flags, db, phase)?;
+        if i == 0 {
+            writeln!(out, "{}", report::options_block(&r.options))?;
+        }
         writeln!(
             out,
             "contest: {phase} done in {:.3} s (open {:.3} s, peak RSS {:.2} GiB, CPU {:.1} s: {:.0}% of {cores} cores)",
@@ -363,6 +383,7 @@ pub fn run(flags: &Flags, db: &Path, out: &mut dyn Write) -> Result<Vec<RunResul
                 message: &message,
                 line: &line,
                 notes: &[],
+                engine_options: &r.options,
                 peak_rss_bytes: Some(r.peak_rss),
                 peak_rss_scope: "process",
                 proc_io_write_bytes: Some(r.write_bytes),
@@ -408,6 +429,7 @@ mod tests {
             read_bytes: 7,
             write_bytes: 9,
             cpu_secs: 2.75,
+            options: Vec::new(),
         };
         assert_eq!(PhaseReport::parse(&r.line()), Some(r));
         assert_eq!(PhaseReport::parse("fillseq : 1 ops"), None);

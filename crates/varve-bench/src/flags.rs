@@ -4,12 +4,15 @@
 //! db_bench's gflags spellings (`-num=10`, `-histogram`) into clap's
 //! (`--num=10`, `--histogram`), so a db_bench command line runs unchanged.
 //! Boolean flags take `=true|false|1|0|yes|no`, or no value for `true`.
-//! Flags db_bench knows but this tool does not are dropped with one line on
-//! stderr each (never silently). [`Flags`] is plain data, serialised whole into
+//! Flags db_bench knows but this tool does not are refused with an error:
+//! a dropped flag would change what is measured. db_bench's LSM tuning flags
+//! live in [`crate::tuning`]. [`Flags`] is plain data, serialised whole into
 //! every JSON record.
 
 use clap::{CommandFactory, Parser};
 use serde::Serialize;
+
+use crate::tuning::LsmFlags;
 
 const ABOUT: &str = "db_bench-compatible benchmark for varve, with RocksDB and fjall side by side";
 
@@ -69,11 +72,11 @@ Blob files (--enable_blob_files; without it the other blob flags do nothing):
   varve    Options::min_blob_size = --min_blob_size; blob_file_size,
            enable_blob_garbage_collection, blob_garbage_collection_ratio and
            blob_garbage_collection_force_threshold from the same-named flags
-           (not given: varve's defaults, GC on, 0.25, 0.5). varve picks blob
+           (not given: GC off as in db_bench; varve's 0.25 and 0.5). varve picks blob
            files for GC by garbage share, not by age, so
            --blob_garbage_collection_age_cutoff is an error.
   rocksdb  the integrated BlobDB: enable_blob_files, min_blob_size,
-           blob_file_size, enable_blob_garbage_collection (true unless given),
+           blob_file_size, enable_blob_garbage_collection (false unless given),
            blob_garbage_collection_age_cutoff (0.25) and
            blob_garbage_collection_force_threshold (1.0), db_bench's names.
            RocksDB picks by age: --blob_garbage_collection_ratio is an error.
@@ -88,8 +91,7 @@ Blob files (--enable_blob_files; without it the other blob flags do nothing):
   table blocks).
 
 Differences from db_bench: --compression_type defaults to none (db_bench:
-snappy); --enable_blob_garbage_collection defaults to true (db_bench: false)
-and blob values are never compressed (db_bench: --blob_compression_type,
+snappy); blob values are never compressed (db_bench: --blob_compression_type,
 snappy); the (X of Y found) message sums all threads (db_bench shows thread
 0's); flush and waitforcompaction also print a result line.
 
@@ -239,9 +241,9 @@ pub struct Flags {
     pub blob_lanes_by_key: Option<bool>,
 
     /// Relocate the live values of blob files that are mostly garbage during
-    /// compaction. Not given: true (db_bench: false). varve and rocksdb:
-    /// `enable_blob_garbage_collection`; fjall always collects, so false sets
-    /// its age cutoff to 0 (nothing is relocated).
+    /// compaction. Not given: false, db_bench's default, on every engine.
+    /// varve and rocksdb: `enable_blob_garbage_collection`; fjall always
+    /// collects, so false sets its age cutoff to 0 (nothing is relocated).
     #[arg(long, num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = parse_bool)]
     pub enable_blob_garbage_collection: Option<bool>,
@@ -410,6 +412,11 @@ pub struct Flags {
     /// Append one JSON object per workload to this file (newline-delimited).
     #[arg(long)]
     pub json: Option<String>,
+
+    /// db_bench's LSM tuning flags and `--tuned` (see `tuning.rs`).
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub lsm: LsmFlags,
 }
 
 impl Flags {
@@ -420,9 +427,17 @@ impl Flags {
         S: Into<String>,
     {
         let args: Vec<String> = args.into_iter().map(Into::into).collect();
-        let (args, dropped) = normalize_args(&args);
-        for d in dropped {
-            eprintln!("varve-bench: ignoring flag {d} (not a varve-bench flag)");
+        let (args, unknown) = normalize_args(&args);
+        if !unknown.is_empty() {
+            // A flag that would change what is measured is never dropped.
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::UnknownArgument,
+                format!(
+                    "{}: not a varve-bench flag (db_bench flags it does not map are \
+                     refused, never dropped; see --help)\n",
+                    unknown.join(" ")
+                ),
+            ));
         }
         let mut flags = Flags::try_parse_from(&args)?;
         flags.argv = args.into_iter().skip(1).collect();
@@ -453,9 +468,9 @@ impl Flags {
     }
 
     /// Whether blob garbage collection is on (`--enable_blob_garbage_collection`,
-    /// true when not given).
+    /// false when not given, as in db_bench).
     pub fn blob_gc(&self) -> bool {
-        self.enable_blob_garbage_collection.unwrap_or(true)
+        self.enable_blob_garbage_collection.unwrap_or(false)
     }
 
     /// `--blob_garbage_collection_age_cutoff`, 0.25 when not given.
@@ -602,7 +617,7 @@ mod tests {
         let f = parse(&[]);
         assert!(!f.enable_blob_files);
         assert_eq!((f.min_blob_size, f.blob_file_size), (0, 256 << 20));
-        assert!(f.blob_gc());
+        assert!(!f.blob_gc(), "off unless asked, as in db_bench");
         assert_eq!(f.blob_gc_age_cutoff(), 0.25);
         assert_eq!(f.blob_gc_force_threshold(), 1.0);
         let f = parse(&[
@@ -686,15 +701,64 @@ mod tests {
 
     #[test]
     fn negative_numbers_and_unknown_flags() {
-        let f = parse(&[
-            "-reads=-1",
-            "-num=7",
-            "-max_background_jobs=4",
-            "--statistics",
-        ]);
+        let f = parse(&["-reads=-1", "-num=7", "-max_background_jobs=4"]);
         assert_eq!(f.reads(), 7);
-        let (_, dropped) =
-            normalize_args(&["x".into(), "-max_background_jobs=4".into(), "-num=3".into()]);
-        assert_eq!(dropped, vec!["-max_background_jobs=4".to_string()]);
+        assert_eq!(f.lsm.max_background_jobs, Some(4), "mapped, not dropped");
+        let (_, dropped) = normalize_args(&["x".into(), "-statistics".into(), "-num=3".into()]);
+        assert_eq!(dropped, vec!["-statistics".to_string()]);
+        let err = Flags::parse_from_args(["varve-bench", "--statistics", "--num=3"])
+            .expect_err("an unknown flag is refused");
+        assert!(err.to_string().contains("--statistics"), "{err}");
+    }
+
+    #[test]
+    fn every_tuning_flag_parses_with_db_bench_names() {
+        let f = parse(&[
+            "-max_background_jobs=4",
+            "-max_write_buffer_number=6",
+            "-min_write_buffer_number_to_merge=2",
+            "-bytes_per_sync=1048576",
+            "-wal_bytes_per_sync=1048576",
+            "-enable_pipelined_write=false",
+            "-allow_concurrent_memtable_write=true",
+            "-unordered_write=false",
+            "-level0_slowdown_writes_trigger=30",
+            "-level0_stop_writes_trigger=40",
+            "-max_bytes_for_level_base=536870912",
+            "-max_bytes_for_level_multiplier=8",
+            "-level_compaction_dynamic_level_bytes=true",
+            "-target_file_size_base=134217728",
+            "-compaction_readahead_size=4194304",
+            "-block_size=16384",
+            "-cache_index_and_filter_blocks=true",
+            "-pin_l0_filter_and_index_blocks_in_cache=true",
+            "-use_blob_cache=true",
+            "-blob_cache_size=67108864",
+            "-rate_limiter_bytes_per_sec=104857600",
+            "-optimize_filters_for_hits=true",
+            "-tuned",
+        ]);
+        assert_eq!(f.lsm.given().len(), 22, "{:?}", f.lsm.given());
+        assert!(f.lsm.tuned);
+        assert_eq!(f.lsm.max_bytes_for_level_base, Some(512 << 20));
+        assert_eq!(f.lsm.enable_pipelined_write, Some(false));
+        let json = serde_json::to_value(&f).expect("serialises");
+        assert_eq!(
+            json["max_write_buffer_number"], 6,
+            "flattened into the record"
+        );
+    }
+
+    #[test]
+    fn engine_flags_after_shared_ones_win() {
+        // The scripts put engine-specific flags after the shared ones.
+        let f = parse(&[
+            "--cache_size=1000",
+            "--max_background_jobs=2",
+            "--cache_size=2000",
+            "-max_background_jobs=8",
+        ]);
+        assert_eq!(f.cache_size, 2000);
+        assert_eq!(f.lsm.max_background_jobs, Some(8));
     }
 }

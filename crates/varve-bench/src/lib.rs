@@ -14,5 +14,6 @@ pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod tuning;
 pub mod valuegen;
 pub mod workloads;

@@ -46,6 +46,8 @@ pub struct Record<'a> {
     pub line: &'a str,
     /// Flags the engine ignored, and what it did instead of what was asked.
     pub notes: &'a [String],
+    /// Every option the engine ran with (`engine::Opened::options`).
+    pub engine_options: &'a [String],
     /// Peak resident set size in bytes (`VmHWM`).
     pub peak_rss_bytes: Option<u64>,
     /// `workload` when VmHWM was reset before this workload, else `process`.
@@ -85,6 +87,37 @@ pub fn message(s: &Summary, msg: &str) -> String {
         }
         _ => msg.to_string(),
     }
+}
+
+/// The `Options:` lines printed under the header: each option set
+/// explicitly, and how many more the engine's own options file lists (those
+/// are in the JSON records).
+pub fn options_block(options: &[String]) -> String {
+    let from_file = options
+        .iter()
+        .filter(|o| o.starts_with(crate::engine::FROM_FILE))
+        .count();
+    let mut s = String::from("Options:");
+    let mut width = 8;
+    for o in options
+        .iter()
+        .filter(|o| !o.starts_with(crate::engine::FROM_FILE))
+    {
+        if width + o.len() + 1 > 100 {
+            s.push_str("\n        ");
+            width = 8;
+        }
+        s.push(' ');
+        s.push_str(o);
+        width += o.len() + 1;
+    }
+    if from_file > 0 {
+        s.push_str(&format!(
+            "\n         (+ {from_file} options as the engine wrote them in its options file: see the JSON record)"
+        ));
+    }
+    s.push_str("\n------------------------------------------------");
+    s
 }
 
 /// The db_bench-like header.
@@ -281,6 +314,7 @@ mod tests {
             message: "(9 of 10 found)",
             line: "readrandom : ...",
             notes: &notes,
+            engine_options: &[],
             peak_rss_bytes: Some(1 << 20),
             peak_rss_scope: "workload",
             proc_io_write_bytes: Some(4096),

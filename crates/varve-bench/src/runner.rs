@@ -88,6 +88,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
     }
     let version = opened.engine.version();
     writeln!(out, "{}", report::header(flags, &version, &path, seed))?;
+    writeln!(out, "{}", report::options_block(&opened.options))?;
     let mut results = Vec::new();
     let threads_started = AtomicU64::new(0);
     for name in &names {
@@ -166,6 +167,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
                     message: &message,
                     line: &line,
                     notes: &notes,
+                    engine_options: &opened.options,
                     peak_rss_bytes: report::peak_rss(),
                     peak_rss_scope: scope,
                     proc_io_write_bytes: io,

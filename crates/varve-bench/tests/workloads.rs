@@ -197,7 +197,7 @@ fn binary_accepts_db_bench_command_line() {
             "-benchmarks=fillseq,readrandom",
             "-num=100",
             "-histogram=0",
-            "-statistics",
+            "-max_write_buffer_number=4",
         ])
         .output()
         .expect("binary runs");
@@ -215,7 +215,28 @@ fn binary_accepts_db_bench_command_line() {
         line.contains(" micros/op ") && line.ends_with("(100 of 100 found)"),
         "{line}"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ignoring flag -statistics"));
+    assert!(
+        stdout.contains("max_immutable_memtables: 3"),
+        "mapped: {stdout}"
+    );
+    for (flag, why) in [
+        ("-statistics", "-statistics: not a varve-bench flag"),
+        (
+            "-max_background_jobs=4",
+            "--max_background_jobs=4: a RocksDB option varve has no equivalent for",
+        ),
+    ] {
+        let refused = std::process::Command::new(env!("CARGO_BIN_EXE_varve-bench"))
+            .args(["-benchmarks=fillseq", "-num=10", flag])
+            .output()
+            .expect("binary runs");
+        assert!(
+            !refused.status.success(),
+            "{flag} is refused, never dropped"
+        );
+        let err = String::from_utf8_lossy(&refused.stderr);
+        assert!(err.contains(why), "{flag}: {err}");
+    }
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_varve-bench"))
         .arg("--help")
         .output()
@@ -254,6 +275,143 @@ fn rocksdb_gets_the_flags() {
         assert!(text.contains(want), "{want} missing from RocksDB OPTIONS");
     }
     assert!(!text.contains("compression=kLZ4Compression"));
+}
+
+/// The newest OPTIONS file RocksDB wrote in `db`, as text.
+#[cfg(feature = "rocksdb")]
+fn rocksdb_options_text(db: &std::path::Path) -> String {
+    let file = varve_bench::engine::rocksdb::latest_options_file(db).expect("OPTIONS file");
+    std::fs::read_to_string(file).expect("reads OPTIONS")
+}
+
+/// Every tuning flag db_bench has reaches RocksDB: read back from the
+/// OPTIONS file RocksDB wrote itself (the rate limiter and the blob cache
+/// are objects it does not write there: the option lines of the report
+/// show them).
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_gets_every_tuning_flag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let json = dir.path().join("r.jsonl");
+    let (_, out) = run_with(
+        "rocksdb",
+        &[
+            "--benchmarks=fillseq,flush",
+            "-max_background_jobs=5",
+            "-max_write_buffer_number=7",
+            "-min_write_buffer_number_to_merge=2",
+            "-bytes_per_sync=2097152",
+            "-wal_bytes_per_sync=3145728",
+            "-enable_pipelined_write=false",
+            "-allow_concurrent_memtable_write=false",
+            "-level0_slowdown_writes_trigger=31",
+            "-level0_stop_writes_trigger=41",
+            "-max_bytes_for_level_base=536870912",
+            "-max_bytes_for_level_multiplier=8",
+            "-level_compaction_dynamic_level_bytes=true",
+            "-target_file_size_base=134217728",
+            "-compaction_readahead_size=4194304",
+            "-block_size=16384",
+            "-cache_index_and_filter_blocks=true",
+            "-pin_l0_filter_and_index_blocks_in_cache=true",
+            "-optimize_filters_for_hits=true",
+            "-enable_blob_files",
+            "-min_blob_size=1024",
+            "-use_blob_cache",
+            "-blob_cache_size=16777216",
+            "-rate_limiter_bytes_per_sec=1073741824",
+            "-use_direct_io_for_flush_and_compaction=true",
+            &format!("--json={}", json.display()),
+            &format!("--db={}", db.display()),
+        ],
+    );
+    let text = rocksdb_options_text(&db);
+    for want in [
+        "max_background_jobs=5",
+        "max_write_buffer_number=7",
+        "min_write_buffer_number_to_merge=2",
+        "bytes_per_sync=2097152",
+        "wal_bytes_per_sync=3145728",
+        "enable_pipelined_write=false",
+        "allow_concurrent_memtable_write=false",
+        "level0_slowdown_writes_trigger=31",
+        "level0_stop_writes_trigger=41",
+        "max_bytes_for_level_base=536870912",
+        "max_bytes_for_level_multiplier=8",
+        "level_compaction_dynamic_level_bytes=true",
+        "target_file_size_base=134217728",
+        "compaction_readahead_size=4194304",
+        "block_size=16384",
+        "cache_index_and_filter_blocks=true",
+        "pin_l0_filter_and_index_blocks_in_cache=true",
+        "optimize_filters_for_hits=true",
+        "enable_blob_files=true",
+        "enable_blob_garbage_collection=false",
+        "use_direct_io_for_flush_and_compaction=true",
+    ] {
+        assert!(
+            text.contains(want),
+            "{want} missing from RocksDB's OPTIONS file"
+        );
+    }
+    for want in [
+        "rate_limiter_bytes_per_sec=1073741824",
+        "blob_cache_size=16777216",
+    ] {
+        assert!(out.contains(want), "{want} missing from the report: {out}");
+    }
+    // The JSON record holds every option of the OPTIONS file.
+    let rec: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&json)
+            .expect("json")
+            .lines()
+            .next()
+            .expect("a record"),
+    )
+    .expect("a JSON record");
+    let opts = rec["engine_options"].as_array().expect("engine_options");
+    assert!(opts.len() > 100, "{} options", opts.len());
+}
+
+/// Without tuning flags RocksDB runs with db_bench's defaults (pipelined
+/// writes on, static level sizes, blob GC off); `--tuned` gives it the
+/// tuning guide's configuration.
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_defaults_are_db_bench_and_tuned_is_the_guide() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let base = ["--benchmarks=fillseq", "--num=100", "--enable_blob_files"];
+    let mut args: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    args.push(format!("--db={}", db.display()));
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    run_with("rocksdb", &a);
+    let text = rocksdb_options_text(&db);
+    for want in [
+        "enable_pipelined_write=true",
+        "level_compaction_dynamic_level_bytes=false",
+        "enable_blob_garbage_collection=false",
+        "max_background_jobs=2",
+        "max_write_buffer_number=2",
+    ] {
+        assert!(text.contains(want), "default: {want} missing");
+    }
+    args.push("--tuned".into());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (_, out) = run_with("rocksdb", &a);
+    let text = rocksdb_options_text(&db);
+    for want in [
+        "max_write_buffer_number=6",
+        "bytes_per_sync=1048576",
+        "level_compaction_dynamic_level_bytes=true",
+        "cache_index_and_filter_blocks=true",
+        "use_direct_io_for_flush_and_compaction=true",
+        "block_size=16384",
+    ] {
+        assert!(text.contains(want), "tuned: {want} missing");
+    }
+    assert!(out.contains("read.async_io=true"), "{out}");
 }
 
 /// Every file under `dir`, recursively.

@@ -97,6 +97,9 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         flags.level0_file_num_compaction_trigger.is_none(),
         "--level0_file_num_compaction_trigger: fjall has no such setting"
     );
+    // fjall's README: size the cache, keep the defaults otherwise; it has
+    // none of RocksDB's tuning knobs, so each given one is refused.
+    flags.lsm.refuse_unmapped("fjall", &[])?;
     let kv = kv_separation(flags)?;
     let db = Database::builder(path)
         .cache_size(flags.cache_size)
@@ -150,9 +153,19 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         ignored.push("async_io/async_queue_depth: fjall has no async IO".into());
     }
     ignored.push("multireadrandom: fjall has no MultiGet; a loop of get is used".into());
+    let options = vec![
+        format!("tuned={}", flags.lsm.tuned),
+        format!("cache_size={}", flags.cache_size),
+        format!("max_memtable_size={wbs}"),
+        format!("bloom_bits_per_key={}", flags.bloom_bits),
+        format!("compression={compression:?}"),
+        format!("kv_separation={:?}", ks.config.kv_separation_opts),
+        "everything else: fjall 3's defaults".to_string(),
+    ];
     Ok(Opened {
         engine: Box::new(Fjall { db, ks }),
         ignored,
+        options,
     })
 }
 

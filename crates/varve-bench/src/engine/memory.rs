@@ -38,6 +38,7 @@ pub fn open(flags: &Flags, _path: &Path) -> Result<Opened> {
              on disk"
                 .into(),
         ],
+        options: vec!["a BTreeMap behind a lock: nothing to configure".into()],
     })
 }
 

@@ -100,7 +100,16 @@ pub struct Opened {
     pub engine: Box<dyn Engine>,
     /// One line per ignored flag, e.g. `cache_size: varve has no block cache yet`.
     pub ignored: Vec<String>,
+    /// Every option the engine runs with, one `name=value` line each (or a
+    /// line naming the file that lists them), printed beside the figures and
+    /// kept in the JSON records.
+    pub options: Vec<String>,
 }
+
+/// Prefix of an [`Opened::options`] line read back from the engine's own
+/// options file (RocksDB's `OPTIONS-*`): kept in the JSON records, counted
+/// in the header.
+pub const FROM_FILE: &str = "file: ";
 
 /// The engines this binary was built with.
 pub fn available() -> Vec<&'static str> {

@@ -1,20 +1,33 @@
 //! The `rocksdb` engine (cargo feature `rocksdb`): RocksDB built from the
-//! `rocksdb` crate's bundled source, configured as db_bench configures it.
+//! `rocksdb` crate's bundled source with its `io-uring` and `jemalloc`
+//! features, configured as db_bench configures it.
 //!
-//! Block-based tables with an LRU block cache of `--cache_size`, a bloom
-//! filter of `--bloom_bits` bits per key when non-negative (db_bench's -1 means
-//! none), `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`,
-//! `--compression_type` (none by default), `--write_buffer_size`; writes honour
-//! sync/disable_wal; reads honour `--async_io`. `--enable_blob_files` turns on
-//! the integrated BlobDB with db_bench's flags mapped one to one:
-//! `min_blob_size`, `blob_file_size`, `enable_blob_garbage_collection` (true
-//! unless given), `blob_garbage_collection_age_cutoff` (0.25) and
+//! Every flag db_bench has for an option maps to that option: block-based
+//! tables with an LRU block cache of `--cache_size`, a bloom filter of
+//! `--bloom_bits` bits per key when non-negative (db_bench's -1 means none),
+//! `--use_direct_reads`, `--use_direct_io_for_flush_and_compaction`,
+//! `--compression_type` (none by default), `--write_buffer_size`,
+//! `--readahead_size` (iterators' `ReadOptions::readahead_size`), and the
+//! tuning flags of [`crate::tuning::LsmFlags`] one to one (background jobs,
+//! memtables, bytes_per_sync, pipelined and concurrent memtable writes, L0
+//! triggers, level sizes, compaction read-ahead, block size, index and
+//! filter blocks in the cache, blob cache, rate limiter). Not given: db_bench's
+//! default, which differs from RocksDB's own for `enable_pipelined_write`
+//! (true) and `level_compaction_dynamic_level_bytes` (false), both set
+//! explicitly. `--tuned` applies [`crate::tuning::rocksdb_tuned`] plus direct
+//! IO for flush and compaction, a 10-bit bloom filter when none is given, a
+//! blob cache as large as the block cache, and `async_io` reads (io_uring).
+//! Writes honour sync/disable_wal; reads honour `--async_io`.
+//! `--enable_blob_files` turns on the integrated BlobDB: `min_blob_size`,
+//! `blob_file_size`, `enable_blob_garbage_collection` (false unless given, as
+//! in db_bench), `blob_garbage_collection_age_cutoff` (0.25) and
 //! `blob_garbage_collection_force_threshold` (1.0); blob values stay
 //! uncompressed (RocksDB's default). RocksDB has no garbage-share threshold,
-//! so `--blob_garbage_collection_ratio` is an error. Everything else is RocksDB's
-//! default, as in db_bench. `DB` is `Send + Sync`; the crate's `ReadOptions`
-//! and `WriteOptions` are not `Sync`, so each thread keeps its own (like
-//! db_bench's per-benchmark options) instead of allocating one per call.
+//! so `--blob_garbage_collection_ratio` is an error. The report lists the
+//! options set here and every line of the `OPTIONS-*` file RocksDB wrote.
+//! `DB` is `Send + Sync`; the crate's `ReadOptions` and `WriteOptions` are
+//! not `Sync`, so each thread keeps its own (like db_bench's per-benchmark
+//! options) instead of allocating one per call.
 
 use std::cell::RefCell;
 use std::path::Path;
@@ -27,6 +40,7 @@ use rocksdb::{
 
 use super::{Cursor, Engine, Opened, WriteOpts};
 use crate::flags::Flags;
+use crate::tuning::{self, LsmFlags};
 
 /// RocksDB behind the benchmark trait.
 pub struct Rocks {
@@ -35,6 +49,8 @@ pub struct Rocks {
     /// `ks<N-1>` (1: the default one only).
     families: usize,
     async_io: bool,
+    /// `ReadOptions::readahead_size` of iterators (`--readahead_size`).
+    readahead: Option<usize>,
     batched: bool,
     path: String,
 }
@@ -42,24 +58,60 @@ pub struct Rocks {
 /// Opens (creating if missing) a RocksDB database at `path`.
 pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     super::reject_varve_only_flags(flags, "RocksDB")?;
+    let lsm = if flags.lsm.tuned {
+        tuning::rocksdb_tuned(&flags.lsm)
+    } else {
+        flags.lsm.clone()
+    };
+    let mut set = OptionLog::default();
     let mut opts = Options::default();
     opts.create_if_missing(true);
-    opts.set_write_buffer_size(flags.write_buffer_size);
-    opts.set_use_direct_reads(flags.use_direct_reads);
-    opts.set_use_direct_io_for_flush_and_compaction(flags.use_direct_io_for_flush_and_compaction);
-    opts.set_max_subcompactions(u32::try_from(flags.subcompactions.max(1)).unwrap_or(u32::MAX));
+    opts.set_write_buffer_size(set.log("write_buffer_size", flags.write_buffer_size));
+    opts.set_use_direct_reads(set.log("use_direct_reads", flags.use_direct_reads));
+    // The tuning guide's advice for SSDs; a given flag wins (clap cannot
+    // tell a given false from the default, so --tuned turns it on).
+    let direct_bg = flags.use_direct_io_for_flush_and_compaction || lsm.tuned;
+    opts.set_use_direct_io_for_flush_and_compaction(
+        set.log("use_direct_io_for_flush_and_compaction", direct_bg),
+    );
+    opts.set_max_subcompactions(set.log(
+        "max_subcompactions",
+        u32::try_from(flags.subcompactions.max(1)).unwrap_or(u32::MAX),
+    ));
     if let Some(n) = flags.level0_file_num_compaction_trigger {
-        opts.set_level_zero_file_num_compaction_trigger(i32::try_from(n).unwrap_or(i32::MAX));
+        opts.set_level_zero_file_num_compaction_trigger(
+            set.log("level0_file_num_compaction_trigger", i32::try_from(n)?),
+        );
     }
-    opts.set_compression_type(match flags.compression_type.as_str() {
-        "lz4" => DBCompressionType::Lz4,
-        _ => DBCompressionType::None,
-    });
+    opts.set_compression_type(
+        match set.log("compression", flags.compression_type.as_str()) {
+            "lz4" => DBCompressionType::Lz4,
+            _ => DBCompressionType::None,
+        },
+    );
+    apply_lsm_flags(&lsm, &mut opts, &mut set)?;
+
     let mut table = BlockBasedOptions::default();
-    let cache = Cache::new_lru_cache(flags.cache_size as usize);
+    let cache = Cache::new_lru_cache(set.log("block_cache_size", flags.cache_size as usize));
     table.set_block_cache(&cache);
-    if flags.bloom_bits >= 0 {
-        table.set_bloom_filter(f64::from(flags.bloom_bits), false);
+    let bloom_bits = if flags.bloom_bits < 0 && lsm.tuned {
+        10
+    } else {
+        flags.bloom_bits
+    };
+    if bloom_bits >= 0 {
+        table.set_bloom_filter(f64::from(set.log("bloom_bits", bloom_bits)), false);
+    }
+    if let Some(n) = lsm.block_size {
+        table.set_block_size(set.log("block_size", n));
+    }
+    if let Some(v) = lsm.cache_index_and_filter_blocks {
+        table.set_cache_index_and_filter_blocks(set.log("cache_index_and_filter_blocks", v));
+    }
+    if let Some(v) = lsm.pin_l0_filter_and_index_blocks_in_cache {
+        table.set_pin_l0_filter_and_index_blocks_in_cache(
+            set.log("pin_l0_filter_and_index_blocks_in_cache", v),
+        );
     }
     opts.set_block_based_table_factory(&table);
     if flags.enable_blob_files {
@@ -69,13 +121,34 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
                  collection by age (--blob_garbage_collection_age_cutoff), not by garbage share"
             );
         }
-        opts.set_enable_blob_files(true);
-        opts.set_min_blob_size(u64::try_from(flags.min_blob_size)?);
-        opts.set_blob_file_size(flags.blob_file_size);
+        opts.set_enable_blob_files(set.log("enable_blob_files", true));
+        opts.set_min_blob_size(set.log("min_blob_size", u64::try_from(flags.min_blob_size)?));
+        opts.set_blob_file_size(set.log("blob_file_size", flags.blob_file_size));
         opts.set_blob_compression_type(DBCompressionType::None);
-        opts.set_enable_blob_gc(flags.blob_gc());
-        opts.set_blob_gc_age_cutoff(flags.blob_gc_age_cutoff());
-        opts.set_blob_gc_force_threshold(flags.blob_gc_force_threshold());
+        opts.set_enable_blob_gc(set.log("enable_blob_garbage_collection", flags.blob_gc()));
+        opts.set_blob_gc_age_cutoff(set.log(
+            "blob_garbage_collection_age_cutoff",
+            flags.blob_gc_age_cutoff(),
+        ));
+        opts.set_blob_gc_force_threshold(set.log(
+            "blob_garbage_collection_force_threshold",
+            flags.blob_gc_force_threshold(),
+        ));
+        // The BlobDB page: a blob cache of its own (db_bench's
+        // --use_blob_cache); --tuned turns it on, sized as the block cache.
+        let use_blob_cache = lsm.use_blob_cache.unwrap_or(lsm.tuned);
+        if set.log("use_blob_cache", use_blob_cache) {
+            let n = lsm.blob_cache_size.unwrap_or(if lsm.tuned {
+                flags.cache_size
+            } else {
+                DB_BENCH_BLOB_CACHE_SIZE
+            });
+            opts.set_blob_cache(&Cache::new_lru_cache(
+                set.log("blob_cache_size", n as usize),
+            ));
+        }
+    } else if lsm.use_blob_cache.is_some() || lsm.blob_cache_size.is_some() {
+        anyhow::bail!("--use_blob_cache / --blob_cache_size need --enable_blob_files");
     }
     // Opened with the default column family described by the same options
     // (so `cf_handle("default")` serves the batched MultiGet API). A bare
@@ -93,28 +166,159 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
     });
     let db = DB::open_cf_descriptors(&opts, path, cfs)
         .with_context(|| format!("opening RocksDB database at {}", path.display()))?;
+    // io_uring reads (the crate's `io-uring` feature): MultiGet and
+    // iterators' prefetch read in parallel with ReadOptions::async_io;
+    // --tuned turns it on, as RocksDB's async IO blog post advises.
+    let async_io = set.log("read.async_io", flags.async_io || lsm.tuned);
+    let readahead = flags
+        .readahead_size
+        .map(|n| set.log("read.readahead_size", n));
     let mut ignored = Vec::new();
-    if let Some(n) = flags.readahead_size {
+    if flags.async_io && flags.async_queue_depth != 64 {
         ignored.push(format!(
-            "readahead_size={n}: not mapped for RocksDB; its automatic read-ahead is used"
-        ));
-    }
-    if flags.async_io {
-        ignored.push(format!(
-            "async_queue_depth={}: the rocksdb crate exposes no such option; RocksDB's default is used",
+            "async_queue_depth={}: RocksDB sizes its async reads itself (no such option)",
             flags.async_queue_depth
         ));
     }
+    let mut options = set.lines;
+    // Every option RocksDB ran with, as it wrote them itself.
+    let file = latest_options_file(path)
+        .with_context(|| format!("RocksDB wrote no OPTIONS file in {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    options.extend(options_file_lines(&text).map(|l| format!("{}{l}", super::FROM_FILE)));
     Ok(Opened {
         engine: Box::new(Rocks {
             db,
             families,
-            async_io: flags.async_io,
+            async_io,
+            readahead,
             batched: flags.multiread_batched,
             path: path.display().to_string(),
         }),
         ignored,
+        options,
     })
+}
+
+/// db_bench's `--blob_cache_size` default (8 MiB).
+const DB_BENCH_BLOB_CACHE_SIZE: u64 = 8 << 20;
+
+/// The options set explicitly, as `name=value` lines for the report.
+#[derive(Default)]
+struct OptionLog {
+    lines: Vec<String>,
+}
+
+impl OptionLog {
+    /// Records `name=v` and hands `v` back.
+    fn log<T: std::fmt::Debug>(&mut self, name: &str, v: T) -> T {
+        self.lines.push(format!("{name}={v:?}"));
+        v
+    }
+}
+
+/// Maps the LSM tuning flags (each one given, or set by `--tuned`); db_bench's
+/// defaults for the rest.
+fn apply_lsm_flags(lsm: &LsmFlags, opts: &mut Options, set: &mut OptionLog) -> Result<()> {
+    // db_bench sets these two differently from RocksDB's own defaults.
+    opts.set_enable_pipelined_write(set.log(
+        "enable_pipelined_write",
+        lsm.enable_pipelined_write.unwrap_or(true),
+    ));
+    opts.set_level_compaction_dynamic_level_bytes(set.log(
+        "level_compaction_dynamic_level_bytes",
+        lsm.level_compaction_dynamic_level_bytes.unwrap_or(false),
+    ));
+    if let Some(n) = lsm.max_background_jobs {
+        opts.set_max_background_jobs(set.log("max_background_jobs", n));
+    }
+    if let Some(n) = lsm.max_write_buffer_number {
+        opts.set_max_write_buffer_number(set.log("max_write_buffer_number", n));
+    }
+    if let Some(n) = lsm.min_write_buffer_number_to_merge {
+        opts.set_min_write_buffer_number_to_merge(set.log("min_write_buffer_number_to_merge", n));
+    }
+    if let Some(n) = lsm.bytes_per_sync {
+        opts.set_bytes_per_sync(set.log("bytes_per_sync", n));
+    }
+    if let Some(n) = lsm.wal_bytes_per_sync {
+        opts.set_wal_bytes_per_sync(set.log("wal_bytes_per_sync", n));
+    }
+    if let Some(v) = lsm.allow_concurrent_memtable_write {
+        opts.set_allow_concurrent_memtable_write(set.log("allow_concurrent_memtable_write", v));
+    }
+    if let Some(v) = lsm.unordered_write {
+        opts.set_unordered_write(set.log("unordered_write", v));
+    }
+    if let Some(n) = lsm.level0_slowdown_writes_trigger {
+        opts.set_level_zero_slowdown_writes_trigger(set.log("level0_slowdown_writes_trigger", n));
+    }
+    if let Some(n) = lsm.level0_stop_writes_trigger {
+        opts.set_level_zero_stop_writes_trigger(set.log("level0_stop_writes_trigger", n));
+    }
+    if let Some(n) = lsm.max_bytes_for_level_base {
+        opts.set_max_bytes_for_level_base(set.log("max_bytes_for_level_base", n));
+    }
+    if let Some(x) = lsm.max_bytes_for_level_multiplier {
+        opts.set_max_bytes_for_level_multiplier(set.log("max_bytes_for_level_multiplier", x));
+    }
+    if let Some(n) = lsm.target_file_size_base {
+        opts.set_target_file_size_base(set.log("target_file_size_base", n));
+    }
+    if let Some(n) = lsm.compaction_readahead_size {
+        opts.set_compaction_readahead_size(
+            set.log("compaction_readahead_size", usize::try_from(n)?),
+        );
+    }
+    if let Some(n) = lsm.rate_limiter_bytes_per_sec.filter(|&n| n > 0) {
+        // db_bench's refill period (100 ms) and fairness (10).
+        opts.set_ratelimiter(
+            set.log("rate_limiter_bytes_per_sec", i64::try_from(n)?),
+            100_000,
+            10,
+        );
+    }
+    if let Some(v) = lsm.optimize_filters_for_hits {
+        opts.set_optimize_filters_for_hits(set.log("optimize_filters_for_hits", v));
+    }
+    Ok(())
+}
+
+/// The `[Section] name=value` lines of a RocksDB OPTIONS file (comments
+/// and blank lines left out).
+pub fn options_file_lines(text: &str) -> impl Iterator<Item = String> + '_ {
+    let mut section = String::new();
+    text.lines().filter_map(move |l| {
+        let l = l.trim();
+        if l.is_empty() || l.starts_with('#') {
+            None
+        } else if l.starts_with('[') {
+            section = l.to_string();
+            None
+        } else {
+            Some(format!("{section} {l}"))
+        }
+    })
+}
+
+/// The newest `OPTIONS-*` file RocksDB wrote in `dir`.
+pub fn latest_options_file(dir: &Path) -> Option<std::path::PathBuf> {
+    let mut best: Option<(u64, std::path::PathBuf)> = None;
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = e.file_name();
+        let Some(n) = name
+            .to_str()
+            .and_then(|s| s.strip_prefix("OPTIONS-"))
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|(b, _)| n > *b) {
+            best = Some((n, e.path()));
+        }
+    }
+    best.map(|(_, p)| p)
 }
 
 thread_local! {
@@ -146,6 +350,9 @@ impl Rocks {
         let mut ro = ReadOptions::default();
         if self.async_io {
             ro.set_async_io(true);
+        }
+        if let Some(n) = self.readahead {
+            ro.set_readahead_size(n);
         }
         ro
     }

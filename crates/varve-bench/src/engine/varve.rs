@@ -31,6 +31,7 @@ use anyhow::{Context, Result};
 
 use super::{Cursor, Engine, Opened, WriteOpts};
 use crate::flags::Flags;
+use crate::tuning;
 
 /// varve behind the benchmark trait.
 pub struct Varve {
@@ -49,8 +50,42 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         "--blob_garbage_collection_age_cutoff: varve picks blob files for garbage \
          collection by their garbage share (--blob_garbage_collection_ratio), not by age"
     );
+    let lsm = if flags.lsm.tuned {
+        tuning::varve_tuned(&flags.lsm)
+    } else {
+        flags.lsm.clone()
+    };
+    lsm.refuse_unmapped("varve", VARVE_MAPS)?;
     let defaults = varve::Options::default();
+    let multiplier = match lsm.max_bytes_for_level_multiplier {
+        None => defaults.max_bytes_for_level_multiplier,
+        Some(x) if x >= 1.0 && x.fract() == 0.0 => x as u64,
+        Some(x) => {
+            anyhow::bail!("--max_bytes_for_level_multiplier={x}: varve takes a whole number")
+        }
+    };
     let options = varve::Options {
+        max_immutable_memtables: match lsm.max_write_buffer_number {
+            None => defaults.max_immutable_memtables,
+            Some(n) if n >= 2 => (n - 1) as usize,
+            Some(n) => anyhow::bail!(
+                "--max_write_buffer_number={n}: varve needs at least 2 (one active, one flushing)"
+            ),
+        },
+        l0_slowdown_writes_trigger: lsm
+            .level0_slowdown_writes_trigger
+            .map_or(Ok(defaults.l0_slowdown_writes_trigger), usize::try_from)?,
+        l0_stop_writes_trigger: lsm
+            .level0_stop_writes_trigger
+            .map_or(Ok(defaults.l0_stop_writes_trigger), usize::try_from)?,
+        max_bytes_for_level_base: lsm
+            .max_bytes_for_level_base
+            .unwrap_or(defaults.max_bytes_for_level_base),
+        max_bytes_for_level_multiplier: multiplier,
+        target_file_size: lsm
+            .target_file_size_base
+            .unwrap_or(defaults.target_file_size),
+        block_size: lsm.block_size.unwrap_or(defaults.block_size),
         create_if_missing: true,
         error_if_exists: false,
         write_buffer_size: flags.write_buffer_size,
@@ -94,9 +129,8 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         } else {
             defaults.blob_file_size
         },
-        enable_blob_garbage_collection: flags
-            .enable_blob_garbage_collection
-            .unwrap_or(defaults.enable_blob_garbage_collection),
+        // db_bench's default (off) unless asked, as for every engine.
+        enable_blob_garbage_collection: flags.blob_gc(),
         blob_garbage_collection_ratio: flags
             .blob_garbage_collection_ratio
             .filter(|_| flags.enable_blob_files)
@@ -147,11 +181,34 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
             spread.push(ks);
         }
     }
+    let mut listed = vec![format!("tuned={}", lsm.tuned)];
+    listed.extend(
+        format!("{options:#?}")
+            .lines()
+            .map(|l| l.trim().trim_end_matches(',').to_string()),
+    );
+    listed.extend(
+        format!("{read:#?}")
+            .lines()
+            .map(|l| format!("read.{}", l.trim().trim_end_matches(','))),
+    );
     Ok(Opened {
         engine: Box::new(Varve { db, read, spread }),
         ignored,
+        options: listed,
     })
 }
+
+/// The LSM tuning flags varve has an equivalent for.
+const VARVE_MAPS: &[&str] = &[
+    "max_write_buffer_number",
+    "level0_slowdown_writes_trigger",
+    "level0_stop_writes_trigger",
+    "max_bytes_for_level_base",
+    "max_bytes_for_level_multiplier",
+    "target_file_size_base",
+    "block_size",
+];
 
 impl Varve {
     /// The keyspace `key` goes to (`--keyspaces`).
