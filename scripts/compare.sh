@@ -1,152 +1,237 @@
 #!/usr/bin/env bash
-# compare.sh — the same db_bench workloads on varve, RocksDB (and fjall, and
-# Debian's db_bench when installed), side by side, on this machine, now.
+# compare.sh — the same varve-bench workload on several engines, one after
+# another, every one inside the same cgroup v1 memory limit; medians of REPS
+# runs, ratio to varve, peak RSS and cgroup peak. Run `scripts/compare.sh
+# --help` for the environment variables.
 #
-#   scripts/compare.sh [extra varve-bench/db_bench flags...]
-#   NUM=200000 REPS=3 scripts/compare.sh --value_size=400
-#   BENCHMARKS=fillrandom,readrandom ENGINES=varve,rocksdb scripts/compare.sh
-#
-# Environment:
-#   NUM         keys (--num), default 200000
-#   REPS        repetitions, default 3; the table shows medians
-#   BENCHMARKS  workload list, default fillseq,fillrandom,overwrite,readrandom,
-#               multireadrandom,readseq,readreverse,seekrandom
-#   ENGINES     default: varve,rocksdb,fjall (those the build has)
-#   DB_BENCH    1 (default) to add Debian's db_bench (package rocksdb-tools,
-#               RocksDB 7.8.3) as a column when installable; 0 to skip
-#   DB_DIR      where databases live (default ${TMPDIR:-/tmp}); same
-#               filesystem as scripts/disk-limits.sh should measure
-#   OUT         where raw outputs go (default a new dir under DB_DIR)
-#   CARGO_TARGET_DIR  as usual
-#
-# Every engine gets identical flags: --num, --benchmarks, --seed=<rep>,
-# --compression_type=none, --histogram=1 (per-op timing for all, db_bench
-# included), plus yours. Engines are interleaved within each repetition so
-# machine noise hits all of them alike. Builds varve-bench in release mode with
-# --features rocksdb,fjall (RocksDB's bundled source needs libclang-dev; this
-# script installs it with apt-get when missing; the first build takes ~15 min).
+# Contract: runs are sequential (never two at once), each in a fresh
+# database directory after `sync; echo 3 > /proc/sys/vm/drop_caches`, each
+# benchmark process moved into the memory cgroup
+# /sys/fs/cgroup/memory/varve-compare-$$ (page cache counts against the
+# limit; the folder is removed on exit, whatever the exit). Every
+# varve-bench JSON record goes to $OUT, annotated with the repetition, the
+# run's exit status and its cgroup peak (and a `compare_run` id; the table
+# reads only this invocation's records). Needs root (cgroup, drop_caches)
+# and python3. Exits non-zero if the cgroup cannot be made or a run fails.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-NUM="${NUM:-200000}"
-REPS="${REPS:-3}"
-BENCHMARKS="${BENCHMARKS:-fillseq,fillrandom,overwrite,readrandom,multireadrandom,readseq,readreverse,seekrandom}"
-ENGINES="${ENGINES:-varve,rocksdb,fjall}"
-DB_BENCH="${DB_BENCH:-1}"
-DB_DIR="${DB_DIR:-${TMPDIR:-/tmp}}"
-TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
-EXTRA=("$@")
+usage() {
+    cat <<'EOF'
+Usage: scripts/compare.sh [varve-bench flags...]
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-apt_install() {
-    $SUDO apt-get update -qq >&2 || true
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >&2
+Runs the same varve-bench workload (the flags given, e.g.
+--benchmarks=fillrandom,readrandom --num=100000) for each engine in ENGINES,
+one after another, each inside one cgroup v1 memory limit, REPS times each on
+a freshly loaded database (the directory is removed before every run, so the
+benchmark list should start with a fill), dropping the page cache before
+every run. Prints a table: engine x workload median ops/s over the reps,
+ratio to varve, peak RSS (varve-bench's VmHWM for that workload) and the
+cgroup's peak usage over the whole run (page cache included).
+
+Environment:
+  ENGINES      engines to run, in order, spaces or commas
+               (default "varve rocksdb fjall redb lmdb")
+  REPS         repetitions per engine (default 3); the table shows medians
+  MEM_LIMIT    the cgroup's memory.limit_in_bytes, bytes or with an IEC
+               suffix (default 2G); the same limit holds for every engine
+  OUT          the JSON file every record is appended to (default
+               ${TMPDIR:-/tmp}/varve-compare-<time>.jsonl)
+  DB_DIR       where the databases go (default ${TMPDIR:-/tmp})
+  BENCH        the varve-bench binary; not set: built with
+               cargo build --release -p varve-bench --features "$FEATURES"
+               into CARGO_TARGET_DIR (default ./target)
+  FEATURES     cargo features for that build (default: the engines of
+               ENGINES other than varve and memory, e.g. "rocksdb,fjall,redb,lmdb";
+               rocksdb builds RocksDB from source: ~20 minutes on 2 cores)
+  VARVE_FLAGS, ROCKSDB_FLAGS, FJALL_FLAGS, REDB_FLAGS, LMDB_FLAGS
+               extra flags for one engine, placed after the shared flags so
+               they override them (varve-bench's parser keeps the last
+               occurrence of a flag, as db_bench/gflags does)
+  DROP_CACHES  1 (default) to drop the page cache before every run; 0 to skip
+
+Every run gets, in this order: --seed=<rep> (the same keys for every
+engine in a repetition), the shared flags, the engine's own flags, then
+--engine, --db and --json (set by this script).
+
+Example:
+  ENGINES="varve redb lmdb" REPS=1 scripts/compare.sh \
+      --benchmarks=fillrandom,readrandom --num=20000
+EOF
 }
 
-# librocksdb-sys runs bindgen, which needs libclang.
-if ! ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' || ! dpkg -s libclang-dev >/dev/null 2>&1; then
-    echo "compare: installing libclang-dev and clang (bindgen for librocksdb-sys)" >&2
-    apt_install libclang-dev clang || echo "compare: could not install libclang-dev; the rocksdb build may fail" >&2
-fi
+case "${1:-}" in
+    -h | --help) usage; exit 0 ;;
+esac
 
-echo "compare: building varve-bench (release, --features rocksdb,fjall)" >&2
-(cd "$ROOT" && CARGO_TARGET_DIR="$TARGET" cargo build --release -p varve-bench --features rocksdb,fjall >&2)
-BIN="$TARGET/release/varve-bench"
+die() { echo "compare: $*" >&2; exit 1; }
 
-HAVE_DB_BENCH=0
-if [ "$DB_BENCH" = 1 ]; then
-    if ! command -v db_bench >/dev/null 2>&1; then
-        echo "compare: installing rocksdb-tools for db_bench" >&2
-        apt_install rocksdb-tools || true
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ENGINES="$(echo "${ENGINES:-varve rocksdb fjall redb lmdb}" | tr ',' ' ')"
+REPS="${REPS:-3}"
+MEM_LIMIT="${MEM_LIMIT:-2G}"
+DB_DIR="${DB_DIR:-${TMPDIR:-/tmp}}"
+OUT="${OUT:-${TMPDIR:-/tmp}/varve-compare-$(date -u +%Y%m%dT%H%M%SZ).jsonl}"
+DROP_CACHES="${DROP_CACHES:-1}"
+SHARED=("$@")
+RUN_ID="$(date -u +%Y%m%dT%H%M%SZ)-$$"
+
+[[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS is not a positive number"
+[ -n "$ENGINES" ] || die "ENGINES is empty"
+command -v python3 >/dev/null 2>&1 || die "needs python3 (the summary)"
+[ "$(id -u)" -eq 0 ] || die "needs root (the memory cgroup and /proc/sys/vm/drop_caches)"
+LIMIT_BYTES="$(numfmt --from=iec "$MEM_LIMIT" 2>/dev/null)" || die "MEM_LIMIT=$MEM_LIMIT is not a size"
+
+first="$(printf '%s\n' "${SHARED[@]+"${SHARED[@]}"}" | sed -n 's/^--*benchmarks=//p' | tail -1 | cut -d, -f1)"
+case "$first" in
+    fill* | "") ;;
+    *) echo "compare: warning: the first benchmark is $first, not a fill: every run starts from an empty database" >&2 ;;
+esac
+
+# The binary.
+if [ -z "${BENCH:-}" ]; then
+    if [ -z "${FEATURES+x}" ]; then
+        FEATURES="$(for e in $ENGINES; do case "$e" in varve | memory) ;; *) echo "$e" ;; esac; done | paste -sd, -)"
     fi
-    command -v db_bench >/dev/null 2>&1 && HAVE_DB_BENCH=1
-    [ "$HAVE_DB_BENCH" = 1 ] || echo "compare: db_bench not available; no db_bench column" >&2
+    TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+    echo "compare: building varve-bench (release, --features \"$FEATURES\") into $TARGET" >&2
+    (cd "$ROOT" && CARGO_TARGET_DIR="$TARGET" cargo build --release -p varve-bench --features "$FEATURES" >&2) \
+        || die "cargo build --release -p varve-bench --features \"$FEATURES\" failed"
+    BENCH="$TARGET/release/varve-bench"
 fi
+[ -x "$BENCH" ] || die "BENCH=$BENCH is not an executable"
 
-mkdir -p "$DB_DIR"
-OUT="${OUT:-$(mktemp -d "$DB_DIR/compare.XXXXXX")}"
-mkdir -p "$OUT"
-echo "compare: raw outputs in $OUT" >&2
+# The memory cgroup (v1).
+MEMCG_ROOT=/sys/fs/cgroup/memory
+[ -d "$MEMCG_ROOT" ] || die "no cgroup v1 memory controller: $MEMCG_ROOT does not exist"
+CG="$MEMCG_ROOT/varve-compare-$$"
+BENCH_PID=""
+WORK=""
+cleanup() {
+    if [ -n "$BENCH_PID" ] && kill -0 "$BENCH_PID" 2>/dev/null; then
+        kill "$BENCH_PID" 2>/dev/null || true
+        wait "$BENCH_PID" 2>/dev/null || true
+    fi
+    [ -z "$WORK" ] || rm -rf "$WORK"
+    if [ -d "$CG" ]; then
+        rmdir "$CG" 2>/dev/null || echo "compare: could not remove cgroup $CG (still has tasks?)" >&2
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir "$CG" 2>/dev/null || die "cannot create the cgroup folder $CG"
+echo "$LIMIT_BYTES" 2>/dev/null >"$CG/memory.limit_in_bytes" || die "cannot write $CG/memory.limit_in_bytes"
+# No swap either, where the kernel accounts it.
+if [ -f "$CG/memory.memsw.limit_in_bytes" ]; then
+    echo "$LIMIT_BYTES" >"$CG/memory.memsw.limit_in_bytes" || die "cannot write $CG/memory.memsw.limit_in_bytes"
+fi
+[ -w "$CG/cgroup.procs" ] || die "cannot write $CG/cgroup.procs"
+oom_kills() { awk '$1 == "oom_kill" {print $2; f=1} END {if (!f) print 0}' "$CG/memory.oom_control"; }
 
-# db_bench does not know our workloads or flags.
-DBB_BENCHMARKS="$(echo "$BENCHMARKS" | tr ',' '\n' | grep -v -x -e count -e contest -e contest_inprocess | paste -sd, -)"
-DBB_EXTRA=()
-for a in "${EXTRA[@]+"${EXTRA[@]}"}"; do
-    case "$a" in
-        --engine=*|-engine=*|--json=*|-json=*|--scan_threads=*|-scan_threads=*) ;;
-        *) DBB_EXTRA+=("$a") ;;
-    esac
-done
+mkdir -p "$DB_DIR" "$(dirname "$OUT")"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/varve-compare.XXXXXX")"
+: >>"$OUT" || die "cannot write $OUT"
+echo "compare: engines: $ENGINES; reps $REPS; cgroup $CG limited to $LIMIT_BYTES bytes; records in $OUT" >&2
+echo "compare: shared flags: ${SHARED[*]+"${SHARED[*]}"}" >&2
 
-COMMON=(--num="$NUM" --compression_type=none --histogram=1)
-echo "compare: flags: --benchmarks=$BENCHMARKS ${COMMON[*]} --seed=<rep> ${EXTRA[*]+"${EXTRA[*]}"}" >&2
-
-for rep in $(seq 1 "$REPS"); do
-    for e in $(echo "$ENGINES" | tr ',' ' '); do
-        echo "compare: rep $rep/$REPS engine $e" >&2
-        rm -rf "$DB_DIR/compare-db-$e"
-        if ! "$BIN" --engine="$e" --benchmarks="$BENCHMARKS" "${COMMON[@]}" --seed="$rep" \
-            --db="$DB_DIR/compare-db-$e" --json="$OUT/$e.jsonl" "${EXTRA[@]+"${EXTRA[@]}"}" \
-            >"$OUT/$e.$rep.out" 2>"$OUT/$e.$rep.err"; then
-            echo "compare: $e failed (rep $rep): $(tail -1 "$OUT/$e.$rep.err")" >&2
+failed=0
+for e in $ENGINES; do
+    var="$(echo "$e" | tr '[:lower:]' '[:upper:]')_FLAGS"
+    read -r -a OWN <<<"${!var:-}"
+    for rep in $(seq 1 "$REPS"); do
+        db="$DB_DIR/varve-compare-db-$$"
+        rm -rf "$db"
+        sync
+        if [ "$DROP_CACHES" = 1 ]; then
+            echo 3 >/proc/sys/vm/drop_caches || die "cannot write /proc/sys/vm/drop_caches"
         fi
-        rm -rf "$DB_DIR/compare-db-$e"
+        echo 0 >"$CG/memory.max_usage_in_bytes" || die "cannot reset $CG/memory.max_usage_in_bytes"
+        oom0="$(oom_kills)"
+        json="$WORK/$e.$rep.jsonl"
+        args=(--seed="$rep" "${SHARED[@]+"${SHARED[@]}"}" "${OWN[@]+"${OWN[@]}"}" --engine="$e" --db="$db" --json="$json")
+        echo "compare: $e rep $rep/$REPS: $BENCH ${args[*]}" >&2
+        status=0
+        (
+            echo "$BASHPID" >"$CG/cgroup.procs" || exit 125
+            exec "$BENCH" "${args[@]}"
+        ) >"$WORK/$e.$rep.out" 2>"$WORK/$e.$rep.err" &
+        BENCH_PID=$!
+        wait "$BENCH_PID" || status=$?
+        BENCH_PID=""
+        peak="$(cat "$CG/memory.max_usage_in_bytes")"
+        ooms=$(($(oom_kills) - oom0))
+        rm -rf "$db"
+        if [ "$status" -ne 0 ]; then
+            failed=1
+            echo "compare: $e rep $rep failed (exit $status, OOM kills $ooms): $(tail -1 "$WORK/$e.$rep.err")" >&2
+        fi
+        if [ "$rep" = 1 ]; then # the engine's options and what it ignores, once
+            grep -E '^Engine:' "$WORK/$e.$rep.out" | sed "s/^/compare: $e: /" >&2 || true
+            grep -E '^varve-bench: [a-z]+: ignored:' "$WORK/$e.$rep.err" | sed "s/^varve-bench: /compare: /" >&2 || true
+        fi
+        grep -E ' ops/sec' "$WORK/$e.$rep.out" | sed "s/^/compare: $e rep $rep: /" >&2 || true
+        echo "compare: $e rep $rep: cgroup peak $peak bytes" >&2
+        python3 - "$json" "$OUT" "$e" "$rep" "$status" "$peak" "$LIMIT_BYTES" "$ooms" "$RUN_ID" <<'PY'
+import json, os, sys
+src, out, engine, rep, status, peak, limit, ooms, run = sys.argv[1:]
+extra = {"compare_run": run, "compare_rep": int(rep), "exit_status": int(status),
+         "cgroup_peak_bytes": int(peak), "cgroup_limit_bytes": int(limit),
+         "cgroup_oom_kills": int(ooms)}
+recs = []
+if os.path.exists(src):
+    with open(src) as f:
+        recs = [json.loads(l) for l in f if l.strip()]
+seen = {}
+with open(out, "a") as f:
+    for r in recs:
+        k = seen.get(r["name"], 0) + 1
+        seen[r["name"]] = k
+        r.update(extra, compare_occurrence=k)
+        f.write(json.dumps(r) + "\n")
+    if not recs:  # a run that failed before any workload finished
+        f.write(json.dumps(dict(extra, name=None, engine=engine)) + "\n")
+PY
     done
-    if [ "$HAVE_DB_BENCH" = 1 ] && [ -n "$DBB_BENCHMARKS" ]; then
-        echo "compare: rep $rep/$REPS db_bench" >&2
-        rm -rf "$DB_DIR/compare-db-dbbench"
-        db_bench --benchmarks="$DBB_BENCHMARKS" "${COMMON[@]}" --seed="$rep" \
-            --db="$DB_DIR/compare-db-dbbench" "${DBB_EXTRA[@]+"${DBB_EXTRA[@]}"}" \
-            >"$OUT/db_bench.$rep.out" 2>"$OUT/db_bench.$rep.err" \
-            || echo "compare: db_bench failed (rep $rep)" >&2
-        rm -rf "$DB_DIR/compare-db-dbbench"
-    fi
 done
 
-# Median ops/sec per workload and engine, from the db_bench-format lines
-# every column prints (one parser for all: the format is the contract).
-python3 - "$OUT" "$BENCHMARKS" "$ENGINES" "$HAVE_DB_BENCH" "$NUM" "$REPS" <<'PY'
-import glob, os, re, statistics, sys
-out, benches, engines, have_dbb, num, reps = sys.argv[1:]
-benches = benches.split(",")
-cols = engines.split(",") + (["db_bench"] if have_dbb == "1" else [])
-line = re.compile(r"^(\S+)\s*:\s+([\d.]+) micros/op (\d+) ops/sec ")
-data = {}  # dicts keep insertion order: first run's line order
-for c in cols:
-    for path in sorted(glob.glob(os.path.join(out, f"{c}.*.out"))):
-        seen = {}
-        for l in open(path, errors="replace"):
-            m = line.match(l)
-            if not m:
-                continue
-            name = m.group(1)
-            k = seen.get(name, 0)
-            seen[name] = k + 1
-            key = name if k == 0 else f"{name}#{k + 1}"
-            data.setdefault((c, key), []).append(int(m.group(3)))
-names = []  # in the order the workloads printed them
-for (c, key) in data:
-    if key not in names:
-        names.append(key)
-def med(c, n):
-    v = data.get((c, n))
-    return statistics.median(v) if v else None
-label = {"db_bench": "db_bench 7.8.3"}
-hdr = ["workload"] + [f"{label.get(c, c)} ops/s" for c in cols]
-ratio = "varve" in cols and "rocksdb" in cols
-if ratio:
-    hdr.append("varve/rocksdb")
-print(f"\nmedian of {reps} runs, num={num}, ops/sec (higher is better)\n")
-print("| " + " | ".join(hdr) + " |")
-print("|" + "---|" + "---:|" * (len(hdr) - 1))
-for n in names:
-    row = [n]
-    for c in cols:
-        m = med(c, n)
-        row.append(f"{m:,.0f}" if m is not None else "—")
-    if ratio:
-        a, b = med("varve", n), med("rocksdb", n)
-        row.append(f"{a / b:.2f}" if a and b else "—")
-    print("| " + " | ".join(row) + " |")
+python3 - "$OUT" "$ENGINES" "$REPS" "$LIMIT_BYTES" "$RUN_ID" <<'PY'
+import json, statistics, sys
+out, engines, reps, limit, run = sys.argv[1:]
+engines = engines.split()
+ops, rss, cg, failed = {}, {}, {}, {}
+names = []
+with open(out) as f:
+    for line in f:
+        r = json.loads(line)
+        if r.get("compare_run") != run or r.get("engine") not in engines:
+            continue
+        e = r["engine"]
+        cg.setdefault(e, {})[r["compare_rep"]] = r["cgroup_peak_bytes"]
+        if r["exit_status"] != 0:
+            failed.setdefault(e, set()).add(r["compare_rep"])
+        if r.get("name") is None:
+            continue
+        n = r["name"] if r["compare_occurrence"] == 1 else f'{r["name"]}#{r["compare_occurrence"]}'
+        if n not in names:
+            names.append(n)
+        ops.setdefault((e, n), []).append(r["ops_per_sec"])
+        if r.get("peak_rss_bytes") is not None:
+            rss.setdefault((e, n), []).append(r["peak_rss_bytes"])
+med = lambda v: statistics.median(v) if v else None
+mib = lambda b: f"{b / 2**20:,.0f}" if b is not None else "—"
+print(f"\nmedian of {reps} runs per engine; ops/sec (higher is better); memory in MiB; "
+      f"cgroup limit {int(limit) / 2**20:,.0f} MiB (page cache counted); all records in {out}\n")
+print("| engine | workload | ops/s | vs varve | peak RSS | cgroup peak | failed runs |")
+print("|---|---|---:|---:|---:|---:|---:|")
+for e in engines:
+    rows = [n for n in names if (e, n) in ops] or ["—"]
+    for n in rows:
+        m = med(ops.get((e, n), []))
+        v = med(ops.get(("varve", n), []))
+        ratio = f"{m / v:.2f}" if m is not None and v else "—"
+        print(f"| {e} | {n} | {f'{m:,.0f}' if m is not None else '—'} | {ratio} | "
+              f"{mib(med(rss.get((e, n), [])))} | {mib(med(list(cg.get(e, {}).values())))} | "
+              f"{len(failed.get(e, ()))} |")
+print("\npeak RSS: varve-bench's VmHWM for that workload (reset per workload); "
+      "cgroup peak: memory.max_usage_in_bytes over the whole run (every workload, page cache included).")
 PY
+exit "$failed"

@@ -14,16 +14,28 @@ use serde::Serialize;
 
 use crate::tuning::LsmFlags;
 
-const ABOUT: &str = "db_bench-compatible benchmark for varve, with RocksDB and fjall side by side";
+const ABOUT: &str =
+    "db_bench-compatible benchmark for varve, with RocksDB, fjall, redb and LMDB side by side";
 
 const LONG_ABOUT: &str = "\
-db_bench-compatible benchmark for varve, with RocksDB and fjall side by side.
+db_bench-compatible benchmark for varve, with RocksDB, fjall, redb and LMDB
+side by side.
 
 Takes RocksDB db_bench's flags (both `--num=10` and db_bench's `-num=10`) and
 prints db_bench's result lines, so the same command line measures varve,
-RocksDB (--engine=rocksdb, cargo feature `rocksdb`) and fjall (--engine=fjall,
-cargo feature `fjall`). Every engine runs through the same key generator,
-value generator, timing and output code.
+RocksDB (--engine=rocksdb, cargo feature `rocksdb`), fjall (--engine=fjall,
+cargo feature `fjall`), redb (--engine=redb, cargo feature `redb`) and LMDB
+(--engine=lmdb, cargo feature `lmdb`, through the heed crate). Every engine
+runs through the same key generator, value generator, timing and output code.
+
+redb and LMDB are single-writer B-trees: each write call (one key, or a
+--batch_size batch) is one write transaction, committed durably with --sync
+(redb Durability::Immediate; LMDB's default synchronous commit) and without
+an fsync otherwise (redb Durability::None; LMDB MDB_NOSYNC). Neither has
+direct IO, a memtable, bloom filters or compression: those flags are listed
+as ignored. --cache_size is redb's page cache; LMDB has none (it reads the
+OS page cache through its memory map). scripts/compare.sh runs every engine
+in one memory cgroup so the page cache counts for all of them alike.
 
 COLD READS: a fair cold-read measurement needs --use_direct_reads=true and a
 small --cache_size (e.g. 8388608), so that neither the OS page cache nor a
@@ -87,6 +99,8 @@ Blob files (--enable_blob_files; without it the other blob flags do nothing):
            --blob_garbage_collection_ratio; no force threshold (an error). A
            keyspace keeps the separation it was created with: --use_existing_db
            with other blob flags is an error.
+  redb, lmdb  no key-value separation (large values go to overflow pages):
+           --enable_blob_files is an error.
   Every engine stores blob values uncompressed (--compression_type is for
   table blocks).
 
@@ -378,7 +392,8 @@ pub struct Flags {
     pub multiread_batched: bool,
 
     /// Engine to measure: varve, rocksdb (feature `rocksdb`), fjall (feature
-    /// `fjall`), or memory (a locked BTreeMap: the harness's own cost).
+    /// `fjall`), redb (feature `redb`), lmdb (feature `lmdb`, through heed),
+    /// or memory (a locked BTreeMap: the harness's own cost).
     #[arg(long, default_value = "varve")]
     pub engine: String,
 
@@ -412,6 +427,13 @@ pub struct Flags {
     /// Append one JSON object per workload to this file (newline-delimited).
     #[arg(long)]
     pub json: Option<String>,
+
+    /// lmdb: the memory map's size in bytes (`mdb_env_set_mapsize`), which
+    /// is also the largest the database can grow. Not given: 4 x --num x
+    /// (--key_size + --value_size), at least 4 GiB (address space only; the
+    /// file grows as pages are used).
+    #[arg(long)]
+    pub lmdb_map_size: Option<u64>,
 
     /// db_bench's LSM tuning flags and `--tuned` (see `tuning.rs`).
     #[command(flatten)]

@@ -1,4 +1,4 @@
-//! varve-bench: a db_bench-compatible benchmark for varve, RocksDB and fjall.
+//! varve-bench: a db_bench-compatible benchmark for varve, RocksDB, fjall, redb and LMDB.
 //!
 //! The binary (`main.rs`) parses flags ([`flags`]) and calls
 //! [`runner::run`]; everything else is a library so tests drive the same

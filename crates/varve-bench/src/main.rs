@@ -1,4 +1,4 @@
-//! `varve-bench`: db_bench's flags and result lines, for varve, RocksDB and fjall.
+//! `varve-bench`: db_bench's flags and result lines, for varve, RocksDB, fjall, redb and LMDB.
 //!
 //! Parses argv (db_bench's `-flag=value` spelling included), runs the
 //! workloads, prints results on stdout and notes on stderr; exits non-zero

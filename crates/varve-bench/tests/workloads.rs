@@ -173,6 +173,18 @@ fn every_workload_fjall() {
     every_workload("fjall");
 }
 
+#[cfg(feature = "redb")]
+#[test]
+fn every_workload_redb() {
+    every_workload("redb");
+}
+
+#[cfg(feature = "lmdb")]
+#[test]
+fn every_workload_lmdb() {
+    every_workload("lmdb");
+}
+
 #[test]
 fn duration_caps_a_run() {
     let (r, _) = run_with(

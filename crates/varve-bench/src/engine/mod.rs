@@ -2,7 +2,7 @@
 //!
 //! Every workload talks to an [`Engine`] and its per-thread [`Cursor`]s, so
 //! the same driver, key generator, value generator and timing serve varve,
-//! RocksDB and fjall alike. An engine is opened once per database lifetime
+//! RocksDB, fjall, redb and LMDB alike. An engine is opened once per database lifetime
 //! and shared by all workload threads (`Send + Sync`); a cursor belongs to one
 //! thread. [`open`] maps the flags onto each engine's options and returns the
 //! list of flags the engine cannot honor, which the caller prints and records.
@@ -13,9 +13,17 @@ use anyhow::Result;
 
 use crate::flags::Flags;
 
+#[cfg(any(feature = "redb", feature = "lmdb"))]
+pub mod btree_flags;
+#[cfg(all(test, any(feature = "redb", feature = "lmdb")))]
+mod conformance;
 #[cfg(feature = "fjall")]
 pub mod fjall;
+#[cfg(feature = "lmdb")]
+pub mod lmdb;
 pub mod memory;
+#[cfg(feature = "redb")]
+pub mod redb;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 pub mod varve;
@@ -120,6 +128,12 @@ pub fn available() -> Vec<&'static str> {
     if cfg!(feature = "fjall") {
         v.push("fjall");
     }
+    if cfg!(feature = "redb") {
+        v.push("redb");
+    }
+    if cfg!(feature = "lmdb") {
+        v.push("lmdb");
+    }
     v
 }
 
@@ -132,9 +146,14 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         "rocksdb" => rocksdb::open(flags, path),
         #[cfg(feature = "fjall")]
         "fjall" => fjall::open(flags, path),
+        #[cfg(feature = "redb")]
+        "redb" => redb::open(flags, path),
+        #[cfg(feature = "lmdb")]
+        "lmdb" => lmdb::open(flags, path),
         other => anyhow::bail!(
             "engine `{other}` is not built into this binary (available: {}; \
-             rocksdb and fjall need `cargo build --features rocksdb,fjall`)",
+             rocksdb, fjall, redb and lmdb need `cargo build --features \
+             rocksdb,fjall,redb,lmdb`)",
             available().join(", ")
         ),
     }

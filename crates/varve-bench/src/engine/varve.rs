@@ -92,14 +92,21 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         max_key_size: flags.key_size.max(defaults.max_key_size),
         max_value_size: flags.value_size.max(defaults.max_value_size),
         cache_size: flags.cache_size as usize,
-        bloom_bits_per_key: flags.bloom_bits.max(0) as u32,
+        // --tuned: varve's recommended (and default) 10-bit bloom filter
+        // when none is asked for, as RocksDB's profile does.
+        bloom_bits_per_key: if flags.bloom_bits < 0 && lsm.tuned {
+            defaults.bloom_bits_per_key
+        } else {
+            flags.bloom_bits.max(0) as u32
+        },
         compression: if flags.compression_type == "lz4" {
             varve::Compression::Lz4
         } else {
             varve::Compression::None
         },
         use_direct_reads: flags.use_direct_reads,
-        use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction,
+        use_direct_io_for_flush_and_compaction: flags.use_direct_io_for_flush_and_compaction
+            || lsm.tuned,
         wal_writer: match flags.wal_writer.as_str() {
             "mapped_zero_filled" => varve::WalWriter::MappedZeroFilled,
             "io_uring" => varve::WalWriter::IoUring,
@@ -155,7 +162,8 @@ pub fn open(flags: &Flags, path: &Path) -> Result<Opened> {
         );
     }
     let mut read = varve::ReadOptions {
-        async_io: flags.async_io,
+        // --tuned: multi_get on fibers and io_uring (scans keep their mode).
+        async_io: flags.async_io || lsm.tuned,
         async_queue_depth: flags.async_queue_depth.max(1),
         scan_prefetch: if flags.async_io {
             varve::ScanPrefetch::Always
