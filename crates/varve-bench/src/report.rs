@@ -107,6 +107,19 @@ pub fn header(flags: &Flags, engine_version: &str, db: &Path, seed: u64) -> Stri
     } else {
         String::new()
     };
+    // Only for YCSB runs: their keys and values are not the ones above.
+    let ycsb = if flags
+        .benchmark_list()
+        .iter()
+        .any(|b| b.starts_with("ycsb_"))
+    {
+        format!(
+            "YCSB:       keys `user` + FNV-64 hash (~23 bytes), values {} bytes\n",
+            crate::workloads::ycsb::value_size(flags)
+        )
+    } else {
+        String::new()
+    };
     format!(
         "varve-bench: version {}\n\
          Engine:     {engine_version}\n\
@@ -119,7 +132,7 @@ pub fn header(flags: &Flags, engine_version: &str, db: &Path, seed: u64) -> Stri
          RawSize:    {raw:.1} MB (estimated)\n\
          FileSize:   {file:.1} MB (estimated)\n\
          Compression: {}\n\
-         {blobs}Seed:       {seed}\n\
+         {blobs}{ycsb}Seed:       {seed}\n\
          ------------------------------------------------",
         env!("CARGO_PKG_VERSION"),
         utc_now(),
