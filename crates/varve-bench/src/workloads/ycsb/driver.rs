@@ -249,9 +249,9 @@ pub fn transactions(ctx: &Ctx<'_>, spec: &Spec, p: &TxnParams) -> Result<Run> {
                 Op::Read => {
                     key_of(chooser.next(&counter, &mut rng), &mut key);
                     let t0 = Instant::now();
-                    let found = ctx.engine.get_with(&key, &mut |v| {
+                    let found = ctx.engine.get_with(&key, &mut |got| {
                         record.clear();
-                        record.extend_from_slice(v);
+                        record.extend_from_slice(got);
                     })?;
                     let ns = t0.elapsed().as_nanos() as u64;
                     let b = if found { key.len() + record.len() } else { 0 };
@@ -301,9 +301,9 @@ pub fn transactions(ctx: &Ctx<'_>, spec: &Spec, p: &TxnParams) -> Result<Run> {
                     key_of(chooser.next(&counter, &mut rng), &mut key);
                     let v = values.generate(p.value_size);
                     let t0 = Instant::now();
-                    let found = ctx.engine.get_with(&key, &mut |v| {
+                    let found = ctx.engine.get_with(&key, &mut |got| {
                         record.clear();
-                        record.extend_from_slice(v);
+                        record.extend_from_slice(got);
                     })?;
                     // YCSB writes only after a successful read.
                     if found {

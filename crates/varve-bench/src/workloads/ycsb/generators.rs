@@ -42,7 +42,7 @@ pub fn next_f64(rng: &mut Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
-/// YCSB's `Utils.fnvhash64`: FNV-1 over the 8 little-endian bytes of
+/// YCSB's `Utils.fnvhash64`: FNV-1a over the 8 little-endian bytes of
 /// `val`, then the absolute value as a Java `long` (`Math.abs`; for the one
 /// hash equal to `i64::MIN`, Java keeps it negative and we return 2^63).
 pub fn fnv_hash64(val: u64) -> u64 {
