@@ -139,6 +139,7 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
         serde_json::to_string(&opened.options)?
     )?;
     let threads_started = AtomicU64::new(0);
+    let ycsb = crate::workloads::ycsb::YcsbState::default();
     let ctx = Ctx {
         flags,
         engine: opened.engine.as_ref(),
@@ -146,6 +147,7 @@ pub fn run_phase(flags: &Flags, phase: &str, out: &mut dyn Write) -> Result<()> 
         threads_started: &threads_started,
         latency: false,
         progress: None,
+        ycsb: &ycsb,
     };
     let cpu0 = report::cpu_secs();
     let t1 = Instant::now();
@@ -269,8 +271,10 @@ fn summary(r: &PhaseReport, ops: u64) -> Summary {
         found: None,
         reads: None,
         p50_us: None,
+        p95_us: None,
         p99_us: None,
         p999_us: None,
+        max_us: None,
     }
 }
 
@@ -390,6 +394,7 @@ pub fn run(flags: &Flags, db: &Path, out: &mut dyn Write) -> Result<Vec<RunResul
                 proc_io_read_bytes: Some(r.read_bytes),
                 db_dir_bytes: Some(db_bytes),
                 unix_time: report::unix_time(),
+                ycsb: None,
             };
             report::append_json(j, &rec)?;
         }

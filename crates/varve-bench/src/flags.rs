@@ -127,7 +127,7 @@ Examples:
     version,
     about = ABOUT,
     long_about = LONG_ABOUT,
-    after_help = AFTER_HELP
+    after_help = crate::help::after_help(AFTER_HELP)
 )]
 pub struct Flags {
     /// Comma-separated list of workloads to run, in order (see below).
@@ -439,6 +439,11 @@ pub struct Flags {
     #[command(flatten)]
     #[serde(flatten)]
     pub lsm: LsmFlags,
+
+    /// YCSB workloads (ycsb_a..ycsb_f): operations in total over all
+    /// threads (YCSB's operationcount). Negative: --num.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub ycsb_operations: i64,
 }
 
 impl Flags {

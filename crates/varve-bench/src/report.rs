@@ -60,6 +60,10 @@ pub struct Record<'a> {
     pub db_dir_bytes: Option<u64>,
     /// Seconds since the Unix epoch when the record was written.
     pub unix_time: u64,
+    /// For YCSB workloads: which workload and operation type, its mix,
+    /// request distribution, record count, value size and threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ycsb: Option<&'a crate::workloads::ycsb::Info>,
 }
 
 /// Appends `rec` as one line to the JSON file at `path`.
@@ -136,6 +140,19 @@ pub fn header(flags: &Flags, engine_version: &str, db: &Path, seed: u64) -> Stri
     } else {
         String::new()
     };
+    // Only for YCSB runs: their keys and values are not the ones above.
+    let ycsb = if flags
+        .benchmark_list()
+        .iter()
+        .any(|b| b.starts_with("ycsb_"))
+    {
+        format!(
+            "YCSB:       keys `user` + FNV-64 hash (~23 bytes), values {} bytes\n",
+            crate::workloads::ycsb::value_size(flags)
+        )
+    } else {
+        String::new()
+    };
     format!(
         "varve-bench: version {}\n\
          Engine:     {engine_version}\n\
@@ -148,7 +165,7 @@ pub fn header(flags: &Flags, engine_version: &str, db: &Path, seed: u64) -> Stri
          RawSize:    {raw:.1} MB (estimated)\n\
          FileSize:   {file:.1} MB (estimated)\n\
          Compression: {}\n\
-         {blobs}Seed:       {seed}\n\
+         {blobs}{ycsb}Seed:       {seed}\n\
          ------------------------------------------------",
         env!("CARGO_PKG_VERSION"),
         utc_now(),
@@ -298,8 +315,10 @@ mod tests {
             found: Some(9),
             reads: Some(10),
             p50_us: Some(1.5),
+            p95_us: Some(5.0),
             p99_us: Some(9.0),
             p999_us: Some(30.0),
+            max_us: Some(70.0),
         };
         let notes = vec!["cache_size: ignored".to_string()];
         let rec = Record {
@@ -321,6 +340,7 @@ mod tests {
             proc_io_read_bytes: Some(8192),
             db_dir_bytes: Some(8192),
             unix_time: 1,
+            ycsb: None,
         };
         let v: serde_json::Value = serde_json::to_value(&rec).unwrap();
         for k in [
@@ -340,8 +360,10 @@ mod tests {
             "found",
             "reads",
             "p50_us",
+            "p95_us",
             "p99_us",
             "p999_us",
+            "max_us",
             "message",
             "line",
             "notes",

@@ -91,6 +91,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
     writeln!(out, "{}", report::options_block(&opened.options))?;
     let mut results = Vec::new();
     let threads_started = AtomicU64::new(0);
+    let ycsb = workloads::ycsb::YcsbState::default();
     for name in &names {
         let fresh = workloads::is_fresh(name);
         if fresh && flags.use_existing_db {
@@ -118,6 +119,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
             threads_started: &threads_started,
             latency: flags.histogram || flags.json.is_some(),
             progress: progress::bar(name, workloads::expected_ops(name, flags)),
+            ycsb: &ycsb,
         };
         let outcomes = workloads::run(name, &ctx)
             .with_context(|| format!("{name} on {} at {}", flags.engine, path.display()))?;
@@ -174,6 +176,7 @@ pub fn run(flags: &Flags, out: &mut dyn Write) -> Result<Vec<RunResult>> {
                     proc_io_read_bytes: io_read,
                     db_dir_bytes: report::dir_bytes(&path),
                     unix_time: report::unix_time(),
+                    ycsb: o.ycsb.as_ref(),
                 };
                 report::append_json(j, &rec)?;
             }

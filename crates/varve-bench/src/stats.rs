@@ -156,8 +156,10 @@ impl Stats {
             found: self.reads.map(|_| self.found),
             reads: self.reads,
             p50_us: pct(0.5),
+            p95_us: pct(0.95),
             p99_us: pct(0.99),
             p999_us: pct(0.999),
+            max_us: self.hist.as_ref().map(|h| h.max() as f64 / 1000.0),
         }
     }
 }
@@ -183,10 +185,14 @@ pub struct Summary {
     pub reads: Option<u64>,
     /// Median latency in microseconds, when measured.
     pub p50_us: Option<f64>,
+    /// 95th percentile latency in microseconds, when measured.
+    pub p95_us: Option<f64>,
     /// 99th percentile latency in microseconds, when measured.
     pub p99_us: Option<f64>,
     /// 99.9th percentile latency in microseconds, when measured.
     pub p999_us: Option<f64>,
+    /// Largest latency in microseconds, when measured.
+    pub max_us: Option<f64>,
 }
 
 /// db_bench's result line: `%-12s : %11.3f micros/op %ld ops/sec %.3f seconds
@@ -292,8 +298,10 @@ mod tests {
             found: None,
             reads: None,
             p50_us: None,
+            p95_us: None,
             p99_us: None,
             p999_us: None,
+            max_us: None,
         }
     }
 

@@ -23,6 +23,7 @@ pub mod meta;
 pub mod read;
 pub mod scan;
 pub mod write;
+pub mod ycsb;
 
 /// What a workload needs to run.
 pub struct Ctx<'a> {
@@ -40,6 +41,8 @@ pub struct Ctx<'a> {
     pub latency: bool,
     /// Progress bar to advance, when stderr is a terminal.
     pub progress: Option<ProgressBar>,
+    /// The record count the run's YCSB workloads hand on to each other.
+    pub ycsb: &'a ycsb::YcsbState,
 }
 
 impl Ctx<'_> {
@@ -64,6 +67,8 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// Text to print after the result line (the `stats` workload).
     pub text: Option<String>,
+    /// What a YCSB result is (workload, mix, distribution, ...), for JSON.
+    pub ycsb: Option<ycsb::Info>,
 }
 
 impl Outcome {
@@ -76,6 +81,7 @@ impl Outcome {
             threads,
             notes: Vec::new(),
             text: None,
+            ycsb: None,
         }
     }
 }
@@ -84,7 +90,12 @@ impl Outcome {
 pub fn is_fresh(name: &str) -> bool {
     matches!(
         name,
-        "fillseq" | "fillrandom" | "filluniquerandom" | "fillsync" | "contest_inprocess"
+        "fillseq"
+            | "fillrandom"
+            | "filluniquerandom"
+            | "fillsync"
+            | "contest_inprocess"
+            | "ycsb_load"
     )
 }
 
@@ -108,6 +119,13 @@ pub const ALL: &[&str] = &[
     "count",
     "contest",
     "contest_inprocess",
+    "ycsb_load",
+    "ycsb_a",
+    "ycsb_b",
+    "ycsb_c",
+    "ycsb_d",
+    "ycsb_e",
+    "ycsb_f",
 ];
 
 /// Expected operation count (for the progress bar), if known.
@@ -119,7 +137,8 @@ pub fn expected_ops(name: &str, f: &Flags) -> Option<u64> {
         "readrandom" | "multireadrandom" | "readseq" | "readreverse" | "seekrandom" => {
             Some(f.reads() * t)
         }
-        "count" => Some(f.num()),
+        "count" | "ycsb_load" => Some(f.num()),
+        n if n.starts_with("ycsb_") => Some(ycsb::operations(f)),
         _ => None,
     }
 }
@@ -156,6 +175,7 @@ pub fn run(name: &str, ctx: &Ctx<'_>) -> Result<Vec<Outcome>> {
             meta::run(ctx, name)?
         }
         "contest_inprocess" => return contest::run_inprocess(ctx),
+        n if n.starts_with("ycsb_") => return ycsb::run(n, ctx),
         "contest" => bail!("contest runs its phases as processes of their own, not in a list"),
         other => bail!("unknown benchmark `{other}` (known: {})", ALL.join(", ")),
     };
