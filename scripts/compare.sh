@@ -46,7 +46,12 @@ Environment:
   VARVE_FLAGS, ROCKSDB_FLAGS, FJALL_FLAGS, REDB_FLAGS, LMDB_FLAGS
                extra flags for one engine, placed after the shared flags so
                they override them (varve-bench's parser keeps the last
-               occurrence of a flag, as db_bench/gflags does)
+               occurrence of a flag, as db_bench/gflags does); the LSM
+               engines' default is --tuned (the configuration their own
+               documentation recommends), set "" for db_bench's defaults
+  DISK         1 (default): scripts/disk-limits.sh over DB_DIR before and
+               after the engines, so ratios can be read against the disk's
+               limits of the same run; 0 to skip
   DROP_CACHES  1 (default) to drop the page cache before every run; 0 to skip
 
 Every run gets, in this order: --seed=<rep> (the same keys for every
@@ -72,6 +77,13 @@ MEM_LIMIT="${MEM_LIMIT:-2G}"
 DB_DIR="${DB_DIR:-${TMPDIR:-/tmp}}"
 OUT="${OUT:-${TMPDIR:-/tmp}/varve-compare-$(date -u +%Y%m%dT%H%M%SZ).jsonl}"
 DROP_CACHES="${DROP_CACHES:-1}"
+DISK="${DISK:-1}"
+# Each engine as its own documentation configures it (varve-bench --tuned;
+# the report prints every option it ran with). Set to "" for db_bench's
+# defaults.
+VARVE_FLAGS="${VARVE_FLAGS---tuned}"
+ROCKSDB_FLAGS="${ROCKSDB_FLAGS---tuned}"
+FJALL_FLAGS="${FJALL_FLAGS---tuned}"
 SHARED=("$@")
 RUN_ID="$(date -u +%Y%m%dT%H%M%SZ)-$$"
 
@@ -133,6 +145,14 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/varve-compare.XXXXXX")"
 echo "compare: engines: $ENGINES; reps $REPS; cgroup $CG limited to $LIMIT_BYTES bytes; records in $OUT" >&2
 echo "compare: shared flags: ${SHARED[*]+"${SHARED[*]}"}" >&2
 
+disk_limits() { # LABEL
+    if [ "$DISK" = 1 ]; then
+        echo "## disk limits ($1), fio over $DB_DIR"
+        "$ROOT/scripts/disk-limits.sh" "$DB_DIR" || echo "compare: disk-limits.sh failed" >&2
+    fi
+}
+disk_limits "before the engines"
+
 failed=0
 for e in $ENGINES; do
     var="$(echo "$e" | tr '[:lower:]' '[:upper:]')_FLAGS"
@@ -193,11 +213,13 @@ PY
     done
 done
 
+disk_limits "after the engines"
+
 python3 - "$OUT" "$ENGINES" "$REPS" "$LIMIT_BYTES" "$RUN_ID" <<'PY'
 import json, statistics, sys
 out, engines, reps, limit, run = sys.argv[1:]
 engines = engines.split()
-ops, rss, cg, failed = {}, {}, {}, {}
+ops, rss, cg, failed, p99 = {}, {}, {}, {}, {}
 names = []
 with open(out) as f:
     for line in f:
@@ -214,21 +236,25 @@ with open(out) as f:
         if n not in names:
             names.append(n)
         ops.setdefault((e, n), []).append(r["ops_per_sec"])
+        if r.get("p99_us") is not None:
+            p99.setdefault((e, n), []).append(r["p99_us"])
         if r.get("peak_rss_bytes") is not None:
             rss.setdefault((e, n), []).append(r["peak_rss_bytes"])
 med = lambda v: statistics.median(v) if v else None
 mib = lambda b: f"{b / 2**20:,.0f}" if b is not None else "—"
 print(f"\nmedian of {reps} runs per engine; ops/sec (higher is better); memory in MiB; "
       f"cgroup limit {int(limit) / 2**20:,.0f} MiB (page cache counted); all records in {out}\n")
-print("| engine | workload | ops/s | vs varve | peak RSS | cgroup peak | failed runs |")
-print("|---|---|---:|---:|---:|---:|---:|")
+print("| engine | workload | ops/s | vs varve | p99 us | peak RSS | cgroup peak | failed runs |")
+print("|---|---|---:|---:|---:|---:|---:|---:|")
 for e in engines:
     rows = [n for n in names if (e, n) in ops] or ["—"]
     for n in rows:
         m = med(ops.get((e, n), []))
         v = med(ops.get(("varve", n), []))
         ratio = f"{m / v:.2f}" if m is not None and v else "—"
+        q = med(p99.get((e, n), []))
         print(f"| {e} | {n} | {f'{m:,.0f}' if m is not None else '—'} | {ratio} | "
+              f"{f'{q:,.0f}' if q is not None else '—'} | "
               f"{mib(med(rss.get((e, n), [])))} | {mib(med(list(cg.get(e, {}).values())))} | "
               f"{len(failed.get(e, ()))} |")
 print("\npeak RSS: varve-bench's VmHWM for that workload (reset per workload); "
