@@ -41,8 +41,12 @@ run() {
     local shape="$1" engine="$2" k="$3"
     shift 3
     local out
+    local own="${VARVE_FLAGS:-}"
+    [ "$engine" = rocksdb ] && own="${ROCKSDB_FLAGS---tuned}"
+    # The engine's own flags (ROCKSDB_FLAGS, default --tuned; VARVE_FLAGS) last: they override.
+    # shellcheck disable=SC2086
     out=$("$BIN" --engine="$engine" --keyspaces="$k" --compression_type=none --bloom_bits=10 \
-        --histogram=0 "$@" 2>&1)
+        --histogram=0 "$@" $own 2>&1)
     echo "$out" | grep -E '^[a-z]+ +:' | sed "s/^/$shape $engine K=$k | /"
     echo "$out" | grep -E '^(fillrandom|readrandom) +:' | tail -1 |
         awk -v e="$engine" -v k="$k" -v s="$shape" '

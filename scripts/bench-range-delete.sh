@@ -26,6 +26,9 @@
 # varve-bench built with --features rocksdb; default: build it into
 # CARGO_TARGET_DIR).
 set -euo pipefail
+# The engine's own flags, after the shared ones so they override them
+# (ROCKSDB_FLAGS, default --tuned: RocksDB as its tuning guide configures it).
+engine_flags() { if [ "$1" = rocksdb ]; then echo "${ROCKSDB_FLAGS---tuned}"; else echo "${VARVE_FLAGS:-}"; fi; }
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 NUM="${NUM:-1000000}"
@@ -57,7 +60,7 @@ for rep in $(seq "$REPS"); do
             run_out=$("$BIN" --engine="$engine" --keyspaces="$KS" --benchmarks="$benches" \
                 --use_existing_db="$existing" --num="$NUM" --reads="$NUM" \
                 --key_size=16 --value_size=100 --compression_type=none --histogram=0 \
-                --seed="$rep" --db="$DB_DIR/rd" 2>&1)
+                --seed="$rep" --db="$DB_DIR/rd" $(engine_flags "$engine") 2>&1)
             echo "$run_out"
             echo "$run_out" | grep -E '^(readrandom|readseq) +:' |
                 awk -v e="$engine" -v r="$rep" -v phase="$phase" '
