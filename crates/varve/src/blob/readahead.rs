@@ -1,5 +1,9 @@
 //! [`BlobReadahead`]: read-ahead of blob values for one iterator
-//! (`docs/blob-files.md`, "Reads").
+//! (`docs/blob-files.md`, "Reads"). An iterator with its own merge asks
+//! it only once its scan has proven long (`db/read/scan_ahead.rs` reads
+//! the values of short scans in batches, and asks [`BlobReadahead`] only
+//! for values of chunks already in memory until then); an iterator of a
+//! shared pass asks it for every value it reads.
 //!
 //! A scan in key order over values that compaction relocated reads each
 //! blob file front to back, but the values of one key range may sit in a

@@ -22,7 +22,7 @@ use std::cell::{Cell, OnceCell, RefCell};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::scan_ahead::{At, ScanAhead};
+use super::scan_ahead::{At, ScanAhead, Scout};
 use super::shared_pass::{Cursor, SegmentBuilder, Step, Ticket};
 use super::{Share, Sibling};
 use crate::blob::cache::BlobReaders;
@@ -280,7 +280,7 @@ impl DbIterator {
             step: self.step,
             key: self.key(),
         };
-        let scout = || self.twin();
+        let scout = || Box::new(self.twin()) as Box<dyn Scout>;
         self.ahead
             .borrow_mut()
             .value(&mut self.blob_ra.borrow_mut(), &self.blobs, raw, at, &scout)
@@ -894,6 +894,25 @@ impl DbIterator {
     /// Where this iterator reads blob values from.
     pub(crate) fn blob_readers(&self) -> &Arc<BlobReaders> {
         &self.blobs
+    }
+}
+
+/// The look-ahead's scout is a twin cursor (`DbIterator::twin`).
+impl Scout for DbIterator {
+    fn seek_to(&mut self, key: &[u8]) {
+        self.seek(key);
+    }
+
+    fn current_key(&self) -> Option<&[u8]> {
+        self.valid().then(|| self.key())
+    }
+
+    fn raw(&self) -> Option<(&[u8], bool)> {
+        self.raw_value()
+    }
+
+    fn advance(&mut self) {
+        self.move_next();
     }
 }
 

@@ -33,7 +33,6 @@
 
 use std::collections::VecDeque;
 
-use super::db_iter::DbIterator;
 use crate::blob::cache::BlobReaders;
 use crate::blob::format::BlobPointer;
 use crate::blob::readahead::{BlobReadahead, BlobValue};
@@ -66,6 +65,24 @@ fn pages(p: &BlobPointer) -> u64 {
     p.aligned_span().1 as u64
 }
 
+/// The cursor a look-ahead walks ahead of its scan: a twin of the scan's
+/// own cursor (same state, snapshot, bounds), which it only seeks and
+/// steps forward, looking at keys and raw values.
+pub(crate) trait Scout: Send {
+    /// Positions at the first entry with a key `>= key`.
+    fn seek_to(&mut self, key: &[u8]);
+    /// The current key; `None` when not on an entry.
+    fn current_key(&self) -> Option<&[u8]>;
+    /// The current raw value, and whether it is a blob pointer; `None`
+    /// when not on an entry (the end, the bound, an error).
+    fn raw(&self) -> Option<(&[u8], bool)>;
+    /// Moves to the next entry.
+    fn advance(&mut self);
+}
+
+/// Makes a look-ahead's scout.
+pub(crate) type MakeScout<'a> = &'a dyn Fn() -> Box<dyn Scout>;
+
 /// Where the cursor asking for a value stands.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct At<'a> {
@@ -85,7 +102,7 @@ pub(crate) struct ScanAhead {
     depth: usize,
     /// Walks ahead of the cursor (made on the first batch, kept across
     /// runs and placed again at each run's first batch).
-    scout: Option<Box<DbIterator>>,
+    scout: Option<Box<dyn Scout>>,
     /// The scout stands after the values queued in this run.
     placed: bool,
     /// The scout ran out (the end, the bound, an error): nothing more to
@@ -145,12 +162,6 @@ impl ScanAhead {
         ScanAhead::new(false, IoEngine::Sync, 1)
     }
 
-    /// Bytes returned and read in the current run (for tests).
-    #[cfg(test)]
-    pub(crate) fn bytes(&self) -> (u64, u64) {
-        (self.returned, self.read)
-    }
-
     /// A new run: what was read ahead is dropped (its bytes were counted
     /// in the run before).
     fn restart(&mut self, ra: &mut BlobReadahead) {
@@ -176,7 +187,7 @@ impl ScanAhead {
         readers: &BlobReaders,
         raw: &[u8],
         at: At<'_>,
-        scout: &dyn Fn() -> DbIterator,
+        scout: MakeScout<'_>,
     ) -> Result<BlobValue> {
         if !self.on {
             return ra.value(readers, raw);
@@ -244,14 +255,14 @@ impl ScanAhead {
         p: &BlobPointer,
         cost: u64,
         key: &[u8],
-        make: &dyn Fn() -> DbIterator,
+        make: MakeScout<'_>,
     ) -> Result<Vec<u8>> {
         let allowed = read_bound(self.returned + cost).saturating_sub(self.read + cost);
-        let scout = self.scout.get_or_insert_with(|| Box::new(make()));
+        let scout = self.scout.get_or_insert_with(make);
         if !self.placed {
-            scout.seek(key);
-            if scout.valid() && scout.key() == key {
-                scout.move_next();
+            scout.seek_to(key);
+            if scout.current_key() == Some(key) {
+                scout.advance();
             }
             self.placed = true;
         }
@@ -259,7 +270,7 @@ impl ScanAhead {
         let mut bytes = 0;
         let mut visited = 0;
         while ps.len() <= self.ahead && visited < 4 * self.ahead + 16 {
-            let Some((raw, blob)) = scout.raw_value() else {
+            let Some((raw, blob)) = scout.raw() else {
                 // The end, the bound, or an error (the cursor meets it).
                 self.scout_done = true;
                 break;
@@ -276,7 +287,7 @@ impl ScanAhead {
                 ps.push(q);
                 bytes += c;
             }
-            scout.move_next();
+            scout.advance();
             visited += 1;
         }
         self.ahead = (self.ahead * 2).min(MAX_AHEAD);
