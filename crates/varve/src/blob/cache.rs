@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::batch_counters::BatchCounters;
 use super::format::{BlobPointer, value_from_span};
 use super::lane_set::BlobLaneSet;
 use super::reader::BlobReader;
@@ -36,6 +37,9 @@ pub(crate) struct BlobReaders {
     shared: Option<Arc<SharedChunks>>,
     /// Where the shared chunks are read ahead.
     pool: Option<Arc<ReaderPool>>,
+    /// What the batched value reads of short scans did
+    /// (`value_batch.rs`).
+    pub(crate) batches: BatchCounters,
 }
 
 impl BlobReaders {
@@ -55,6 +59,7 @@ impl BlobReaders {
             lanes,
             shared: None,
             pool: None,
+            batches: BatchCounters::default(),
         }
     }
 

@@ -8,6 +8,8 @@
 //! `chunk_writer`, whose writes `chunk_ring`'s thread submits) and
 //! `lane_set` keeps each keyspace's lanes,
 //! `reader` reads values by pointer and walks a file's chunks,
+//! `value_batch` reads many values at once on fibers (a short scan's
+//! look-ahead; `batch_counters` counts what it did),
 //! `readahead` reads windows of a file for a scan (or takes values from
 //! `shared_chunks`, the chunks concurrent scans share, through
 //! `held_chunks`, the ones an iterator holds, counted against a per-shard
@@ -18,6 +20,7 @@
 //! `chunk_ring`'s `varve-blob-io`, one per keyspace's lanes once they write
 //! a chunk, joined when the lanes and their files are gone.
 
+pub(crate) mod batch_counters;
 pub(crate) mod cache;
 pub(crate) mod chunk_ring;
 pub(crate) mod chunk_writer;
@@ -32,3 +35,4 @@ pub(crate) mod reader;
 pub(crate) mod shared_chunks;
 pub(crate) mod stage;
 pub(crate) mod staged_fs;
+pub(crate) mod value_batch;

@@ -1,5 +1,9 @@
 //! [`BlobReadahead`]: read-ahead of blob values for one iterator
-//! (`docs/blob-files.md`, "Reads").
+//! (`docs/blob-files.md`, "Reads"). An iterator with its own merge asks
+//! it only once its scan has proven long (`db/read/scan_ahead.rs` reads
+//! the values of short scans in batches, and asks [`BlobReadahead`] only
+//! for values of chunks already in memory until then); an iterator of a
+//! shared pass asks it for every value it reads.
 //!
 //! A scan in key order over values that compaction relocated reads each
 //! blob file front to back, but the values of one key range may sit in a
@@ -48,9 +52,13 @@ const DEPTH: usize = 2;
 /// Chunks after a missed shared chunk that are read ahead in the
 /// background.
 const AHEAD: u64 = 2;
-/// With shared scan chunks, an iterator loads chunks only after this many
-/// values: a long scan shares, a short one (a seek and a few steps) reads
-/// exactly its values and only uses chunks already resident.
+/// With shared scan chunks, an iterator of a shared pass loads chunks
+/// only after this many values: a long scan shares, a short one reads
+/// exactly its values and only uses chunks already resident. An iterator
+/// with its own merge is told instead, by its short-scan look-ahead
+/// (`db/read/scan_ahead.rs`), once its scan has proven long
+/// ([`BlobReadahead::set_long`]); until then it does not call
+/// [`BlobReadahead::value`].
 const SHARED_AFTER: u64 = 64;
 
 /// Where the window after one of `len` bytes at `start` begins: its tail
@@ -189,6 +197,9 @@ pub(crate) struct BlobReadahead {
     held: Option<HeldChunks>,
     /// Loads of shared chunks pace (see [`Self::set_pacing`]).
     pace: bool,
+    /// The scan has proven long: shared chunks are loaded from the first
+    /// value asked for (see [`SHARED_AFTER`]).
+    long: bool,
 }
 
 impl std::fmt::Debug for BlobReadahead {
@@ -215,7 +226,33 @@ impl BlobReadahead {
             values: 0,
             held: None,
             pace: true,
+            long: false,
         }
+    }
+
+    /// The scan has proven long (its look-ahead says so): from now on
+    /// values come through [`Self::value`], which reads windows or loads
+    /// shared chunks at once; `false` when a new (short) run starts.
+    pub(crate) fn set_long(&mut self, long: bool) {
+        self.long = long;
+    }
+
+    /// The value `p` from a shared chunk that is already in memory (one
+    /// this iterator holds, or one resident in the pool), with no IO;
+    /// `None` when there is none (or no pool).
+    pub(crate) fn resident_value(
+        &mut self,
+        readers: &BlobReaders,
+        p: &BlobPointer,
+    ) -> Result<Option<BlobValue>> {
+        if self.max == 0 {
+            return Ok(None);
+        }
+        let Some(shared) = readers.shared() else {
+            return Ok(None);
+        };
+        let held = self.held.get_or_insert_with(|| HeldChunks::new(shared));
+        shared_value(shared, readers, p, (false, self.pace), held)
     }
 
     /// Whether loads of shared chunks pace (wait a moment while other
@@ -250,7 +287,7 @@ impl BlobReadahead {
             // windows: the memory is the pool's, bounded however many
             // iterators there are.
             self.values += 1;
-            let load = self.values > SHARED_AFTER;
+            let load = self.long || self.values > SHARED_AFTER;
             let held = self.held.get_or_insert_with(|| HeldChunks::new(shared));
             return match shared_value(shared, readers, &p, (load, self.pace), held)? {
                 Some(v) => Ok(v),

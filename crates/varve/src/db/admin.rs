@@ -93,6 +93,13 @@ impl Db {
             s.shared_scan_reloads = r(&c.counters.reloads);
             s.shared_scan_paced = r(&c.counters.paced);
         }
+        [
+            s.scan_batches,
+            s.scan_batch_values,
+            s.scan_batch_reads,
+            s.scan_batch_bytes,
+            s.scan_batch_most_in_flight,
+        ] = db.blobs.batches.snapshot();
         {
             let c = &db.shared_passes.counters;
             let r = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);

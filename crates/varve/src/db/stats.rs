@@ -191,6 +191,18 @@ pub struct DbStats {
     pub shared_scan_reloads: u64,
     /// Loads of new chunks that waited a moment while such scans loaded.
     pub shared_scan_paced: u64,
+    /// Batches of blob values that short scans read together (their
+    /// look-ahead, `docs/blob-files.md`, "Short scans").
+    pub scan_batches: u64,
+    /// Values those batches read.
+    pub scan_batch_values: u64,
+    /// File reads they issued (values next to each other share one).
+    pub scan_batch_reads: u64,
+    /// Bytes those reads asked for.
+    pub scan_batch_bytes: u64,
+    /// The most reads of one batch that were in flight at once (on
+    /// io_uring; 1 when they ran one after another).
+    pub scan_batch_most_in_flight: u64,
     /// Shared passes started (`ReadOptions::shared_passes`): merges that
     /// iterators walking the same state from its start share.
     pub shared_passes: u64,
@@ -364,6 +376,11 @@ impl DbStats {
             shared_scan_no_room: 0,
             shared_scan_reloads: 0,
             shared_scan_paced: 0,
+            scan_batches: 0,
+            scan_batch_values: 0,
+            scan_batch_reads: 0,
+            scan_batch_bytes: 0,
+            scan_batch_most_in_flight: 0,
             shared_passes: 0,
             shared_pass_joins: 0,
             shared_pass_segments: 0,
@@ -442,6 +459,17 @@ impl DbStats {
                 self.shared_scan_paced,
                 self.shared_scan_hits,
                 self.shared_scan_no_room
+            );
+        }
+        if self.scan_batches > 0 {
+            let _ = writeln!(
+                s,
+                "Short-scan batches: {} batches, {} values, {} reads, {:.1} MiB, at most {} in flight",
+                self.scan_batches,
+                self.scan_batch_values,
+                self.scan_batch_reads,
+                mib(self.scan_batch_bytes),
+                self.scan_batch_most_in_flight
             );
         }
         if self.shared_passes > 0 {

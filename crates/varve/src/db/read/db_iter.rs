@@ -22,6 +22,7 @@ use std::cell::{Cell, OnceCell, RefCell};
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use super::scan_ahead::{At, ScanAhead, Scout};
 use super::shared_pass::{Cursor, SegmentBuilder, Step, Ticket};
 use super::{Share, Sibling};
 use crate::blob::cache::BlobReaders;
@@ -95,6 +96,12 @@ pub struct DbIterator {
     blobs: Arc<BlobReaders>,
     /// Read-ahead of blob values for forward scans.
     blob_ra: RefCell<BlobReadahead>,
+    /// The look-ahead of short forward scans over blob values: batches
+    /// of the next entries' values read together (`scan_ahead.rs`).
+    ahead: RefCell<ScanAhead>,
+    /// Counts moves: a `next` forward adds 1, any other move 2, so two
+    /// values asked for one `next` apart are in a row.
+    step: u64,
     _snapshot: Snapshot,
     /// Keeps the memtables and table files the iterator reads alive.
     pin: Arc<SuperVersion>,
@@ -135,7 +142,7 @@ impl DbIterator {
         upper: Option<Vec<u8>>,
         pin: Arc<SuperVersion>,
         sibling: Sibling,
-        (blobs, blob_ra): (Arc<BlobReaders>, BlobReadahead),
+        (blobs, blob_ra, ahead): (Arc<BlobReaders>, BlobReadahead, ScanAhead),
     ) -> Self {
         let ranges = pin.range_view();
         let hiding = !ranges.is_empty();
@@ -158,6 +165,8 @@ impl DbIterator {
             failed: Cell::new(false),
             blobs,
             blob_ra: RefCell::new(blob_ra),
+            ahead: RefCell::new(ahead),
+            step: 0,
             _snapshot: snapshot,
             ranges,
             pin,
@@ -254,16 +263,27 @@ impl DbIterator {
     /// position. Kept out of line: a scan of inline values never calls it.
     #[inline(never)]
     fn blob_value(&self, raw: &[u8]) -> &[u8] {
-        match self
-            .loaded
-            .get_or_init(|| self.blob_ra.borrow_mut().value(&self.blobs, raw))
-        {
+        match self.loaded.get_or_init(|| self.read_blob(raw)) {
             Ok(v) => v.as_slice(),
             Err(_) => {
                 self.failed.set(true);
                 &[]
             }
         }
+    }
+
+    /// Reads the blob value `raw` points to, for the current entry: through
+    /// the short-scan look-ahead, which may read it with the next entries'
+    /// values (on a scout, a twin of this cursor).
+    fn read_blob(&self, raw: &[u8]) -> Result<BlobValue> {
+        let at = At {
+            step: self.step,
+            key: self.key(),
+        };
+        let scout = || Box::new(self.twin()) as Box<dyn Scout>;
+        self.ahead
+            .borrow_mut()
+            .value(&mut self.blob_ra.borrow_mut(), &self.blobs, raw, at, &scout)
     }
 
     /// The value of the shared pass's current entry; a blob value is read
@@ -336,6 +356,7 @@ impl DbIterator {
 
     /// Moves to the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
+        self.step = self.step.wrapping_add(2);
         self.moving();
         self.leave_pass();
         self.positioned = true;
@@ -368,6 +389,7 @@ impl DbIterator {
 
     /// Moves to the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
+        self.step = self.step.wrapping_add(2);
         self.moving();
         self.leave_pass();
         self.positioned = true;
@@ -398,6 +420,7 @@ impl DbIterator {
             target = lower;
         }
         let t = keys::lookup_key(target, self.seq);
+        self.step = self.step.wrapping_add(2);
         self.moving();
         self.leave_pass();
         self.positioned = true;
@@ -416,6 +439,7 @@ impl DbIterator {
             self.seek_to_last();
             return;
         }
+        self.step = self.step.wrapping_add(2);
         self.moving();
         self.leave_pass();
         self.positioned = true;
@@ -439,6 +463,7 @@ impl DbIterator {
         }
         self.moving();
         if self.direction == Direction::Reverse {
+            self.step = self.step.wrapping_add(2);
             self.direction = Direction::Forward;
             // The internal iterator is just before every entry of the
             // current key; step onto the first of them, then skip them all.
@@ -454,6 +479,7 @@ impl DbIterator {
                 return;
             }
         } else {
+            self.step = self.step.wrapping_add(1);
             self.saved_key.clear();
             self.saved_key
                 .extend_from_slice(keys::user_key(self.iter.key()));
@@ -476,6 +502,7 @@ impl DbIterator {
                 return;
             }
         }
+        self.step = self.step.wrapping_add(2);
         self.moving();
         if self.direction == Direction::Forward {
             self.saved_key.clear();
@@ -689,44 +716,52 @@ impl DbIterator {
     /// The cursor `next_back` walks: a second one over the same state and
     /// bounds, made on first use and positioned at the last key.
     fn back_cursor(&mut self) -> &mut DbIterator {
-        let sibling = Arc::clone(&self.sibling);
-        let (seq, lower, upper) = (self.seq, self.lower.clone(), self.upper.clone());
-        let (snapshot, pin) = (self._snapshot.clone(), Arc::clone(&self.pin));
-        let (ranges, expired, hiding) = (self.ranges.clone(), self.expired, self.hiding);
-        let blobs = Arc::clone(&self.blobs);
-        self.back.get_or_insert_with(|| {
-            let mut b = Box::new(DbIterator {
-                iter: sibling(),
-                seq,
-                lower,
-                upper,
-                direction: Direction::Forward,
-                valid: false,
-                positioned: true,
-                saved_key: Vec::new(),
-                saved_value: Vec::new(),
-                error: None,
-                done: false,
-                sibling: Arc::clone(&sibling),
-                back: None,
-                blob: false,
-                loaded: OnceCell::new(),
-                failed: Cell::new(false),
-                blobs,
-                // Backward: values come in descending order, no read-ahead.
-                blob_ra: RefCell::new(BlobReadahead::new(0, None)),
-                _snapshot: snapshot,
-                pin,
-                ranges,
-                expired,
-                hiding,
-                share: None,
-                shared: None,
-                ticket: None,
-            });
-            b.seek_to_last();
-            b
-        })
+        let b = match self.back.take() {
+            Some(b) => b,
+            None => {
+                let mut b = Box::new(self.twin());
+                b.seek_to_last();
+                b
+            }
+        };
+        self.back.insert(b)
+    }
+
+    /// A second cursor over the same pinned state, snapshot, bounds and
+    /// floors, not positioned, with no blob read-ahead of its own (the
+    /// backward cursor: values come in descending order; the scout of the
+    /// look-ahead: it reads pointers only). It never joins a shared pass.
+    pub(crate) fn twin(&self) -> DbIterator {
+        DbIterator {
+            iter: (self.sibling)(),
+            seq: self.seq,
+            lower: self.lower.clone(),
+            upper: self.upper.clone(),
+            direction: Direction::Forward,
+            valid: false,
+            positioned: true,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            error: None,
+            done: false,
+            sibling: Arc::clone(&self.sibling),
+            back: None,
+            blob: false,
+            loaded: OnceCell::new(),
+            failed: Cell::new(false),
+            blobs: Arc::clone(&self.blobs),
+            blob_ra: RefCell::new(BlobReadahead::new(0, None)),
+            ahead: RefCell::new(ScanAhead::off()),
+            step: 0,
+            _snapshot: self._snapshot.clone(),
+            pin: Arc::clone(&self.pin),
+            ranges: self.ranges.clone(),
+            expired: self.expired,
+            hiding: self.hiding,
+            share: None,
+            shared: None,
+            ticket: None,
+        }
     }
 
     /// Ends the Rust iteration: the error of either cursor as the last
@@ -859,6 +894,25 @@ impl DbIterator {
     /// Where this iterator reads blob values from.
     pub(crate) fn blob_readers(&self) -> &Arc<BlobReaders> {
         &self.blobs
+    }
+}
+
+/// The look-ahead's scout is a twin cursor (`DbIterator::twin`).
+impl Scout for DbIterator {
+    fn seek_to(&mut self, key: &[u8]) {
+        self.seek(key);
+    }
+
+    fn current_key(&self) -> Option<&[u8]> {
+        self.valid().then(|| self.key())
+    }
+
+    fn raw(&self) -> Option<(&[u8], bool)> {
+        self.raw_value()
+    }
+
+    fn advance(&mut self) {
+        self.move_next();
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod multi_get_cached;
 pub(crate) mod par_scan;
 pub(crate) mod pass_pace;
 pub(crate) mod pass_source;
+pub(crate) mod scan_ahead;
 pub(crate) mod shared_pass;
 
 use std::sync::Arc;
@@ -205,6 +206,13 @@ fn build_iter(
                         Some(Arc::clone(&db.reader_pool))
                     }
                 },
+            ),
+            // Blob values of short scans read in batches: read-ahead too,
+            // so only where read-ahead is on.
+            scan_ahead::ScanAhead::new(
+                opts.readahead_size > 0,
+                db.options.io_engine,
+                opts.async_queue_depth,
             ),
         ),
     )

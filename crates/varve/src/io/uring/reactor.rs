@@ -132,7 +132,7 @@ impl Reactor {
     }
 
     /// Reads accepted and not yet taken (queued, in the kernel, or done).
-    #[cfg(any(test, feature = "testing"))]
+    /// Also counted by the batched blob reads of scans, for their stats.
     pub(crate) fn in_flight(&self) -> usize {
         self.ops.len()
     }
