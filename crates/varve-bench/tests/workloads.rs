@@ -536,7 +536,8 @@ fn blob_files_rocksdb() {
         "enable_blob_files=true",
         "min_blob_size=1024",
         "blob_file_size=268435456",
-        "enable_blob_garbage_collection=true",
+        // Off unless asked, as in db_bench.
+        "enable_blob_garbage_collection=false",
         "blob_garbage_collection_age_cutoff=0.500000",
         "blob_garbage_collection_force_threshold=1.000000",
         "blob_compression_type=kNoCompression",
