@@ -95,7 +95,7 @@ LIMIT_BYTES="$(numfmt --from=iec "$MEM_LIMIT" 2>/dev/null)" || die "MEM_LIMIT=$M
 
 first="$(printf '%s\n' "${SHARED[@]+"${SHARED[@]}"}" | sed -n 's/^--*benchmarks=//p' | tail -1 | cut -d, -f1)"
 case "$first" in
-    fill* | "") ;;
+    fill* | ycsb_load | "") ;;
     *) echo "compare: warning: the first benchmark is $first, not a fill: every run starts from an empty database" >&2 ;;
 esac
 

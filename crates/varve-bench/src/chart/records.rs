@@ -107,6 +107,16 @@ pub fn load(files: &[impl AsRef<Path>], series_by: SeriesBy) -> Result<Vec<Entry
             if line.trim().is_empty() {
                 continue;
             }
+            if is_failed_run(line) {
+                // scripts/compare.sh's marker of a run that ended before any
+                // workload finished: nothing to draw, said on stderr.
+                eprintln!(
+                    "varve-bench chart: {}:{}: a failed run (no workload finished), left out",
+                    path.display(),
+                    i + 1
+                );
+                continue;
+            }
             let e = parse_line(line, series_by, &label)
                 .with_context(|| format!("{}:{}", path.display(), i + 1))?;
             match out
@@ -119,6 +129,18 @@ pub fn load(files: &[impl AsRef<Path>], series_by: SeriesBy) -> Result<Vec<Entry
         }
     }
     Ok(out)
+}
+
+/// Whether `line` is the record `scripts/compare.sh` writes for a run that
+/// failed before any workload finished (`"name": null` and a non-zero
+/// `exit_status`).
+pub fn is_failed_run(line: &str) -> bool {
+    serde_json::from_str::<Value>(line).is_ok_and(|v| {
+        v.get("name").is_some_and(Value::is_null)
+            && v.get("exit_status")
+                .and_then(Value::as_i64)
+                .is_some_and(|s| s != 0)
+    })
 }
 
 /// Distinct values of `key` over `entries`, in order of first appearance.
@@ -134,6 +156,35 @@ pub fn distinct<'a>(
         }
     }
     v
+}
+
+#[cfg(test)]
+mod failed_run_tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_run_marker_is_left_out_and_nothing_else_is() {
+        assert!(is_failed_run(
+            r#"{"name": null, "engine": "redb", "exit_status": 143}"#
+        ));
+        assert!(!is_failed_run(
+            r#"{"name": "ycsb_a", "engine": "redb", "exit_status": 0}"#
+        ));
+        assert!(!is_failed_run(
+            r#"{"name": null, "engine": "redb", "exit_status": 0}"#
+        ));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = dir.path().join("r.jsonl");
+        std::fs::write(
+            &f,
+            "{\"name\": null, \"engine\": \"redb\", \"exit_status\": 143}\n\
+             {\"name\": \"readrandom\", \"engine\": \"varve\", \"ops_per_sec\": 5.0}\n",
+        )
+        .expect("writes");
+        let got = load(&[&f], SeriesBy::Engine).expect("loads");
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].series, "varve");
+    }
 }
 
 #[cfg(test)]
