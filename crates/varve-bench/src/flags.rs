@@ -12,6 +12,7 @@
 use clap::{CommandFactory, Parser};
 use serde::Serialize;
 
+pub use crate::parse::{parse_bool, parse_fraction};
 use crate::tuning::LsmFlags;
 
 const ABOUT: &str =
@@ -528,24 +529,6 @@ pub const DEFAULT_BLOB_GC_AGE_CUTOFF: f64 = 0.25;
 
 /// RocksDB's (and db_bench's) `blob_garbage_collection_force_threshold`.
 pub const DEFAULT_BLOB_GC_FORCE_THRESHOLD: f64 = 1.0;
-
-/// Parses a fraction in `0..=1`.
-pub fn parse_fraction(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
-        Ok(v) => Err(format!("{v} is outside 0..=1")),
-        Err(e) => Err(format!("`{s}` is not a number: {e}")),
-    }
-}
-
-/// Parses db_bench/gflags booleans.
-pub fn parse_bool(s: &str) -> Result<bool, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "y" | "t" | "on" => Ok(true),
-        "false" | "0" | "no" | "n" | "f" | "off" => Ok(false),
-        _ => Err(format!("`{s}` is not a boolean (true|false|1|0)")),
-    }
-}
 
 /// Rewrites gflags spellings to clap's and drops unknown long flags.
 ///

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod flags;
 pub mod help;
 pub mod keygen;
+pub mod parse;
 pub mod progress;
 pub mod report;
 pub mod runner;

@@ -17,7 +17,7 @@
 use clap::Args;
 use serde::Serialize;
 
-use crate::flags::parse_bool;
+use crate::parse::parse_bool;
 
 /// db_bench's tuning flags. `None`: not given (see the module contract).
 #[derive(Debug, Clone, Default, Args, Serialize)]
@@ -265,7 +265,7 @@ impl LsmFlags {
 /// and the BlobDB page (a blob cache beside the block cache; blob garbage
 /// collection stays as asked, off unless --enable_blob_garbage_collection).
 /// Direct IO for flush and compaction and async IO for reads are set in
-/// `engine/rocksdb.rs` with the other booleans of [`crate::flags::Flags`].
+/// `engine/rocksdb.rs` with the other booleans of `Flags`.
 pub fn rocksdb_tuned(f: &LsmFlags) -> LsmFlags {
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get() as i32);
     LsmFlags {

@@ -23,20 +23,6 @@ use clap::Parser;
 
 use records::{Entry, SeriesBy, distinct};
 
-/// `--help` text for the chart subcommand.
-pub const HELP: &str = "\
-Charts (ours): varve-bench chart [--out=DIR] [--series=engine|file] FILE.jsonl...
-  reads JSON record files written with --json (one or more runs, any
-  engines) and writes SVG charts into DIR (default ./charts):
-  throughput.svg (ops/s, grouped bars: one group per workload, one bar per
-  engine) and latency-<workload>.svg (p50/p95/p99/p99.9/max per operation
-  type, one line per engine, log scale). A later record of the same engine
-  and workload replaces an earlier one. `varve-bench chart --help` for more.
-  Example:
-    varve-bench --engine=varve --benchmarks=ycsb_load,ycsb_a,ycsb_e --num=100000 --json=v.jsonl
-    varve-bench --engine=memory --benchmarks=ycsb_load,ycsb_a,ycsb_e --num=100000 --json=m.jsonl
-    varve-bench chart --out=charts v.jsonl m.jsonl";
-
 /// The chart subcommand's flags.
 #[derive(Debug, Clone, Parser)]
 #[command(

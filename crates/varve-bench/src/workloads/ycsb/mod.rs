@@ -36,34 +36,6 @@ use driver::{Run, TxnParams};
 use generators::ZIPFIAN_CONSTANT;
 use spec::{DEFAULT_VALUE_SIZE, Distribution, FIELD_COUNT, MAX_SCAN_LENGTH, Spec};
 
-/// `--help` text for the YCSB workloads.
-pub const HELP: &str = "\
-YCSB core workloads (ours; as YCSB's CoreWorkload, workloads/workload[a-f]):
-  ycsb_load  insert --num records (fresh DB; skipped with --use_existing_db)
-  ycsb_a     50% read, 50% update             zipfian (scrambled, 0.99)
-  ycsb_b     95% read, 5% update              zipfian
-  ycsb_c     100% read                        zipfian
-  ycsb_d     95% read, 5% insert              latest (skewed to the newest)
-  ycsb_e     95% scan (1..=100 records, uniform), 5% insert   zipfian
-  ycsb_f     50% read, 50% read-modify-write  zipfian
-  Keys are `user` + the decimal FNV-64 hash of the record number (~23 B;
-  --key_size is not used); values are 1000 B (10 fields x 100 B,
-  concatenated) unless --value_size is given. --ycsb_operations operations
-  in total (YCSB's operationcount; default --num), split over --threads;
-  --duration runs for that many seconds instead. A read copies the whole
-  value out (get_with); an update writes a whole new value without reading
-  it (YCSB's writeallfields=true); an insert takes the next record number
-  from a counter shared by the threads (readers choose only acknowledged
-  inserts); a scan opens an iterator, seeks to the record and reads that
-  many records; a read-modify-write reads, then writes a whole value.
-  Each workload prints one line for all its operations and one per
-  operation type (ycsb_a.read, ycsb_a.update, ...) with p50/p95/p99/p99.9/max
-  latency, in --json too. Run ycsb_load first (or --use_existing_db on a
-  loaded database with the same --num); inserts of one workload extend the
-  key space of the next in the same run.
-  Example: varve-bench --benchmarks=ycsb_load,ycsb_a,ycsb_b,ycsb_c,ycsb_f,ycsb_d,ycsb_e \\
-             --num=100000 --ycsb_operations=100000 --threads=4 --json=ycsb.jsonl";
-
 /// Every YCSB workload name, for the list of known benchmarks.
 pub const NAMES: &[&str] = &[
     "ycsb_load",
