@@ -150,96 +150,21 @@ pub struct LsmFlags {
 }
 
 /// A flag of [`LsmFlags`] that was given: its name and value as text.
-pub type Given = (&'static str, String);
+pub type Given = (String, String);
 
 impl LsmFlags {
-    /// Every flag given (or set by a profile), by db_bench name.
+    /// Every flag given (or set by a profile), by db_bench name, in name
+    /// order: the serialised fields that are not `None` (`tuned` is not a
+    /// RocksDB option and is left out).
     pub fn given(&self) -> Vec<Given> {
-        fn put<T: std::fmt::Display>(v: &mut Vec<Given>, name: &'static str, x: Option<T>) {
-            if let Some(x) = x {
-                v.push((name, x.to_string()));
-            }
-        }
-        let mut v = Vec::new();
-        put(&mut v, "max_background_jobs", self.max_background_jobs);
-        put(
-            &mut v,
-            "max_write_buffer_number",
-            self.max_write_buffer_number,
-        );
-        put(
-            &mut v,
-            "min_write_buffer_number_to_merge",
-            self.min_write_buffer_number_to_merge,
-        );
-        put(&mut v, "bytes_per_sync", self.bytes_per_sync);
-        put(&mut v, "wal_bytes_per_sync", self.wal_bytes_per_sync);
-        put(
-            &mut v,
-            "enable_pipelined_write",
-            self.enable_pipelined_write,
-        );
-        put(
-            &mut v,
-            "allow_concurrent_memtable_write",
-            self.allow_concurrent_memtable_write,
-        );
-        put(&mut v, "unordered_write", self.unordered_write);
-        put(
-            &mut v,
-            "level0_slowdown_writes_trigger",
-            self.level0_slowdown_writes_trigger,
-        );
-        put(
-            &mut v,
-            "level0_stop_writes_trigger",
-            self.level0_stop_writes_trigger,
-        );
-        put(
-            &mut v,
-            "max_bytes_for_level_base",
-            self.max_bytes_for_level_base,
-        );
-        put(
-            &mut v,
-            "max_bytes_for_level_multiplier",
-            self.max_bytes_for_level_multiplier,
-        );
-        put(
-            &mut v,
-            "level_compaction_dynamic_level_bytes",
-            self.level_compaction_dynamic_level_bytes,
-        );
-        put(&mut v, "target_file_size_base", self.target_file_size_base);
-        put(
-            &mut v,
-            "compaction_readahead_size",
-            self.compaction_readahead_size,
-        );
-        put(&mut v, "block_size", self.block_size);
-        put(
-            &mut v,
-            "cache_index_and_filter_blocks",
-            self.cache_index_and_filter_blocks,
-        );
-        put(
-            &mut v,
-            "pin_l0_filter_and_index_blocks_in_cache",
-            self.pin_l0_filter_and_index_blocks_in_cache,
-        );
-        put(&mut v, "use_blob_cache", self.use_blob_cache);
-        put(&mut v, "blob_cache_size", self.blob_cache_size);
-        put(
-            &mut v,
-            "rate_limiter_bytes_per_sec",
-            self.rate_limiter_bytes_per_sec,
-        );
-        put(
-            &mut v,
-            "optimize_filters_for_hits",
-            self.optimize_filters_for_hits,
-        );
-        v
+        let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(self) else {
+            unreachable!("LsmFlags serialises to an object of plain values");
+        };
+        fields
+            .into_iter()
+            .filter(|(name, v)| name != "tuned" && !v.is_null())
+            .map(|(name, v)| (name, v.to_string()))
+            .collect()
     }
 
     /// Fails naming the first given flag that `engine` does not map (those
@@ -247,7 +172,7 @@ impl LsmFlags {
     pub fn refuse_unmapped(&self, engine: &str, mapped: &[&str]) -> anyhow::Result<()> {
         for (name, value) in self.given() {
             anyhow::ensure!(
-                mapped.contains(&name),
+                mapped.contains(&name.as_str()),
                 "--{name}={value}: a RocksDB option {engine} has no equivalent for \
                  (give it in the RocksDB-only flags, e.g. ROCKSDB_FLAGS in the scripts)"
             );
@@ -321,8 +246,8 @@ mod tests {
         assert_eq!(
             f.given(),
             vec![
-                ("max_background_jobs", "4".to_string()),
-                ("enable_pipelined_write", "false".to_string())
+                ("enable_pipelined_write".to_string(), "false".to_string()),
+                ("max_background_jobs".to_string(), "4".to_string())
             ]
         );
         assert!(
