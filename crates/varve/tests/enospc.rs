@@ -3,7 +3,8 @@
 //! the full disk, reads go on), no acknowledged write is lost, no failed
 //! write is visible after `Db::resume`, and `Db::resume` brings writes back
 //! once space is freed — without a reopen, and with a reopen afterwards
-//! finding everything.
+//! finding everything. A write that failed is not visible to any read
+//! made after its error came back, while poisoned as after `resume`.
 //!
 //! Two kinds of full disk:
 //!
@@ -654,6 +655,8 @@ fn full_wal_with_short_writes_then_resume() {
     check_full_disk_errors(&o, true);
     o.acked.extend(before);
     check_poisoned(&db, &o);
+    check(&db, &o, "while poisoned");
+    check_scans(&db, &o, "while poisoned");
     let err = db.resume().expect_err("still full");
     assert!(err.is_no_space(), "{err}");
     fs.heal();
@@ -758,6 +761,8 @@ fn full_wal_with_small_memtables_then_resume() {
     let o = write_until_full(&db, "w");
     check_full_disk_errors(&o, false);
     check_poisoned(&db, &o);
+    check(&db, &o, "while poisoned");
+    check_scans(&db, &o, "while poisoned");
     fs.heal();
     resume_write_reopen(db, dir.path(), opts, o);
 }

@@ -437,7 +437,11 @@ impl FileSystem for FaultInjectingFs {
     fn remove_file(&self, path: &Path) -> Result<()> {
         self.check_alive(path)?;
         self.switches.tracked.lock().remove(path);
-        self.switches.images.lock().remove(path);
+        // Under the images' lock: a sync of this file running now records
+        // its image either before the removal (dropped here) or finds the
+        // file gone (and records nothing), never an image of a removed file.
+        let mut images = self.switches.images.lock();
+        images.remove(path);
         self.inner.remove_file(path)
     }
     fn remove_dir(&self, dir: &Path) -> Result<()> {
@@ -452,11 +456,12 @@ impl FileSystem for FaultInjectingFs {
             tracked.insert(to.to_path_buf(), d);
         }
         drop(tracked);
+        // Under the images' lock, as `remove_file`: a sync running now
+        // records under the old name before the move, or finds it gone.
         let mut images = self.switches.images.lock();
         if let Some(image) = images.remove(from) {
             images.insert(to.to_path_buf(), image);
         }
-        drop(images);
         self.inner.rename(from, to)
     }
     fn hard_link(&self, src: &Path, dst: &Path) -> Result<()> {

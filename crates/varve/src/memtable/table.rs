@@ -11,6 +11,16 @@
 //! Invariants: `memory_usage() <= capacity()`; an `add` that returns
 //! [`MemTableFull`] changed nothing; an `add` of `(k, v)` consumes at most
 //! `entry_charge(k.len(), v.len())` bytes.
+//!
+//! Hidden entries: a write that failed after its entries were added (its
+//! log or its blob values could not be made durable) is taken out of view
+//! with [`MemTable::hide`] before its writer sees the error. `get` and
+//! every iterator made after `hide` returned skip the entries of hidden
+//! sequence ranges (an iterator made before keeps the view it started
+//! with); so does a flush, which iterates. [`MemTable::iter_all`] still
+//! shows them, for `Db::resume`'s copy that counts what it leaves out.
+//! Until the first `hide`, reads pay one atomic load per `get` or
+//! iterator, nothing per step.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -35,6 +45,12 @@ pub(crate) struct MemTable {
     /// sequence number is published: a reader that sees the number sees
     /// the flag, and a reader that sees no flag skips the lock.
     has_range_dels: AtomicBool,
+    /// Sequence ranges (inclusive) of failed writes that reads skip
+    /// (`hide`); replaced whole, never changed in place.
+    hidden: RwLock<Arc<[(SequenceNumber, SequenceNumber)]>>,
+    /// Set (Release) once `hidden` is non-empty; a reader that sees no
+    /// flag skips the lock.
+    has_hidden: AtomicBool,
 }
 
 impl std::fmt::Debug for MemTable {
@@ -59,7 +75,42 @@ impl MemTable {
             range_dels: RwLock::default(),
             range_dels_copy: RwLock::default(),
             has_range_dels: AtomicBool::new(false),
+            hidden: RwLock::new(Arc::from([])),
+            has_hidden: AtomicBool::new(false),
         }
+    }
+
+    /// Takes the entries with sequence numbers in `first..=last` out of
+    /// view for every `get` and every iterator made after this returns
+    /// (see the module docs). They keep their arena space.
+    pub(crate) fn hide(&self, first: SequenceNumber, last: SequenceNumber) {
+        assert!(first <= last, "hide: empty range {first}..={last}");
+        let mut hidden = self.hidden.write().unwrap_or_else(PoisonError::into_inner);
+        let mut ranges: Vec<_> = hidden.iter().copied().collect();
+        ranges.push((first, last));
+        ranges.sort_unstable();
+        // Overlapping ranges merged, so `is_hidden`'s search of the one
+        // range starting at or below a sequence is enough.
+        let mut merged: Vec<(SequenceNumber, SequenceNumber)> = Vec::with_capacity(ranges.len());
+        for (a, b) in ranges {
+            match merged.last_mut() {
+                Some(m) if a <= m.1.saturating_add(1) => m.1 = m.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        debug_assert!(merged.windows(2).all(|w| w[0].1 < w[1].0));
+        *hidden = Arc::from(merged);
+        self.has_hidden.store(true, Ordering::Release);
+    }
+
+    /// The hidden ranges, sorted, if there are any.
+    fn hidden(&self) -> Option<Arc<[(SequenceNumber, SequenceNumber)]>> {
+        if !self.has_hidden.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(Arc::clone(
+            &self.hidden.read().unwrap_or_else(PoisonError::into_inner),
+        ))
     }
 
     /// Upper bound of the arena bytes one `add` of a `user_key_len`-byte key
@@ -196,8 +247,15 @@ impl MemTable {
             user_key,
             trailer: keys::pack_trailer(seq.min(MAX_SEQUENCE), ValueKind::FOR_SEEK),
         };
-        let node = self.list.seek_ge(target)?;
-        let parsed = keys::parse_internal_key(self.list.key(node))?;
+        let mut node = self.list.seek_ge(target)?;
+        let mut parsed = keys::parse_internal_key(self.list.key(node))?;
+        if let Some(hidden) = self.hidden() {
+            // Older entries of the key follow in internal-key order.
+            while parsed.user_key == user_key && is_hidden(&hidden, parsed.seq) {
+                node = self.list.next(node)?;
+                parsed = keys::parse_internal_key(self.list.key(node))?;
+            }
+        }
         (parsed.user_key == user_key).then(|| (parsed.kind, self.list.value(node), parsed.seq))
     }
 
@@ -217,6 +275,17 @@ impl MemTable {
         MemTableIterator {
             mem: Arc::clone(self),
             node: None,
+            hidden: self.hidden(),
+        }
+    }
+
+    /// [`MemTable::iter`] that also shows hidden entries (for resume's
+    /// copy, which counts the entries it leaves out).
+    pub(crate) fn iter_all(self: &Arc<Self>) -> MemTableIterator {
+        MemTableIterator {
+            mem: Arc::clone(self),
+            node: None,
+            hidden: None,
         }
     }
 
@@ -230,8 +299,50 @@ impl MemTable {
 /// seeks and `prev` are O(log n) searches.
 pub(crate) struct MemTableIterator {
     mem: Arc<MemTable>,
-    /// Current node; always a node of `mem.list`.
+    /// Current node; always a node of `mem.list`, never a hidden one.
     node: Option<Node>,
+    /// The memtable's hidden ranges when the cursor was made (`None`: show
+    /// every entry).
+    hidden: Option<Arc<[(SequenceNumber, SequenceNumber)]>>,
+}
+
+/// Whether `seq` lies in one of the sorted inclusive `ranges`.
+fn is_hidden(ranges: &[(SequenceNumber, SequenceNumber)], seq: SequenceNumber) -> bool {
+    let i = ranges.partition_point(|&(first, _)| first <= seq);
+    i > 0 && ranges[i - 1].1 >= seq
+}
+
+impl MemTableIterator {
+    /// Whether the current node is one of a hidden write.
+    fn on_hidden(&self) -> bool {
+        match (&self.hidden, self.node) {
+            (Some(h), Some(n)) => {
+                keys::parse_internal_key(self.mem.list.key(n)).is_some_and(|p| is_hidden(h, p.seq))
+            }
+            _ => false,
+        }
+    }
+
+    /// Moves forward past hidden entries.
+    fn skip_forward(&mut self) {
+        while self.on_hidden() {
+            self.node = self.node.and_then(|n| self.mem.list.next(n));
+        }
+    }
+
+    /// Moves backward past hidden entries.
+    fn skip_backward(&mut self) {
+        while self.on_hidden() {
+            self.step_back();
+        }
+    }
+
+    fn step_back(&mut self) {
+        let list = &self.mem.list;
+        self.node = self
+            .node
+            .and_then(|n| list.seek_lt(Target::from_internal_key(list.key(n))));
+    }
 }
 
 impl std::fmt::Debug for MemTableIterator {
@@ -249,24 +360,27 @@ impl InternalIterator for MemTableIterator {
     }
     fn seek_to_first(&mut self) {
         self.node = self.mem.list.first();
+        self.skip_forward();
     }
     fn seek_to_last(&mut self) {
         self.node = self.mem.list.last();
+        self.skip_backward();
     }
     fn seek(&mut self, target: &[u8]) {
         self.node = self.mem.list.seek_ge(Target::from_internal_key(target));
+        self.skip_forward();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.node = self.mem.list.seek_le(Target::from_internal_key(target));
+        self.skip_backward();
     }
     fn next(&mut self) {
         self.node = self.node.and_then(|n| self.mem.list.next(n));
+        self.skip_forward();
     }
     fn prev(&mut self) {
-        let list = &self.mem.list;
-        self.node = self
-            .node
-            .and_then(|n| list.seek_lt(Target::from_internal_key(list.key(n))));
+        self.step_back();
+        self.skip_backward();
     }
     fn key(&self) -> &[u8] {
         self.node.map_or(&[], |n| self.mem.list.key(n))

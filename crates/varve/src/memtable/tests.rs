@@ -486,3 +486,89 @@ fn concurrent_writers_and_readers() {
         }
     }
 }
+
+/// Hidden sequence ranges: `get` falls through to the next older entry of
+/// the key, iterators made after `hide` skip the entries both ways (seeks
+/// included), an iterator made before keeps its view, `iter_all` shows
+/// everything, against a model of the entries that stay visible.
+#[test]
+fn hidden_writes_are_skipped_by_get_and_iterators() {
+    let mem = Arc::new(MemTable::new(1 << 20));
+    let mut model = Model::new();
+    let mut all = Model::new();
+    // Keys k00..k19, each written at seqs 10*i+1..=10*i+3; hide seq 2 of
+    // every key, and all three writes of k07 and of the last key (k19).
+    let hidden = |seq: u64| seq % 10 == 2 || (71..=73).contains(&seq) || seq >= 191;
+    for i in 0..20u64 {
+        let key = format!("k{i:02}");
+        for s in 1..=3 {
+            let seq = 10 * i + s;
+            let value = format!("v{seq}");
+            mem.add(seq, ValueKind::Value, key.as_bytes(), value.as_bytes())
+                .expect("room");
+            let ik = IKey(keys::make_internal_key(
+                key.as_bytes(),
+                seq,
+                ValueKind::Value,
+            ));
+            all.insert(ik.clone(), value.clone().into_bytes());
+            if !hidden(seq) {
+                model.insert(ik, value.into_bytes());
+            }
+        }
+    }
+    let before = mem.iter();
+    for i in 0..20u64 {
+        mem.hide(10 * i + 2, 10 * i + 2);
+    }
+    mem.hide(71, 73);
+    mem.hide(191, 193);
+    assert_eq!(mem.get(b"k03", 32), Some((ValueKind::Value, &b"v31"[..])));
+    assert_eq!(mem.get(b"k03", 33), Some((ValueKind::Value, &b"v33"[..])));
+    assert_eq!(
+        mem.get(b"k07", MAX_SEQUENCE),
+        None,
+        "every write of k07 is hidden"
+    );
+    assert_eq!(mem.get(b"k19", MAX_SEQUENCE), None);
+    assert_eq!(
+        collect_forward(&mem),
+        model.iter().map(model_entry).collect::<Vec<_>>()
+    );
+    // Backward.
+    let mut it = mem.iter();
+    it.seek_to_last();
+    let mut back = Vec::new();
+    while let Some(e) = entry(&it) {
+        back.push(e);
+        it.prev();
+    }
+    back.reverse();
+    assert_eq!(back, model.iter().map(model_entry).collect::<Vec<_>>());
+    // Seeks onto a hidden entry land on the next visible one each way.
+    let target = keys::make_internal_key(b"k07", 73, ValueKind::Value);
+    let mut it = mem.iter();
+    it.seek(&target);
+    let want = model.range(IKey(target.clone())..).next().map(model_entry);
+    assert_eq!(entry(&it), want);
+    it.seek_for_prev(&target);
+    let want = model.range(..=IKey(target)).next_back().map(model_entry);
+    assert_eq!(entry(&it), want);
+    // Made before the hide, and `iter_all`: every entry.
+    let mut before = before;
+    let mut n = 0;
+    before.seek_to_first();
+    while before.valid() {
+        n += 1;
+        before.next();
+    }
+    assert_eq!(n, all.len());
+    let mut raw = mem.iter_all();
+    raw.seek_to_first();
+    let mut n = 0;
+    while raw.valid() {
+        n += 1;
+        raw.next();
+    }
+    assert_eq!(n, all.len());
+}

@@ -26,16 +26,20 @@
 //! end of what reached the file (`wal_log`); writers whose records end
 //! before that point are still acknowledged, those whose records end past
 //! it get the IO error (all writers of a failed slot, and every later
-//! one) and report their sequence ranges, which `Db::resume` drops from
-//! the memtable; later writes get `Error::Poisoned`. A batch is inserted
-//! and published before its bytes reach the file, so until `resume` (or a
-//! reopen) a read may see a write that then failed; it never becomes
-//! durable. A `sync` write whose blob values could not be made durable
-//! (the lanes' sync failed after its record was placed) fails the same
-//! way: it poisons the database and its sequence range is kept in
+//! one) and report their sequence ranges, which are hidden in the
+//! memtable (`MemTable::hide`) before the writer sees its error and which
+//! `Db::resume` drops from it; later writes get `Error::Poisoned`. A batch
+//! is inserted and published before its bytes reach the file, so a read
+//! *concurrent* with a write that then fails may see it; no read that
+//! starts after the error was returned does, and it never becomes durable.
+//! A `sync` write whose blob values could not be made durable (the lanes'
+//! sync failed after its record was placed) fails the same way: it
+//! poisons the database, is hidden, and its sequence range is kept in
 //! `failed_writes`, which `Db::resume` also drops from the memtable (its
 //! record stays in the old log: a crash before resume's flush may bring
-//! it back, with its values, which resume made durable). The error path
+//! it back, with its values, which resume made durable). A write whose
+//! fdatasync failed is not hidden: what the file holds is unknown, and
+//! only a reopen (which replays it) can tell. The error path
 //! adds only branches: nothing on the success path changed for it. Thread-safety: any number of threads may call
 //! [`write()`] at once.
 
@@ -445,6 +449,7 @@ fn apply(
         let _syncing = wp.lane_syncs.read();
         if let Err(e) = blobs::sync_all(db) {
             wp.failed_writes.lock().push((first, last));
+            log.hide(first, last);
             db.poison_err("blob file sync failed", &e);
             return Err(e);
         }

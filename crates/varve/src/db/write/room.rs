@@ -562,7 +562,7 @@ fn without_sequences(
     };
     let mut out = vec![Arc::new(MemTable::new(mem.capacity()))];
     let mut left_out = 0u64;
-    let mut it = mem.iter();
+    let mut it = mem.iter_all();
     it.seek_to_first();
     while it.valid() {
         let parsed = parse_internal_key(it.key()).ok_or_else(|| {

@@ -236,6 +236,16 @@ impl WalLog {
     }
 
     /// The memtable of keyspace `id` in this log (`None`: no such keyspace).
+    /// Takes the entries of the write with sequences `first..=last` out of
+    /// view in every memtable of this log (`MemTable::hide`): it failed
+    /// after it was inserted, and its writer is about to get the error.
+    pub(crate) fn hide(&self, first: u64, last: u64) {
+        self.mem.hide(first, last);
+        for (_, mem) in &self.keyspace_mems {
+            mem.hide(first, last);
+        }
+    }
+
     pub(crate) fn mem_of(&self, id: u32) -> Option<&MemTable> {
         if id == 0 {
             return Some(&self.mem);

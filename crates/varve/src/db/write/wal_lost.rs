@@ -86,6 +86,9 @@ impl WalLog {
             let mut lost = self.lost.lock();
             lost.ranges.push((first, last));
             lost.bytes += len;
+            // It never becomes durable: out of view before its writer
+            // sees the error (resume then drops it for good).
+            self.hide(first, last);
             self.lost_cv.notify_all();
         }
     }
