@@ -5,9 +5,14 @@
 //! them in memory, so the cache bounds both open file descriptors and that
 //! pinned memory. The bookkeeping is the block cache's `LruShard` with a
 //! charge of one per table. A reader already handed out stays valid after eviction
-//! (it is an `Arc`). Thread-safe; tables are opened outside the lock, so
-//! two threads may open the same table at once and one copy is kept.
+//! (it is an `Arc`). Thread-safe; tables are opened outside the cache's
+//! lock, one opener per table at a time (`opening`): a thread that asks
+//! for a table another thread is opening waits for it and takes its copy,
+//! so a table (whose data blocks may be pinned: tens of MiB read at once)
+//! is never read twice because two threads wanted it at the same moment
+//! (the warm-up thread and the first reader after an open).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -40,6 +45,11 @@ pub(crate) struct TableCache {
     /// with a memory budget, its pinned index, filter and properties bytes
     /// against the budget's part for them.
     lru: Mutex<LruShard<u64, Arc<Table>>>,
+    /// Tables being opened now, by file number: the opener holds the
+    /// entry's lock while it reads the table; others wait on it. Lock
+    /// order: `opening`, then an entry, then `lru` (`opening` is never held
+    /// while waiting for an entry).
+    opening: Mutex<HashMap<u64, Arc<Mutex<()>>>>,
     /// The memory budget's part for open tables' metadata (`None`: the
     /// cache counts tables, not bytes).
     metadata_budget: Option<usize>,
@@ -102,6 +112,7 @@ impl TableCache {
             capacity: capacity.max(1),
             direct_reads,
             lru: Mutex::new(LruShard::new(capacity.max(1))),
+            opening: Mutex::new(HashMap::new()),
             metadata_budget: None,
             readahead: None,
         }
@@ -139,6 +150,38 @@ impl TableCache {
         if let Some(table) = self.lru.lock().get(&file.number) {
             return Ok(table);
         }
+        // One opener per table: wait for one already at it, then look
+        // again (a table too large for the metadata budget is not kept, so
+        // each waiter then opens it in turn).
+        let entry = Arc::clone(self.opening.lock().entry(file.number).or_default());
+        let turn = entry.lock();
+        if let Some(table) = self.lru.lock().get(&file.number) {
+            drop(turn);
+            self.done_opening(file.number, entry);
+            return Ok(table);
+        }
+        let opened = self.open_table(file);
+        drop(turn);
+        self.done_opening(file.number, entry);
+        opened
+    }
+
+    /// Lets go of `number`'s opening entry, and forgets it once no thread
+    /// holds it (clones are made and dropped only under `opening`, so the
+    /// count is exact).
+    fn done_opening(&self, number: u64, entry: Arc<Mutex<()>>) {
+        let mut opening = self.opening.lock();
+        drop(entry);
+        if opening
+            .get(&number)
+            .is_some_and(|e| Arc::strong_count(e) == 1)
+        {
+            opening.remove(&number);
+        }
+    }
+
+    /// Opens `file` and keeps it (budget permitting).
+    fn open_table(&self, file: &FileMetaData) -> Result<Arc<Table>> {
         let path = crate::filenames::table_path(&self.dir, file.number);
         let reader = if self.direct_reads {
             self.fs.open_random_access_direct(&path)?
@@ -156,7 +199,6 @@ impl TableCache {
                 pin: self.pin.clone().filter(|_| file.oldest_blob_file != 0),
             },
         )?;
-        // Another thread may have opened it meanwhile; the last copy stays.
         let mut lru = self.lru.lock();
         match self.metadata_budget {
             None => lru.insert(file.number, Arc::clone(&table), 1),
@@ -306,5 +348,56 @@ mod tests {
         cache.evict(files[19].number);
         assert!(cache.get(&files[0]).is_ok());
         assert!(cache.open_tables() <= 4);
+    }
+
+    /// Threads asking for the same table at once share one open: each
+    /// gets the same reader, and the file is read as often as one open
+    /// reads it.
+    #[test]
+    fn concurrent_gets_of_a_table_open_it_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = make_tables(dir.path(), 8);
+        let fs = crate::testing::FaultInjectingFs::new(Arc::new(PosixFs));
+        let cache_of = || {
+            TableCache::new(
+                dir.path().to_path_buf(),
+                Arc::new(fs.clone()),
+                None,
+                16,
+                false,
+                0,
+            )
+        };
+        let before = fs.reads();
+        cache_of().get(&files[0]).expect("open");
+        let one_open = fs.reads() - before;
+        assert!(one_open > 0);
+        for f in &files {
+            let cache = cache_of();
+            let start = std::sync::Barrier::new(8);
+            let before = fs.reads();
+            let tables: Vec<Arc<Table>> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            cache.get(f).expect("open")
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("join"))
+                    .collect()
+            });
+            assert!(tables.iter().all(|t| Arc::ptr_eq(t, &tables[0])));
+            assert_eq!(
+                fs.reads() - before,
+                one_open,
+                "table {} read once",
+                f.number
+            );
+            assert!(cache.opening.lock().is_empty(), "no opening entry left");
+        }
     }
 }
