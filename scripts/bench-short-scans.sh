@@ -65,7 +65,7 @@ for rep in $(seq "$REPS"); do
         mg=(--multiread_batched=true)
         [ "$e" = varve ] && mg=(--async_io=true --async_queue_depth=32)
         run "mget128-$e-$rep" "$e" --benchmarks=multireadrandom --use_existing_db=true \
-            --batch_size=128 --reads=20000 --seed="$rep" "${mg[@]}"
+            --batch_size=128 --reads=60000 --seed="$rep" "${mg[@]}"
     done
 done
 echo "## disk limits (after the engines), fio over $DB_DIR"

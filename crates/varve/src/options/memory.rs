@@ -6,7 +6,11 @@
 //! small structures. The rest is split by fixed shares between the
 //! memtables (with the WAL's slot buffers), the block cache, pinned blob
 //! pointer tables, the index and filter blocks of open tables, table
-//! read-ahead buffers and shared scan chunks. [`MemoryPlan::apply`] sets
+//! read-ahead buffers and shared scan chunks. A database opened without
+//! blob files (`Options::min_blob_size` is `None`) has no use for the two
+//! blob parts (pinned blob pointer tables, shared scan chunks): their
+//! shares go to the block cache, which then holds what inline values
+//! need. [`MemoryPlan::apply`] sets
 //! the options those parts are sized by; the others are bounded where they
 //! live (the table cache by bytes, read-ahead through a gauge).
 //!
@@ -79,18 +83,28 @@ impl MemoryPlan {
         }
         let rest = budget - fixed;
         let share = |n: usize| rest / 32 * n;
+        let blobs = options.min_blob_size.is_some();
+        let (block_cache, pinned, shared) = if blobs {
+            (BLOCK_CACHE, PINNED_TABLES, SHARED_SCAN)
+        } else {
+            (BLOCK_CACHE + PINNED_TABLES + SHARED_SCAN, 0, 0)
+        };
         let plan = MemoryPlan {
             budget,
             memtables: share(MEMTABLES),
-            block_cache: share(BLOCK_CACHE),
-            pinned_blob_tables: share(PINNED_TABLES),
+            block_cache: share(block_cache),
+            pinned_blob_tables: share(pinned),
             table_metadata: share(TABLE_METADATA),
             readahead: share(READAHEAD),
-            shared_scan: share(SHARED_SCAN),
+            shared_scan: share(shared),
             blob_staging,
             reserve: RESERVE,
         };
         debug_assert!(plan.total() <= budget, "the parts fit the budget");
+        debug_assert!(
+            blobs || plan.pinned_blob_tables + plan.shared_scan + plan.blob_staging == 0,
+            "no blob part without blob files"
+        );
         Ok(plan)
     }
 
@@ -192,6 +206,42 @@ mod tests {
             assert!(o.write_buffer_size * (o.max_immutable_memtables + 2) <= plan.memtables);
             o.validate().expect("the options the plan sets are valid");
         }
+    }
+
+    /// Without blob files, the blob parts' shares are the block cache's:
+    /// 19/32 of what is left after the reserve, against 6/32 with them.
+    #[test]
+    fn without_blob_files_the_blob_parts_go_to_the_block_cache() {
+        let budget = 1536 << 20;
+        let inline = MemoryPlan::plan(
+            &Options {
+                min_blob_size: None,
+                ..Options::default()
+            },
+            budget,
+        )
+        .expect("plan");
+        let rest = budget - RESERVE;
+        assert_eq!(inline.block_cache, rest / 32 * 19);
+        assert_eq!(
+            (
+                inline.pinned_blob_tables,
+                inline.shared_scan,
+                inline.blob_staging
+            ),
+            (0, 0, 0)
+        );
+        let blobs = MemoryPlan::plan(&Options::default(), budget).expect("plan");
+        assert!(blobs.pinned_blob_tables > 0 && blobs.shared_scan > 0);
+        assert_eq!(
+            blobs.block_cache,
+            (budget - RESERVE - blobs.blob_staging) / 32 * 6
+        );
+        assert_eq!(
+            inline.memtables,
+            rest / 32 * MEMTABLES,
+            "the other parts stay"
+        );
     }
 
     #[test]

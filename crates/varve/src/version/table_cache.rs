@@ -10,7 +10,11 @@
 //! for a table another thread is opening waits for it and takes its copy,
 //! so a table (whose data blocks may be pinned: tens of MiB read at once)
 //! is never read twice because two threads wanted it at the same moment
-//! (the warm-up thread and the first reader after an open).
+//! (the warm-up thread and the first reader after an open), nor once per
+//! lookup of a `multi_get` batch. The opener reads synchronously
+//! (`fiber::SyncReads`): a fiber holding an opening entry never switches
+//! away, so a fiber that blocks on one waits for another thread, never
+//! for a fiber of its own (which could not run).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -160,7 +164,10 @@ impl TableCache {
             self.done_opening(file.number, entry);
             return Ok(table);
         }
-        let opened = self.open_table(file);
+        let opened = {
+            let _no_switch = crate::io::fiber::SyncReads::enter();
+            self.open_table(file)
+        };
         drop(turn);
         self.done_opening(file.number, entry);
         opened
@@ -399,5 +406,35 @@ mod tests {
             );
             assert!(cache.opening.lock().is_empty(), "no opening entry left");
         }
+    }
+
+    /// The lookups of one fiber batch (as `multi_get` runs them) that all
+    /// need the same unopened table: one opens it, the others wait without
+    /// stalling the thread they share (an opener that switched fibers
+    /// while holding the table's entry would leave them blocked for good).
+    #[test]
+    fn fibers_of_one_thread_share_a_table_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let files = make_tables(dir.path(), 4);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir_path = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let cache = TableCache::new(dir_path, Arc::new(PosixFs), None, 16, false, 0);
+            for f in &files {
+                let got: Vec<std::cell::RefCell<Option<Arc<Table>>>> =
+                    (0..16).map(|_| std::cell::RefCell::new(None)).collect();
+                crate::io::fiber::run_tasks_on(crate::io::IoEngine::IoUring, 16, 16, &|i| {
+                    *got[i].borrow_mut() = Some(cache.get(f).expect("open"));
+                });
+                let first = got[0].borrow().clone().expect("ran");
+                assert!(
+                    got.iter()
+                        .all(|t| Arc::ptr_eq(t.borrow().as_ref().expect("ran"), &first))
+                );
+            }
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the batch finished (no fiber blocked its own thread)");
     }
 }

@@ -28,7 +28,7 @@ pub(crate) fn fiber_aio_read(file: &File, buf: &mut [u8], offset: u64) -> io::Re
     let Some(me) = current::current() else {
         return pread(file, buf, offset);
     };
-    if current::teardown() {
+    if current::teardown() || current::sync_reads() {
         return pread(file, buf, offset);
     }
     let fd = file.as_raw_fd();

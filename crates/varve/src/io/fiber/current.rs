@@ -5,7 +5,11 @@
 //! is resumed after a switch, and cleared by the scheduler every time
 //! control comes back to it, so it names the running fiber or nothing.
 //! `TEARDOWN` is set while a batch being dropped finishes its fibers: reads
-//! then run synchronously. Per thread; nothing here is shared.
+//! then run synchronously. `SYNC_READS` counts the [`SyncReads`] guards
+//! alive on the thread: while one lives, reads run synchronously too, so
+//! the fiber holding it never switches away (what a fiber may hold a lock
+//! other fibers of its thread wait for across a read needs). Per thread;
+//! nothing here is shared.
 
 use std::cell::Cell;
 
@@ -25,6 +29,35 @@ pub(crate) struct Current {
 thread_local! {
     static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
     static TEARDOWN: Cell<bool> = const { Cell::new(false) };
+    static SYNC_READS: Cell<u32> = const { Cell::new(0) };
+}
+
+/// While alive, every read of this thread runs synchronously (no fiber
+/// switch): held around work that holds a lock fibers of this thread
+/// might block on.
+#[derive(Debug)]
+pub(crate) struct SyncReads(());
+
+impl SyncReads {
+    /// Starts a synchronous-reads section (sections nest).
+    pub(crate) fn enter() -> SyncReads {
+        let _ = SYNC_READS.try_with(|c| c.set(c.get() + 1));
+        SyncReads(())
+    }
+}
+
+impl Drop for SyncReads {
+    fn drop(&mut self) {
+        let _ = SYNC_READS.try_with(|c| {
+            debug_assert!(c.get() > 0, "a SyncReads section ended twice");
+            c.set(c.get().saturating_sub(1));
+        });
+    }
+}
+
+/// Whether a [`SyncReads`] section is open on this thread.
+pub(crate) fn sync_reads() -> bool {
+    SYNC_READS.try_with(|c| c.get() > 0).unwrap_or(false)
 }
 
 /// The fiber running now, if any.

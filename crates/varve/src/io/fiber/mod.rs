@@ -32,5 +32,6 @@ pub(crate) use pool::{run_tasks, run_tasks_on};
 #[cfg(test)]
 mod tests;
 
+pub(crate) use current::SyncReads;
 #[cfg(test)]
 pub(crate) use current::in_fiber;
