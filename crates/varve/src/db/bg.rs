@@ -482,7 +482,7 @@ fn drop_expired_tables(db: &DbInner) -> Result<bool> {
         }
         let n = edit.deleted_files.len();
         vs.log_and_apply(edit)?;
-        install_tree_version(db, &vs, id);
+        db.install_tree_version(&vs, id);
         drop(vs);
         Counters::add(&db.counters.ttl_tables_dropped, n as u64);
         db.info_log.log(format!(
@@ -495,19 +495,6 @@ fn drop_expired_tables(db: &DbInner) -> Result<bool> {
         super::obsolete::delete_obsolete_files(db);
     }
     Ok(dropped)
-}
-
-/// Publishes keyspace `id`'s current version (after an edit to it).
-pub(crate) fn install_tree_version(db: &DbInner, vs: &crate::version::VersionSet, id: u32) {
-    let Some(version) = vs.current_of(id) else {
-        return;
-    };
-    db.install(vs, |sv| {
-        sv.map_tree(id, |t| SuperVersion {
-            version,
-            ..t.clone()
-        })
-    });
 }
 
 /// Runs `plan` (on keyspace `id`) and installs its result. The caller
@@ -538,7 +525,7 @@ fn run_plan_inner(db: &DbInner, id: u32, plan: &CompactionPlan) -> Result<()> {
         edit.compact_pointers.push((level, f.largest.clone()));
         let mut vs = db.versions.lock();
         vs.log_and_apply(edit)?;
-        install_tree_version(db, &vs, id);
+        db.install_tree_version(&vs, id);
         Counters::add(&db.counters.trivial_moves, 1);
         db.info_log.log(format!(
             "moved table {} from L{level} to L{} ({})",
@@ -617,7 +604,7 @@ fn run_plan_inner(db: &DbInner, id: u32, plan: &CompactionPlan) -> Result<()> {
             return Ok(()); // dropped meanwhile: its outputs are orphans
         }
         vs.log_and_apply(edit)?;
-        install_tree_version(db, &vs, id);
+        db.install_tree_version(&vs, id);
         drop(vs);
         Counters::add(&db.counters.compactions, 1);
         Counters::add(&db.counters.subcompactions, stats.subcompactions as u64);

@@ -235,6 +235,20 @@ impl DbInner {
         self.install_unordered(f);
     }
 
+    /// Publishes keyspace `id`'s current version in `vs` (after an edit to
+    /// it; nothing if the keyspace is gone), keeping its memtables.
+    pub(crate) fn install_tree_version(&self, vs: &VersionSet, id: u32) {
+        let Some(version) = vs.current_of(id) else {
+            return;
+        };
+        self.install(vs, |sv| {
+            sv.map_tree(id, |t| SuperVersion {
+                version,
+                ..t.clone()
+            })
+        });
+    }
+
     /// [`install`](Self::install) for changes that touch only memtables.
     pub(crate) fn install_unordered(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
         let mut st = self.state.write();

@@ -210,11 +210,11 @@ pub(crate) fn refresh(db: &DbInner) -> Result<()> {
         return Err(e);
     }
     for &(id, f) in &raised {
-        super::bg::install_tree_version(db, &vs, id);
+        db.install_tree_version(&vs, id);
         raise(db, id, f);
     }
     if !raised.iter().any(|r| r.0 == 0) {
-        super::bg::install_tree_version(db, &vs, 0);
+        db.install_tree_version(&vs, 0);
     }
     Ok(())
 }

@@ -34,54 +34,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::fault_files::{CountingRandomAccess, FaultyLog, FaultyWritable, injected};
+use super::fault_files::{CountingRandomAccess, FaultyLog, FaultyWritable};
 use super::fault_in_place::{FaultyInPlace, power_cut_file, read_all};
 use super::fault_read::{FaultyRandomAccess, ReadFault, ReadFaults};
+use super::fault_switches::{Durability, ReadRecord, Switches, injected};
 use super::fs::{
     FileLock, FileSystem, InPlaceFile, LogFile, RandomAccessFile, SequentialFile, WritableFile,
 };
 use crate::error::{Error, Result};
-
-#[derive(Debug)]
-pub(super) struct Switches {
-    /// Appends still allowed before every append fails with EIO (u64::MAX: never).
-    pub(super) appends_left: AtomicU64,
-    pub(super) fail_syncs: AtomicBool,
-    /// Bytes that may still be appended before ENOSPC (u64::MAX: unlimited).
-    pub(super) space_left: AtomicU64,
-    /// When set, only files whose name contains this count against
-    /// `space_left` (and only they can run out of space).
-    pub(super) space_scope: Mutex<Option<String>>,
-    /// A write that does not fit writes the part that fits, then fails.
-    pub(super) short_writes: AtomicBool,
-    pub(super) appends: AtomicU64,
-    pub(super) syncs: AtomicU64,
-    pub(super) crashed: AtomicBool,
-    pub(super) refuse_direct: AtomicBool,
-    /// `open_in_place` is refused as unsupported: the engine takes its
-    /// fallbacks for file systems without OS files (plain appends).
-    pub(super) plain_files_only: AtomicBool,
-    /// Microseconds every append to a table file (`.sst`) sleeps first.
-    pub(super) sst_append_delay_micros: AtomicU64,
-    pub(super) reads: AtomicU64,
-    pub(super) read_bytes: AtomicU64,
-    /// Every positional read, while recording is on.
-    pub(super) read_log: Mutex<Option<Vec<ReadRecord>>>,
-    /// Durability of every file created through the wrapper.
-    pub(super) tracked: Mutex<HashMap<PathBuf, Durability>>,
-    /// The bytes of each file written in place as its last fdatasync left
-    /// them (`fault_in_place.rs`).
-    pub(super) images: Mutex<HashMap<PathBuf, Vec<u8>>>,
-    /// Power cuts so far: each is a reboot, with a boot id of its own.
-    pub(super) boots: AtomicU64,
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Durability {
-    pub(super) len: u64,
-    pub(super) synced_len: u64,
-    pub(super) entry_durable: bool,
-}
 
 /// Wraps a [`FileSystem`] and injects failures into writable files.
 #[derive(Debug, Clone)]
@@ -378,17 +338,6 @@ impl FaultInjectingFs {
             .map(std::mem::take)
             .unwrap_or_default()
     }
-}
-
-/// One positional read seen by [`FaultInjectingFs`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadRecord {
-    /// The file read.
-    pub path: PathBuf,
-    /// Where the read started.
-    pub offset: u64,
-    /// Bytes asked for.
-    pub len: usize,
 }
 
 impl FileSystem for FaultInjectingFs {

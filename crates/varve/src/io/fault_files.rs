@@ -9,9 +9,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::fault::{ReadRecord, Switches};
+use super::fault_switches::{ReadRecord, Refused, Switches};
 use super::fs::{LogFile, RandomAccessFile, WritableFile};
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// A random-access file that counts (and maybe logs) its reads.
 #[derive(Debug)]
@@ -49,120 +49,6 @@ impl RandomAccessFile for CountingRandomAccess {
 pub(super) struct FaultyWritable {
     pub(super) inner: Box<dyn WritableFile>,
     pub(super) switches: Arc<Switches>,
-}
-
-pub(super) fn injected(path: &Path, kind: std::io::ErrorKind, what: &str) -> Error {
-    Error::io(
-        path,
-        std::io::Error::new(kind, format!("injected fault: {what}")),
-    )
-}
-
-/// What a write may do when it does not fit the free space.
-#[derive(Debug)]
-pub(super) struct Refused {
-    /// Bytes of the write to pass on before failing (short writes).
-    pub(super) fit: u64,
-    pub(super) error: Error,
-}
-
-impl From<Error> for Refused {
-    fn from(error: Error) -> Self {
-        Refused { fit: 0, error }
-    }
-}
-
-impl Switches {
-    /// The checks every write (append or positional) passes: crash, EIO
-    /// after the set number of writes, ENOSPC. On refusal, the caller
-    /// writes the first `fit` bytes and returns the error.
-    pub(super) fn admit(&self, path: &Path, len: u64) -> std::result::Result<(), Refused> {
-        if self.crashed.load(Ordering::SeqCst) {
-            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash").into());
-        }
-        let delay = self.sst_append_delay_micros.load(Ordering::SeqCst);
-        if delay > 0 && path.extension().is_some_and(|e| e == "sst") {
-            std::thread::sleep(std::time::Duration::from_micros(delay));
-        }
-        let allowed = self
-            .appends_left
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
-                u64::MAX => Some(n),
-                0 => None,
-                n => Some(n - 1),
-            })
-            .is_ok();
-        if !allowed {
-            return Err(injected(path, std::io::ErrorKind::Other, "append failed (EIO)").into());
-        }
-        let scoped = match self.space_scope.lock().as_deref() {
-            None => true,
-            Some(pattern) => path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().contains(pattern)),
-        };
-        if !scoped {
-            return Ok(());
-        }
-        let short = self.short_writes.load(Ordering::SeqCst);
-        let mut fit = 0;
-        let fits = self
-            .space_left
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| match left {
-                u64::MAX => Some(left),
-                left => match left.checked_sub(len) {
-                    Some(rest) => Some(rest),
-                    None if short && left > 0 => {
-                        fit = left;
-                        Some(0)
-                    }
-                    None => None,
-                },
-            })
-            .is_ok();
-        if !fits || fit > 0 {
-            return Err(Refused {
-                fit,
-                error: injected(
-                    path,
-                    std::io::ErrorKind::StorageFull,
-                    "no space left on device (ENOSPC)",
-                ),
-            });
-        }
-        Ok(())
-    }
-
-    /// The checks of an fdatasync.
-    pub(super) fn admit_sync(&self, path: &Path) -> Result<()> {
-        if self.crashed.load(Ordering::SeqCst) {
-            return Err(injected(path, std::io::ErrorKind::Other, "simulated crash"));
-        }
-        if self.fail_syncs.load(Ordering::SeqCst) {
-            return Err(injected(
-                path,
-                std::io::ErrorKind::Other,
-                "fdatasync failed (EIO)",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Records a successful write that ends at `end`.
-    fn wrote(&self, path: &Path, end: u64) {
-        self.appends.fetch_add(1, Ordering::SeqCst);
-        if let Some(d) = self.tracked.lock().get_mut(path) {
-            d.len = d.len.max(end);
-        }
-    }
-
-    /// Records a successful fdatasync.
-    fn synced(&self, path: &Path) {
-        self.syncs.fetch_add(1, Ordering::SeqCst);
-        if let Some(d) = self.tracked.lock().get_mut(path) {
-            d.synced_len = d.len;
-        }
-    }
 }
 
 /// A WAL file of the wrapper: positional writes and syncs obey the switches

@@ -28,8 +28,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::fault::Switches;
-use super::fault_files::injected;
+use super::fault_switches::Switches;
+use super::fault_switches::injected;
 use super::fs::{InPlaceFile, Preallocate};
 use crate::error::{Error, Result};
 

@@ -19,6 +19,8 @@ mod fault_files;
 mod fault_in_place;
 #[cfg(any(test, feature = "testing"))]
 mod fault_read;
+#[cfg(any(test, feature = "testing"))]
+mod fault_switches;
 pub(crate) mod fiber;
 mod fs;
 mod in_place;
@@ -28,9 +30,11 @@ pub(crate) mod uring;
 pub(crate) use direct::ALIGN as DIRECT_IO_ALIGN;
 pub(crate) use direct::AlignedBuf;
 #[cfg(any(test, feature = "testing"))]
-pub use fault::{FaultInjectingFs, ReadRecord};
+pub use fault::FaultInjectingFs;
 #[cfg(any(test, feature = "testing"))]
 pub use fault_read::ReadFault;
+#[cfg(any(test, feature = "testing"))]
+pub use fault_switches::ReadRecord;
 pub(crate) use fs::read_file;
 pub use fs::{
     FileLock, FileSystem, InPlaceFile, LogFile, Preallocate, RandomAccessFile, SequentialFile,

@@ -36,7 +36,6 @@ use super::index_search::IndexSearch;
 use super::pinned::{PinBudget, PinnedBlocks};
 use super::properties::TableProperties;
 use super::readahead::Readahead;
-use super::table_iter::{TableIterOptions, TableIterator};
 
 /// A table is pinned (given a budget) only if its entries average at most
 /// this many bytes of key and value.
@@ -352,17 +351,6 @@ impl Table {
     /// False only if the bloom filter says `user_key` is absent.
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
-    }
-
-    /// A cursor over all entries (two-level: index, then data blocks).
-    pub(crate) fn iter(self: &Arc<Self>) -> TableIterator {
-        TableIterator::new(Arc::clone(self), TableIterOptions::default())
-    }
-
-    /// A cursor that reads ahead, stops its read-ahead at an upper bound and
-    /// may skip filling the block cache (see [`TableIterOptions`]).
-    pub(crate) fn iter_with(self: &Arc<Self>, opts: TableIterOptions) -> TableIterator {
-        TableIterator::new(Arc::clone(self), opts)
     }
 
     /// The table's properties.

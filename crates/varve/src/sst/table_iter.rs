@@ -86,6 +86,21 @@ impl fmt::Debug for TableIterator {
     }
 }
 
+/// The cursors of a table (here, above `table.rs`, so that the table
+/// reader does not import its iterator).
+impl Table {
+    /// A cursor over all entries (two-level: index, then data blocks).
+    pub(crate) fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator::new(Arc::clone(self), TableIterOptions::default())
+    }
+
+    /// A cursor that reads ahead, stops its read-ahead at an upper bound and
+    /// may skip filling the block cache (see [`TableIterOptions`]).
+    pub(crate) fn iter_with(self: &Arc<Self>, opts: TableIterOptions) -> TableIterator {
+        TableIterator::new(Arc::clone(self), opts)
+    }
+}
+
 impl TableIterator {
     pub(crate) fn new(table: Arc<Table>, opts: TableIterOptions) -> Self {
         let readahead_limit = match (&opts.readahead, &opts.upper_bound) {

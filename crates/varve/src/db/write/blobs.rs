@@ -51,7 +51,7 @@ impl<'a> VersionFiles<'a> {
         // can see a pointer into a new file (written after this returns)
         // holds a version that lists it, so the obsolete-file pass keeps
         // the file while that reader lives.
-        super::super::bg::install_tree_version(self.db, &vs, self.id);
+        self.db.install_tree_version(&vs, self.id);
         Ok(())
     }
 }

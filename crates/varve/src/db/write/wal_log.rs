@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use super::events::Events;
 use super::ordered_sink::OrderedSink;
-use super::wal_lost::Lost;
+use super::wal_lost::LostWrites;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -120,8 +120,7 @@ pub(crate) struct WalLog {
     /// An fdatasync failed (see the module docs: not resumable).
     pub(super) sync_failed: AtomicBool,
     /// What the writers whose records were lost reported (error path only).
-    pub(super) lost: Mutex<Lost>,
-    pub(super) lost_cv: Condvar,
+    lost: LostWrites,
     /// Set by `Db::resume` when it replaced this log: failures still
     /// reported on it no longer poison the database.
     pub(super) retired: AtomicBool,
@@ -192,8 +191,7 @@ impl WalLog {
             events: Events::default(),
             durable_events: Events::default(),
             sync_failed: AtomicBool::new(false),
-            lost: Mutex::new(Lost::default()),
-            lost_cv: Condvar::new(),
+            lost: LostWrites::default(),
             retired: AtomicBool::new(false),
         })
     }
@@ -551,6 +549,93 @@ impl WalLog {
         let end = self.placed_end();
         self.wait_written(end)?;
         self.sync()
+    }
+}
+
+/// The failure path (nothing here runs on the success path).
+impl WalLog {
+    /// The first IO failure, if any. The recorded failure is read first:
+    /// the sink records it before it sets the stop point and the `failed`
+    /// flag, so a writer that saw the stop point (`lost_at`) always finds
+    /// it here, even before the flag is set. (Reading the flag first let
+    /// such a writer report a generic failure, which is not resumable,
+    /// instead of the full disk: `tests/enospc.rs` caught it about once in
+    /// 60 runs.)
+    pub(crate) fn failure(&self) -> Option<Error> {
+        if let Some(e) = self.sink.failure.lock().as_ref() {
+            return Some(e.duplicate());
+        }
+        if !self.sink.failed.load(Ordering::Acquire) && !self.pool.is_poisoned() {
+            return None;
+        }
+        Some(Error::Poisoned(format!(
+            "WAL {} failed earlier",
+            self.path.display()
+        )))
+    }
+
+    /// An fdatasync failed: stops the log where the sink is (nothing more
+    /// is written; what was written may or may not be durable).
+    pub(super) fn fail_sync(&self, e: &Error) {
+        self.sync_failed.store(true, Ordering::Release);
+        {
+            let next = self.sink.next.lock();
+            self.sink.fail_at(*next, e);
+        }
+        self.wake_after_failure();
+    }
+
+    /// Poisons the pool (no more joins) and wakes every kind of waiter.
+    pub(super) fn wake_after_failure(&self) {
+        self.pool.poison();
+        self.sink.cv.notify_all();
+        self.events.notify();
+        self.durable_events.notify();
+    }
+
+    /// The error for a writer whose record ends at `end`, if it can never
+    /// be written: it ends past the stop point, or the pool was poisoned
+    /// without one (a handle dropped unwritten).
+    pub(super) fn lost_at(&self, end: u64) -> Option<Error> {
+        match self.sink.stopped_at() {
+            Some(at) if end > at => Some(self.failure().unwrap_or_else(|| self.poisoned())),
+            Some(_) => None,
+            None if self.pool.is_poisoned() => {
+                Some(self.failure().unwrap_or_else(|| self.poisoned()))
+            }
+            None => None,
+        }
+    }
+
+    /// Whether an fdatasync of this log failed.
+    pub(crate) fn sync_failed(&self) -> bool {
+        self.sync_failed.load(Ordering::Acquire)
+    }
+
+    /// Called (error path only) by a writer whose write failed: if its
+    /// record — sequences `first..=last`, `len` bytes ending at `end` —
+    /// lies past the stop point, it never reached the file: it is hidden
+    /// in the memtables before its writer sees the error, and resume drops
+    /// those sequences for good.
+    pub(crate) fn record_lost(&self, first: u64, last: u64, end: u64, len: u64) {
+        if self.sink.stopped_at().is_some_and(|at| end > at) {
+            self.hide(first, last);
+            self.lost.record(first, last, len);
+        }
+    }
+
+    /// Waits (at most `max`) until every writer whose record lies past the
+    /// stop point has reported it, then returns their sequence ranges.
+    /// Call with the write gate held exclusively (no record is being
+    /// placed) on a log that stopped.
+    pub(crate) fn lost_ranges(&self, max: Duration) -> Result<Vec<(u64, u64)>> {
+        let Some(at) = self.sink.stopped_at() else {
+            return Ok(Vec::new());
+        };
+        // Records tile the log, so the bytes past the stop point are
+        // exactly the lost records.
+        let expected = self.placed_end().saturating_sub(at);
+        self.lost.wait_for(expected, max, &self.path)
     }
 }
 
