@@ -555,20 +555,15 @@ fn hidden_writes_are_skipped_by_get_and_iterators() {
     let want = model.range(..=IKey(target)).next_back().map(model_entry);
     assert_eq!(entry(&it), want);
     // Made before the hide, and `iter_all`: every entry.
-    let mut before = before;
-    let mut n = 0;
-    before.seek_to_first();
-    while before.valid() {
-        n += 1;
-        before.next();
-    }
-    assert_eq!(n, all.len());
-    let mut raw = mem.iter_all();
-    raw.seek_to_first();
-    let mut n = 0;
-    while raw.valid() {
-        n += 1;
-        raw.next();
-    }
-    assert_eq!(n, all.len());
+    let entries = |mut it: MemTableIterator| {
+        it.seek_to_first();
+        std::iter::from_fn(move || {
+            let e = entry(&it);
+            it.next();
+            e
+        })
+        .count()
+    };
+    assert_eq!(entries(before), all.len());
+    assert_eq!(entries(mem.iter_all()), all.len());
 }
