@@ -233,7 +233,6 @@ impl WalLog {
         }
     }
 
-    /// The memtable of keyspace `id` in this log (`None`: no such keyspace).
     /// Takes the entries of the write with sequences `first..=last` out of
     /// view in every memtable of this log (`MemTable::hide`): it failed
     /// after it was inserted, and its writer is about to get the error.
@@ -244,6 +243,7 @@ impl WalLog {
         }
     }
 
+    /// The memtable of keyspace `id` in this log (`None`: no such keyspace).
     pub(crate) fn mem_of(&self, id: u32) -> Option<&MemTable> {
         if id == 0 {
             return Some(&self.mem);
