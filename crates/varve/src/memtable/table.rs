@@ -19,6 +19,9 @@
 //! sequence ranges (an iterator made before keeps the view it started
 //! with); so does a flush, which iterates. [`MemTable::iter_all`] still
 //! shows them, for `Db::resume`'s copy that counts what it leaves out.
+//! A hidden write's range deletions leave the set `range_floor` and
+//! `range_tombstones` answer from (their sequence numbers stay in
+//! `range_deletion_seqs`, which resume counts).
 //! Until the first `hide`, reads pay one atomic load per `get` or
 //! iterator, nothing per step.
 
@@ -37,7 +40,7 @@ pub(crate) struct MemTable {
     /// Range deletions written to this memtable (each added in amortized
     /// `O(log n)` under the write lock; point reads look up under the read
     /// lock).
-    range_dels: RwLock<RangeTombstones>,
+    range_dels: RwLock<RangeDels>,
     /// A copy of `range_dels` for iterators and flushes, made on demand
     /// and dropped by the next range deletion.
     range_dels_copy: RwLock<Option<Arc<RangeTombstones>>>,
@@ -51,6 +54,17 @@ pub(crate) struct MemTable {
     /// Set (Release) once `hidden` is non-empty; a reader that sees no
     /// flag skips the lock.
     has_hidden: AtomicBool,
+}
+
+/// The range deletions of a memtable: what reads see, and the sequence
+/// number of every range deletion ever added (empty and hidden ones too),
+/// which is what `Db::resume` counts when it leaves failed writes out.
+#[derive(Default)]
+struct RangeDels {
+    /// The visible tombstones: neither empty nor hidden.
+    visible: RangeTombstones,
+    /// One sequence number per `add_range_deletion`, in the order added.
+    seqs: Vec<SequenceNumber>,
 }
 
 impl std::fmt::Debug for MemTable {
@@ -101,6 +115,29 @@ impl MemTable {
         debug_assert!(merged.windows(2).all(|w| w[0].1 < w[1].0));
         *hidden = Arc::from(merged);
         self.has_hidden.store(true, Ordering::Release);
+        drop(hidden);
+        // The write's range deletions leave the set reads consult (an
+        // error path: the set is rebuilt without them).
+        let mut dels = self
+            .range_dels
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let in_range = |t: &RangeTombstone| (first..=last).contains(&t.seq);
+        if dels.visible.tombstones().iter().any(in_range) {
+            let kept: Vec<RangeTombstone> = dels
+                .visible
+                .tombstones()
+                .iter()
+                .filter(|t| !in_range(t))
+                .cloned()
+                .collect();
+            dels.visible = RangeTombstones::new(kept);
+            *self
+                .range_dels_copy
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = None;
+        }
+        debug_assert!(!dels.visible.tombstones().iter().any(in_range));
     }
 
     /// The hidden ranges, sorted, if there are any.
@@ -172,15 +209,16 @@ impl MemTable {
     /// out of lookups but still makes the memtable non-empty (its flush
     /// then records nothing).
     pub(crate) fn add_range_deletion(&self, seq: SequenceNumber, start: &[u8], end: &[u8]) {
-        let mut tombstones = self
+        let mut dels = self
             .range_dels
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        tombstones.insert(RangeTombstone {
+        dels.visible.insert(RangeTombstone {
             start: start.to_vec(),
             end: end.to_vec(),
             seq,
         });
+        dels.seqs.push(seq);
         *self
             .range_dels_copy
             .write()
@@ -197,7 +235,22 @@ impl MemTable {
         self.range_dels
             .read()
             .unwrap_or_else(PoisonError::into_inner)
+            .visible
             .covering(user_key, seq)
+    }
+
+    /// The sequence number of every range deletion added to this memtable,
+    /// empty and hidden ones included, in the order added (for resume's
+    /// count of the entries it leaves out).
+    pub(crate) fn range_deletion_seqs(&self) -> Vec<SequenceNumber> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.range_dels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .seqs
+            .clone()
     }
 
     /// A copy of the range deletions of this memtable, if it has any (made
@@ -220,7 +273,7 @@ impl MemTable {
             .range_dels
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let copy = Arc::new(tombstones.clone());
+        let copy = Arc::new(tombstones.visible.clone());
         *self
             .range_dels_copy
             .write()

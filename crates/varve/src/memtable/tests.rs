@@ -567,3 +567,40 @@ fn hidden_writes_are_skipped_by_get_and_iterators() {
     assert_eq!(entries(before), all.len());
     assert_eq!(entries(mem.iter_all()), all.len());
 }
+
+#[test]
+fn hidden_range_deletions_stop_deleting() {
+    let mem = Arc::new(MemTable::new(1 << 20));
+    for (seq, key) in [(1, "a"), (2, "c"), (3, "e")] {
+        mem.add(seq, ValueKind::Value, key.as_bytes(), b"v")
+            .expect("room");
+    }
+    // Seq 4 deletes [a, d) and stays; seq 5 deletes [c, z) and is hidden;
+    // seq 6 is an empty range (counted, never consulted).
+    mem.add_range_deletion(4, b"a", b"d");
+    mem.add_range_deletion(5, b"c", b"z");
+    mem.add_range_deletion(6, b"q", b"q");
+    let before = mem.range_tombstones().expect("tombstones");
+    assert_eq!(mem.range_floor(b"e", MAX_SEQUENCE), 5);
+    mem.hide(5, 5);
+    assert_eq!(mem.range_floor(b"e", MAX_SEQUENCE), 0, "e is back");
+    assert_eq!(
+        mem.range_floor(b"c", MAX_SEQUENCE),
+        4,
+        "seq 4 still deletes c"
+    );
+    assert_eq!(mem.range_floor(b"a", 3), 0, "a snapshot before seq 4");
+    let after = mem.range_tombstones().expect("tombstones");
+    let seqs: Vec<u64> = after.tombstones().iter().map(|t| t.seq).collect();
+    assert_eq!(seqs, vec![4], "the copy made after the hide");
+    assert_eq!(
+        before.tombstones().len(),
+        2,
+        "a copy made before keeps its view"
+    );
+    assert_eq!(mem.range_deletion_seqs(), vec![4, 5, 6]);
+    assert!(!mem.is_empty());
+    // Hiding a range without range deletions leaves them be.
+    mem.hide(1, 1);
+    assert_eq!(mem.range_floor(b"b", MAX_SEQUENCE), 4);
+}

@@ -545,10 +545,11 @@ pub(crate) fn restart_log(db: &DbInner) -> Result<()> {
     Ok(())
 }
 
-/// A copy of `mem` without the entries whose sequence number lies in one
-/// of `lost` (inclusive ranges), oldest memtable first (more than one only
-/// if a copy ever needs more room than the original had), and how many
-/// entries it left out.
+/// A copy of `mem` without the entries and range deletions whose sequence
+/// number lies in one of `lost` (inclusive ranges), oldest memtable first
+/// (more than one only if a copy ever needs more room than the original
+/// had), and how many operations (entries and range deletions) it left
+/// out.
 fn without_sequences(
     mem: &Arc<MemTable>,
     lost: &[(u64, u64)],
@@ -590,13 +591,29 @@ fn without_sequences(
         it.next();
     }
     it.status()?;
+    // Range deletions take no arena space: the acknowledged ones all go
+    // to the first copy (a tombstone hides older entries of every
+    // memtable alike). Those of failed writes are left out and counted,
+    // empty and hidden ones too (a hidden one is already out of
+    // `range_tombstones`).
+    if let Some(tombstones) = mem.range_tombstones() {
+        for t in tombstones.tombstones().iter().filter(|t| !is_lost(t.seq)) {
+            out[0].add_range_deletion(t.seq, &t.start, &t.end);
+        }
+    }
+    let lost_range_dels = mem
+        .range_deletion_seqs()
+        .into_iter()
+        .filter(|&seq| is_lost(seq))
+        .count();
+    left_out += lost_range_dels as u64;
     Ok((out, left_out))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::ValueKind;
+    use crate::keys::{MAX_SEQUENCE, ValueKind};
 
     #[test]
     fn the_copy_drops_exactly_the_lost_sequences() {
@@ -638,5 +655,37 @@ mod tests {
         let (copies, left_out) = without_sequences(&small, &[], 1 << 10).expect("copy");
         assert_eq!(left_out, 0);
         assert_eq!(copies.iter().map(|m| m.len()).sum::<usize>(), 2);
+    }
+
+    #[test]
+    fn the_copy_keeps_acknowledged_range_deletions() {
+        let mem = Arc::new(MemTable::new(1 << 20));
+        for (seq, key) in [(1u64, "a"), (2, "c"), (3, "e"), (4, "g")] {
+            mem.add(seq, ValueKind::Value, key.as_bytes(), b"v")
+                .expect("add");
+        }
+        mem.add_range_deletion(5, b"a", b"d"); // acknowledged
+        mem.add_range_deletion(6, b"e", b"f"); // failed, hidden
+        mem.hide(6, 6);
+        mem.add_range_deletion(7, b"g", b"h"); // failed, not hidden
+        mem.add_range_deletion(8, b"x", b"x"); // failed, empty
+        mem.add_range_deletion(9, b"m", b"m"); // acknowledged, empty
+        let (copies, left_out) = without_sequences(&mem, &[(6, 8)], 1 << 20).expect("copy");
+        assert_eq!(left_out, 3, "range deletions 6, 7 and 8");
+        let t = copies[0].range_tombstones().expect("tombstones");
+        let kept: Vec<(u64, &[u8], &[u8])> = t
+            .tombstones()
+            .iter()
+            .map(|t| (t.seq, t.start.as_slice(), t.end.as_slice()))
+            .collect();
+        assert_eq!(kept, vec![(5, &b"a"[..], &b"d"[..])]);
+        assert_eq!(
+            copies[0].range_floor(b"c", MAX_SEQUENCE),
+            5,
+            "c stays deleted"
+        );
+        assert_eq!(copies[0].range_floor(b"e", MAX_SEQUENCE), 0);
+        assert_eq!(copies[0].range_floor(b"g", MAX_SEQUENCE), 0);
+        assert_eq!(copies.iter().map(|m| m.len()).sum::<usize>(), 4);
     }
 }
