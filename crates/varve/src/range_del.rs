@@ -67,6 +67,19 @@ impl RangeTombstones {
         set
     }
 
+    /// Keeps only the tombstones `keep` accepts, rebuilding the skyline
+    /// when any is removed (`O(n log n)`: for error paths, not per
+    /// write); returns whether any was removed.
+    pub(crate) fn retain(&mut self, keep: impl Fn(&RangeTombstone) -> bool) -> bool {
+        if self.list.iter().all(&keep) {
+            return false;
+        }
+        let kept: Vec<RangeTombstone> = self.list.drain(..).filter(|t| keep(t)).collect();
+        *self = RangeTombstones::new(kept);
+        debug_assert!(self.list.iter().all(&keep));
+        true
+    }
+
     /// Adds `t` (an empty range adds nothing). Amortized `O(log n)` plus
     /// the fragments it covers, each of which it removes: tombstones come
     /// in (nearly) ascending sequence order, and a newer one replaces the
@@ -271,6 +284,17 @@ mod tests {
             !view.hides(b"c", 9, 9),
             "the reader does not see the tombstone"
         );
+    }
+
+    #[test]
+    fn retain_rebuilds_the_skyline_without_the_removed() {
+        let mut set = RangeTombstones::new(vec![t(b"a", b"m", 3), t(b"c", b"z", 8)]);
+        assert!(!set.retain(|_| true), "nothing removed");
+        assert_eq!(set.covering(b"p", 100), 8);
+        assert!(set.retain(|t| t.seq != 8));
+        assert_eq!(set, RangeTombstones::new(vec![t(b"a", b"m", 3)]));
+        assert_eq!(set.covering(b"d", 100), 3, "the older one shows again");
+        assert_eq!(set.covering(b"p", 100), 0);
     }
 
     proptest! {

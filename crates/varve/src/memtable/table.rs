@@ -122,22 +122,12 @@ impl MemTable {
             .range_dels
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        let in_range = |t: &RangeTombstone| (first..=last).contains(&t.seq);
-        if dels.visible.tombstones().iter().any(in_range) {
-            let kept: Vec<RangeTombstone> = dels
-                .visible
-                .tombstones()
-                .iter()
-                .filter(|t| !in_range(t))
-                .cloned()
-                .collect();
-            dels.visible = RangeTombstones::new(kept);
+        if dels.visible.retain(|t| !(first..=last).contains(&t.seq)) {
             *self
                 .range_dels_copy
                 .write()
                 .unwrap_or_else(PoisonError::into_inner) = None;
         }
-        debug_assert!(!dels.visible.tombstones().iter().any(in_range));
     }
 
     /// The hidden ranges, sorted, if there are any.

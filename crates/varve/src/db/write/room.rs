@@ -601,12 +601,11 @@ fn without_sequences(
             out[0].add_range_deletion(t.seq, &t.start, &t.end);
         }
     }
-    let lost_range_dels = mem
+    left_out += mem
         .range_deletion_seqs()
         .into_iter()
         .filter(|&seq| is_lost(seq))
-        .count();
-    left_out += lost_range_dels as u64;
+        .count() as u64;
     Ok((out, left_out))
 }
 
