@@ -68,7 +68,7 @@ impl Readahead {
         // piece (`take_spare`), so its spares stay within two of its own
         // chunks (`memory_bound`).
         let largest = if self.gauge.is_some() {
-            self.max
+            self.chunk_cap()
         } else {
             self.max.max(LEARNED_PIECE_MAX)
         };
@@ -127,7 +127,7 @@ impl Readahead {
             // (which may be larger than its bound allows) nor rounds a
             // buffer past its own `max`.
             None if self.gauge.is_some() => {
-                AlignedBuf::new(len.max(LEARNED_PIECE_MAX.min(self.max)))
+                AlignedBuf::new(len.max(LEARNED_PIECE_MAX.min(self.chunk_cap())))
             }
             None => pool_take(len).unwrap_or_else(|| AlignedBuf::new(len.max(LEARNED_PIECE_MAX))),
         }

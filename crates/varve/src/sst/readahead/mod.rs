@@ -148,13 +148,21 @@ pub(crate) struct Readahead {
     /// the pieces stop).
     learned: Option<Learned>,
     /// The memory budget's read-ahead part (`Options::memory_budget`):
-    /// before its first chunk the state reserves [`memory_bound`] of its
-    /// `max`, halving `max` while that does not fit, and reads block by
-    /// block when not even [`MIN_BUDGETED`] fits. `None`: no budget.
+    /// the state reserves [`memory_bound`] of the chunk size it reads
+    /// with as its chunks grow (from [`MIN_BUDGETED`] up to `max`), so
+    /// it holds a reservation for what it uses, not for `max` from its
+    /// first chunk. Where the part has no room for a larger chunk it
+    /// keeps reading at the size it holds; with no room for even
+    /// [`MIN_BUDGETED`] it reads block by block. `None`: no budget.
     gauge: Option<Arc<MemoryGauge>>,
     /// The reservation held (shared with the background reads in flight,
-    /// so it outlives the state until their buffers are gone).
+    /// so it outlives the state until their buffers are gone; it only
+    /// grows while no background read shares it).
     memory: Option<Arc<Reservation>>,
+    /// With a budget: the largest chunk `memory` covers (`memory_bound`
+    /// of it is reserved); 0 before the first reservation. Never above
+    /// `max`; never shrinks.
+    allowed: usize,
     /// Block reads until a state that found no room asks again.
     admit_after: u32,
 }
@@ -315,41 +323,83 @@ impl Readahead {
             vouched: 0,
             gauge,
             memory: None,
+            allowed: 0,
             admit_after: 0,
         }
     }
 
-    /// Whether the state may read a chunk now: always without a budget;
-    /// with one, once it holds a reservation for its `max` (taken here,
-    /// halving `max` until it fits). A state that finds no room for even
-    /// [`MIN_BUDGETED`] reads block by block and asks again after
-    /// [`ADMIT_RETRY`] block reads.
-    fn admitted(&mut self) -> bool {
-        let Some(gauge) = &self.gauge else {
+    /// Whether the state may read a chunk of `size` bytes now (after
+    /// which `next_size` is at most what it may read): always without a
+    /// budget. With one, the state's reservation grows to cover `size`
+    /// (at least [`MIN_BUDGETED`], at most `max`), or to the largest
+    /// halving of it that fits; where nothing larger fits it reads at the
+    /// size it already holds (`next_size` is lowered to it). A state that
+    /// holds nothing and finds no room for [`MIN_BUDGETED`] reads block
+    /// by block and asks again after [`ADMIT_RETRY`] block reads.
+    fn admit(&mut self, size: usize) -> bool {
+        let Some(gauge) = self.gauge.clone() else {
             return true;
         };
-        if self.memory.is_some() {
-            return true;
-        }
-        if self.admit_after > 0 {
-            self.admit_after -= 1;
+        if self.max < MIN_BUDGETED {
             return false;
         }
-        let mut max = self.max;
-        while max >= MIN_BUDGETED {
-            if let Some(r) = gauge.try_reserve(memory_bound(max)) {
-                self.memory = Some(Arc::new(r));
-                self.max = max;
-                self.next_size = self.next_size.min(max);
-                if max < PREFETCH_MIN {
-                    self.pool = None;
-                }
-                return true;
+        let want = size.clamp(MIN_BUDGETED, self.max);
+        if self.allowed < want {
+            if self.memory.is_none() && self.admit_after > 0 {
+                self.admit_after -= 1;
+                return false;
             }
-            max /= 2;
+            self.grow(&gauge, want);
         }
-        self.admit_after = ADMIT_RETRY;
-        false
+        if self.allowed == 0 {
+            self.admit_after = ADMIT_RETRY;
+            return false;
+        }
+        debug_assert!(self.allowed >= MIN_BUDGETED && self.allowed <= self.max);
+        self.next_size = self.next_size.min(self.allowed);
+        true
+    }
+
+    /// Whether the state may read chunks of its full `max` (what a learned
+    /// run's pieces and background prefetch need): [`admit`](Self::admit)
+    /// for `max`, granted in full.
+    fn admit_full(&mut self) -> bool {
+        self.admit(self.max) && (self.gauge.is_none() || self.allowed >= self.max)
+    }
+
+    /// Grows the reservation (or takes the first) to cover chunks of
+    /// `want` bytes, halving `want` while that does not fit, never below
+    /// what is held or [`MIN_BUDGETED`]. A reservation a background read
+    /// shares is not grown.
+    fn grow(&mut self, gauge: &Arc<MemoryGauge>, want: usize) {
+        let mut target = want;
+        while target > self.allowed && target >= MIN_BUDGETED {
+            let got = match &mut self.memory {
+                None => gauge
+                    .try_reserve(memory_bound(target))
+                    .map(|r| self.memory = Some(Arc::new(r)))
+                    .is_some(),
+                Some(held) => match Arc::get_mut(held) {
+                    Some(r) => r.resize(memory_bound(target)),
+                    None => return,
+                },
+            };
+            if got {
+                self.allowed = target;
+                return;
+            }
+            target /= 2;
+        }
+    }
+
+    /// The largest chunk this state's buffers are sized for: `max`, or
+    /// with a budget what its reservation covers.
+    fn chunk_cap(&self) -> usize {
+        if self.gauge.is_some() {
+            self.allowed
+        } else {
+            self.max
+        }
     }
 
     /// Bytes of chunk buffers this state holds (debug check of
@@ -502,7 +552,7 @@ impl Readahead {
         self.learned = None;
         self.set_last(file, data_end, h);
         let predicted = if sequential { 0 } else { self.predicted_run() };
-        if predicted > 0 && end < limit.min(data_end) && self.admitted() {
+        if predicted > 0 && end < limit.min(data_end) && self.admit_full() {
             self.next_size = MIN_READAHEAD.min(self.max);
             return self.read_learned_run(file, h, end, limit.min(data_end), predicted, verify);
         }
@@ -511,7 +561,7 @@ impl Readahead {
             .saturating_add(self.next_size as u64)
             .min(limit.min(data_end))
             .max(end);
-        if !sequential || want_end == end || !self.admitted() {
+        if !sequential || want_end == end || !self.admit(self.next_size) {
             if !sequential {
                 self.next_size = MIN_READAHEAD.min(self.max);
             }

@@ -657,3 +657,65 @@ fn polling_receive_gets_early_and_late_replies() {
         assert!(recv_polling(&rx).is_err(), "sender gone");
     }
 }
+
+/// With a memory budget a state reserves for the chunks it reads, growing
+/// the reservation as they grow: one state alone reaches `max`; thirty
+/// states over a part that holds thirty 128 KiB bounds (a compaction's
+/// inputs) all read in chunks, none block by block, within the part.
+#[test]
+fn budgeted_states_grow_their_reservation_and_share_the_part() {
+    use crate::util::memory::MemoryGauge;
+    let max = 2 << 20;
+    let alone = MemoryGauge::new(memory_bound(max) * 2);
+    let (f, hs) = file(2000, 4000, None);
+    let mut ra = Readahead::with_budget(max, None, Some(Arc::clone(&alone)));
+    read_all(&mut ra, &f, &hs, u64::MAX).expect("read");
+    let sizes: Vec<usize> = f.log.lock().iter().map(|&(_, n)| n).collect();
+    assert_eq!(
+        &sizes[1..9],
+        &[
+            16 << 10,
+            32 << 10,
+            64 << 10,
+            128 << 10,
+            256 << 10,
+            512 << 10,
+            1 << 20,
+            2 << 20
+        ],
+        "chunks double up to max"
+    );
+    assert_eq!(
+        alone.used(),
+        memory_bound(max),
+        "reserved for max once it reads max"
+    );
+    drop(ra);
+    assert_eq!(alone.used(), 0);
+
+    let states = 30;
+    let part = MemoryGauge::new(states * memory_bound(128 << 10));
+    let files: Vec<(Arc<MemFile>, Vec<BlockHandle>)> =
+        (0..states).map(|_| file(300, 4000, None)).collect();
+    let mut ras: Vec<Readahead> = (0..states)
+        .map(|_| Readahead::with_budget(max, None, Some(Arc::clone(&part))))
+        .collect();
+    for i in 0..300 {
+        for (ra, (f, hs)) in ras.iter_mut().zip(&files) {
+            let dynf: Arc<dyn RandomAccessFile> = Arc::clone(f) as Arc<dyn RandomAccessFile>;
+            read_checked(ra, &dynf, hs, i, u64::MAX, None).expect("read");
+            assert!(part.used() <= part.limit(), "within the part");
+        }
+    }
+    for (s, (f, _)) in files.iter().enumerate() {
+        let log = f.log.lock();
+        let largest = log.iter().map(|&(_, n)| n).max().unwrap_or(0);
+        assert!(
+            largest >= 64 << 10 && log.len() < 40,
+            "state {s} read {} times, the largest {largest} bytes: block by block",
+            log.len()
+        );
+    }
+    drop(ras);
+    assert_eq!(part.used(), 0, "every reservation given back");
+}
