@@ -53,6 +53,10 @@ Environment:
                after the engines, so ratios can be read against the disk's
                limits of the same run; 0 to skip
   DROP_CACHES  1 (default) to drop the page cache before every run; 0 to skip
+  RUN_TIMEOUT  seconds one run (one engine, one repetition) may take; a run
+               that takes longer gets SIGTERM (SIGKILL 30 s later) and counts
+               as failed (exit 124 in the records), with the records of the
+               workloads it finished kept (default: no limit)
 
 Every run gets, in this order: --seed=<rep> (the same keys for every
 engine in a repetition), the shared flags, the engine's own flags, then
@@ -88,6 +92,7 @@ SHARED=("$@")
 RUN_ID="$(date -u +%Y%m%dT%H%M%SZ)-$$"
 
 [[ "$REPS" =~ ^[1-9][0-9]*$ ]] || die "REPS=$REPS is not a positive number"
+[ -z "${RUN_TIMEOUT:-}" ] || [[ "$RUN_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "RUN_TIMEOUT=$RUN_TIMEOUT is not a number of seconds"
 [ -n "$ENGINES" ] || die "ENGINES is empty"
 command -v python3 >/dev/null 2>&1 || die "needs python3 (the summary)"
 [ "$(id -u)" -eq 0 ] || die "needs root (the memory cgroup and /proc/sys/vm/drop_caches)"
@@ -170,9 +175,11 @@ for e in $ENGINES; do
         args=(--seed="$rep" "${SHARED[@]+"${SHARED[@]}"}" "${OWN[@]+"${OWN[@]}"}" --engine="$e" --db="$db" --json="$json")
         echo "compare: $e rep $rep/$REPS: $BENCH ${args[*]}" >&2
         status=0
+        limit=()
+        [ -n "${RUN_TIMEOUT:-}" ] && limit=(timeout --kill-after=30 "$RUN_TIMEOUT")
         (
             echo "$BASHPID" >"$CG/cgroup.procs" || exit 125
-            exec "$BENCH" "${args[@]}"
+            exec "${limit[@]+"${limit[@]}"}" "$BENCH" "${args[@]}"
         ) >"$WORK/$e.$rep.out" 2>"$WORK/$e.$rep.err" &
         BENCH_PID=$!
         wait "$BENCH_PID" || status=$?
@@ -180,6 +187,10 @@ for e in $ENGINES; do
         peak="$(cat "$CG/memory.max_usage_in_bytes")"
         ooms=$(($(oom_kills) - oom0))
         rm -rf "$db"
+        if [ -n "${RUN_TIMEOUT:-}" ] && { [ "$status" -eq 124 ] || { [ "$status" -eq 137 ] && [ "$ooms" -eq 0 ]; }; }; then
+            echo "compare: $e rep $rep: stopped after RUN_TIMEOUT=$RUN_TIMEOUT s" >&2
+            status=124
+        fi
         if [ "$status" -ne 0 ]; then
             failed=1
             echo "compare: $e rep $rep failed (exit $status, OOM kills $ooms): $(tail -1 "$WORK/$e.$rep.err")" >&2

@@ -8,7 +8,7 @@
 #   ENGINES="varve rocksdb" REPS=1 DURATION=10 scripts/ycsb.sh
 #
 # Environment (and every variable of scripts/compare.sh: ENGINES, REPS,
-# MEM_LIMIT, DB_DIR, BENCH, *_FLAGS, DISK):
+# MEM_LIMIT, DB_DIR, BENCH, *_FLAGS, DISK, RUN_TIMEOUT):
 #   NUM       records loaded by ycsb_load (4000000)
 #   THREADS   client threads (16)
 #   DURATION  seconds each of A, B, C, F, D, E runs (20); the load runs to the end
@@ -33,10 +33,15 @@ CACHE="${CACHE:-805306368}"
 export OUT="${OUT:-${TMPDIR:-/tmp}/ycsb-$(date -u +%Y%m%dT%H%M%SZ).jsonl}"
 CHARTS="${CHARTS:-${OUT%.jsonl}-charts}"
 export VARVE_FLAGS="${VARVE_FLAGS---tuned --memory_budget=1610612736}"
+# A failed run (or one stopped by RUN_TIMEOUT) still gets its charts from
+# the records of the runs that finished; the script then exits non-zero.
+status=0
 "$ROOT/scripts/compare.sh" \
     --benchmarks=ycsb_load,ycsb_a,ycsb_b,ycsb_c,ycsb_f,ycsb_d,ycsb_e \
     --num="$NUM" --threads="$THREADS" --duration="$DURATION" --value_size="$VALUE" \
-    --use_direct_reads=true --cache_size="$CACHE" --histogram=1 "$@"
+    --use_direct_reads=true --cache_size="$CACHE" --histogram=1 "$@" || status=$?
 BENCH="${BENCH:-${CARGO_TARGET_DIR:-$ROOT/target}/release/varve-bench}"
 "$BENCH" chart --out="$CHARTS" "$OUT"
 echo "ycsb: records in $OUT, charts in $CHARTS"
+[ "$status" -eq 0 ] || echo "ycsb: compare.sh failed (exit $status): see its lines above" >&2
+exit "$status"
