@@ -183,8 +183,8 @@ pub(crate) fn memory_bound(max: usize) -> usize {
 /// reads one block at a time (and holds no chunk buffer).
 pub(crate) const MIN_BUDGETED: usize = 64 << 10;
 
-/// Block reads a budgeted state that found no room makes before it asks
-/// again.
+/// Reads a budgeted state that found less room than it asked for makes
+/// (block by block, or at the chunk size it holds) before it asks again.
 const ADMIT_RETRY: u32 = 64;
 
 /// Read-ahead of a run whose length was predicted from earlier runs.
@@ -333,9 +333,10 @@ impl Readahead {
     /// budget. With one, the state's reservation grows to cover `size`
     /// (at least [`MIN_BUDGETED`], at most `max`), or to the largest
     /// halving of it that fits; where nothing larger fits it reads at the
-    /// size it already holds (`next_size` is lowered to it). A state that
-    /// holds nothing and finds no room for [`MIN_BUDGETED`] reads block
-    /// by block and asks again after [`ADMIT_RETRY`] block reads.
+    /// size it already holds (`next_size` is lowered to it). A state the
+    /// part could not give all it asked for asks again only after
+    /// [`ADMIT_RETRY`] more reads: one that holds nothing reads them
+    /// block by block, one that holds some reads them at that size.
     fn admit(&mut self, size: usize) -> bool {
         let Some(gauge) = self.gauge.clone() else {
             return true;
@@ -345,14 +346,25 @@ impl Readahead {
         }
         let want = size.clamp(MIN_BUDGETED, self.max);
         if self.allowed < want {
-            if self.memory.is_none() && self.admit_after > 0 {
+            if self.admit_after > 0 {
                 self.admit_after -= 1;
-                return false;
+            } else {
+                self.grow(&gauge, want);
+                if self.allowed < want {
+                    self.admit_after = ADMIT_RETRY;
+                }
             }
-            self.grow(&gauge, want);
         }
+        debug_assert!(
+            self.memory.as_ref().map_or(0, |r| r.bytes())
+                == if self.allowed == 0 {
+                    0
+                } else {
+                    memory_bound(self.allowed)
+                },
+            "the reservation covers exactly the chunks allowed"
+        );
         if self.allowed == 0 {
-            self.admit_after = ADMIT_RETRY;
             return false;
         }
         debug_assert!(self.allowed >= MIN_BUDGETED && self.allowed <= self.max);
